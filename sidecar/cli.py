@@ -1,0 +1,36 @@
+"""The ``credence`` command line: each subcommand is a thin call into one library function."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+__all__ = ["COMMANDS", "build_parser", "main"]
+
+#: subcommand name -> module under ``sidecar.commands`` providing ``add_parser`` and ``run``.
+COMMANDS: dict[str, str] = {
+    "rebuild": "rebuild",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="credence", description="Credence: a belief-revision sidecar for game NPCs."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, module in COMMANDS.items():
+        mod = importlib.import_module(f"sidecar.commands.{module}")
+        mod.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    result: int = args.run(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

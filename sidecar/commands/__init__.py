@@ -1,0 +1,1 @@
+"""One module per ``credence`` subcommand: ``add_parser(subparsers)`` sets ``run``."""

@@ -1,0 +1,58 @@
+"""The sans-I/O belief engine: evidence in, (new belief, change records) out.
+
+No sockets, no SQLite, no wall clock, no randomness. The rules live in :mod:`.rules`.
+"""
+
+from .events import ActStatus, EventKind, WorldEvent, action_root, parse_event
+from .model import (
+    Belief,
+    Change,
+    ChangeKind,
+    Claim,
+    EngineError,
+    Evidence,
+    Intervention,
+    InvalidEvent,
+    InvalidEvidence,
+    Relation,
+    SourceKind,
+    State,
+    Value,
+    same_value,
+)
+from .revise import age, revise
+from .rules import DEFAULT_RULES, TRANSITIONS, Rules, check_transition
+from .world import BeliefReader, MemoryWorld, Outcome, derive_evidence, ingest
+
+__all__ = [
+    "DEFAULT_RULES",
+    "TRANSITIONS",
+    "ActStatus",
+    "Belief",
+    "BeliefReader",
+    "Change",
+    "ChangeKind",
+    "Claim",
+    "EngineError",
+    "EventKind",
+    "Evidence",
+    "Intervention",
+    "InvalidEvent",
+    "InvalidEvidence",
+    "MemoryWorld",
+    "Outcome",
+    "Relation",
+    "Rules",
+    "SourceKind",
+    "State",
+    "Value",
+    "WorldEvent",
+    "action_root",
+    "age",
+    "check_transition",
+    "derive_evidence",
+    "ingest",
+    "parse_event",
+    "revise",
+    "same_value",
+]

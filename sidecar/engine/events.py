@@ -1,0 +1,351 @@
+"""World events: what the game says happened, and the evidence each one gives residents.
+
+The event log is the world's history; a belief is one resident's reading of it. Events are
+parsed from plain mappings (decoded msgpack or JSON) by :func:`parse_event`, which is the
+single place where event fields are checked, and turned back into their canonical mapping by
+:meth:`WorldEvent.to_dict` for the log. Parsing the canonical mapping again gives an equal
+event, which is what makes a replay of the log rebuild every belief exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from .model import Claim, InvalidEvent, Value, check_value, unique
+
+__all__ = [
+    "ACT_STATUSES",
+    "INTERVENTION_OPS",
+    "MAX_ID_LEN",
+    "MAX_LIST_LEN",
+    "MAX_TEXT_LEN",
+    "ActStatus",
+    "EventKind",
+    "WorldEvent",
+    "action_root",
+    "parse_event",
+]
+
+MAX_ID_LEN = 200
+MAX_TEXT_LEN = 4000
+MAX_LIST_LEN = 1000
+
+
+class EventKind(StrEnum):
+    OBSERVE = "observe"
+    SAY = "say"
+    ANNOUNCE = "announce"
+    ACT = "act"
+    INTERVENE = "intervene"
+    TICK = "tick"
+
+
+class ActStatus(StrEnum):
+    COMPLETED = "completed"
+    REJECTED = "rejected"
+    INTERRUPTED = "interrupted"
+    REPLACED = "replaced"
+
+
+ACT_STATUSES = frozenset(ActStatus)
+INTERVENTION_OPS = frozenset({"implant", "distort", "suppress", "soften"})
+
+
+def action_root(actor: str, action: str) -> str:
+    """The claim root an ``act`` event bears on; its value is always the action's status."""
+    return f"action:{actor}:{action}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorldEvent:
+    """One entry of the world log. Kind-specific fields are ``None``/empty when unused.
+
+    Only the fields of its kind are meaningful; :func:`parse_event` guarantees that the
+    required ones are present and well typed.
+    """
+
+    event_id: str
+    day: float
+    kind: EventKind
+    claim: Claim | None = None
+    subject: str | None = None
+    witnesses: tuple[str, ...] = ()
+    interpretations: Mapping[str, str] = field(default_factory=dict)
+    people: tuple[str, ...] = ()
+    places: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    importance: float | None = None
+    speaker: str | None = None
+    listeners: tuple[str, ...] = ()
+    audience: tuple[str, ...] | None = None  # None with kind announce means "everyone"
+    actor: str | None = None
+    action: str | None = None
+    status: ActStatus | None = None
+    resident: str | None = None
+    op: str | None = None
+
+    def mentioned_residents(self) -> tuple[str, ...]:
+        """Every resident this event names, in a stable order (the world learns of them)."""
+        names: list[str] = []
+        for one in (self.speaker, self.actor, self.resident):
+            if one:
+                names.append(one)
+        names.extend(self.witnesses)
+        names.extend(self.listeners)
+        if self.audience:
+            names.extend(self.audience)
+        return unique(names)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The canonical mapping stored in the world log (only fields of this kind)."""
+        out: dict[str, Any] = {"event_id": self.event_id, "day": self.day, "kind": str(self.kind)}
+        kind = self.kind
+        if kind is EventKind.TICK:
+            return out
+        if kind is EventKind.ACT:
+            out |= {
+                "actor": self.actor,
+                "action": self.action,
+                "status": str(self.status),
+                "witnesses": list(self.witnesses),
+            }
+            if self.subject is not None:
+                out["subject"] = self.subject
+            return out
+        assert self.claim is not None
+        claim: dict[str, Any] = {"root": self.claim.root, "value": self.claim.value}
+        if kind is EventKind.INTERVENE:
+            if self.op in ("suppress", "soften"):
+                claim = {"root": self.claim.root}
+            out |= {"resident": self.resident, "op": self.op, "claim": claim}
+            if self.subject is not None:
+                out["subject"] = self.subject
+            return out
+        out |= {"claim": claim, "subject": self.subject}
+        if kind is EventKind.OBSERVE:
+            out["witnesses"] = list(self.witnesses)
+            if self.interpretations:
+                out["interpretations"] = dict(self.interpretations)
+            if self.importance is not None:
+                out["importance"] = self.importance
+        elif kind is EventKind.SAY:
+            out |= {"speaker": self.speaker, "listeners": list(self.listeners)}
+        elif kind is EventKind.ANNOUNCE:
+            out["speaker"] = self.speaker
+            out["audience"] = "*" if self.audience is None else list(self.audience)
+        for name in ("people", "places", "topics"):
+            if getattr(self, name):
+                out[name] = list(getattr(self, name))
+        return out
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _get(data: Mapping[str, Any], key: str) -> Any:
+    """Absent and nil mean the same thing on the wire."""
+    return data.get(key)
+
+
+def _text(data: Mapping[str, Any], key: str, *, required: bool, limit: int = MAX_TEXT_LEN) -> str | None:
+    value = _get(data, key)
+    if value is None:
+        if required:
+            raise InvalidEvent(f"field '{key}' is required")
+        return None
+    if not isinstance(value, str):
+        raise InvalidEvent(f"field '{key}' must be a string")
+    if required and not value:
+        raise InvalidEvent(f"field '{key}' must not be empty")
+    if len(value) > limit:
+        raise InvalidEvent(f"field '{key}' is longer than {limit} characters")
+    if "\x00" in value:
+        raise InvalidEvent(f"field '{key}' must not contain NUL characters")
+    return value
+
+
+def _ident(data: Mapping[str, Any], key: str) -> str:
+    value = _text(data, key, required=True, limit=MAX_ID_LEN)
+    assert value is not None
+    if value == "*":
+        raise InvalidEvent(f"field '{key}' must not be '*'")
+    return value
+
+
+def _id_list(data: Mapping[str, Any], key: str, *, required: bool) -> tuple[str, ...]:
+    value = _get(data, key)
+    if value is None:
+        if required:
+            raise InvalidEvent(f"field '{key}' is required")
+        return ()
+    if not isinstance(value, list | tuple):
+        raise InvalidEvent(f"field '{key}' must be a list of strings")
+    if len(value) > MAX_LIST_LEN:
+        raise InvalidEvent(f"field '{key}' has more than {MAX_LIST_LEN} entries")
+    items = [_ident({key: one}, key) for one in value]
+    if required and not items:
+        raise InvalidEvent(f"field '{key}' must not be empty")
+    return unique(items)
+
+
+def _day(data: Mapping[str, Any]) -> float:
+    value = _get(data, "day")
+    if value is None:
+        raise InvalidEvent("field 'day' is required")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidEvent("field 'day' must be a number of game days")
+    day = float(value)
+    if not math.isfinite(day) or day < 0 or day > 1e12:
+        raise InvalidEvent("field 'day' must be a finite number between 0 and 1e12")
+    return day
+
+
+def _claim(data: Mapping[str, Any], *, value_required: bool = True) -> Claim | tuple[str, None]:
+    raw = _get(data, "claim")
+    if not isinstance(raw, Mapping):
+        raise InvalidEvent("field 'claim' must be a map with 'root' and 'value'")
+    root = _text(raw, "root", required=True, limit=MAX_ID_LEN)
+    assert root is not None
+    value = raw.get("value")
+    if value is None:
+        if value_required:
+            raise InvalidEvent("field 'claim.value' is required")
+        return (root, None)
+    checked: Value = check_value(value, "claim.value")
+    if isinstance(checked, str) and len(checked) > MAX_TEXT_LEN:
+        raise InvalidEvent("field 'claim.value' is too long")
+    return Claim(root=root, value=checked)
+
+
+def _interpretations(data: Mapping[str, Any], witnesses: tuple[str, ...]) -> dict[str, str]:
+    raw = _get(data, "interpretations")
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise InvalidEvent("field 'interpretations' must be a map of resident to text")
+    out: dict[str, str] = {}
+    for resident, text in raw.items():
+        if not isinstance(resident, str) or resident not in witnesses:
+            raise InvalidEvent("interpretations may only be given for witnesses")
+        checked = _text({"interpretation": text}, "interpretation", required=True)
+        assert checked is not None
+        out[resident] = checked
+    return dict(sorted(out.items()))
+
+
+def parse_event(data: Mapping[str, Any]) -> WorldEvent:
+    """Check a decoded event mapping and build the :class:`WorldEvent`.
+
+    Unknown keys are ignored; absent and ``None`` mean the same. Raises
+    :class:`InvalidEvent` with a message naming the offending field.
+    """
+    if not isinstance(data, Mapping):
+        raise InvalidEvent("an event must be a map")
+    event_id = _text(data, "event_id", required=True, limit=MAX_ID_LEN)
+    assert event_id is not None
+    day = _day(data)
+    kind_raw = _get(data, "kind")
+    try:
+        kind = EventKind(kind_raw)
+    except ValueError:
+        raise InvalidEvent(
+            f"unknown event kind {kind_raw!r}; expected one of {', '.join(EventKind)}"
+        ) from None
+    common: dict[str, Any] = {"event_id": event_id, "day": day, "kind": kind}
+
+    if kind is EventKind.TICK:
+        return WorldEvent(**common)
+
+    if kind is EventKind.ACT:
+        actor = _ident(data, "actor")
+        action = _ident(data, "action")
+        status_raw = _get(data, "status")
+        try:
+            status = ActStatus(status_raw)
+        except ValueError:
+            raise InvalidEvent(
+                f"field 'status' must be one of {', '.join(ActStatus)}, not {status_raw!r}"
+            ) from None
+        if _get(data, "claim") is not None:
+            raise InvalidEvent("an act event must not carry a claim; it is derived from status")
+        return WorldEvent(
+            **common,
+            actor=actor,
+            action=action,
+            status=status,
+            claim=Claim(root=action_root(actor, action), value=str(status)),
+            witnesses=_id_list(data, "witnesses", required=False),
+            subject=_text(data, "subject", required=False),
+        )
+
+    if kind is EventKind.INTERVENE:
+        resident = _ident(data, "resident")
+        op = _get(data, "op")
+        if op not in INTERVENTION_OPS:
+            raise InvalidEvent(f"field 'op' must be one of {', '.join(sorted(INTERVENTION_OPS))}")
+        needs_value = op in ("implant", "distort")
+        claim = _claim(data, value_required=needs_value)
+        subject = _text(data, "subject", required=needs_value)
+        if isinstance(claim, tuple):
+            root = claim[0]
+            # suppress/soften act on the belief, whatever its value: keep the root only.
+            claim_obj = Claim(root=root, value="")
+        else:
+            claim_obj = claim
+            if not needs_value:
+                claim_obj = Claim(root=claim.root, value="")
+        return WorldEvent(
+            **common, resident=resident, op=str(op), claim=claim_obj, subject=subject
+        )
+
+    claim = _claim(data)
+    assert isinstance(claim, Claim)
+    subject = _text(data, "subject", required=True)
+    lists = {
+        "people": _id_list(data, "people", required=False),
+        "places": _id_list(data, "places", required=False),
+        "topics": _id_list(data, "topics", required=False),
+    }
+    if kind is EventKind.OBSERVE:
+        witnesses = _id_list(data, "witnesses", required=True)
+        importance = _get(data, "importance")
+        if importance is not None:
+            if isinstance(importance, bool) or not isinstance(importance, int | float):
+                raise InvalidEvent("field 'importance' must be a number")
+            if not math.isfinite(importance) or not 0 <= importance <= 1e6:
+                raise InvalidEvent("field 'importance' must be a finite number ≥ 0")
+            importance = float(importance)
+        return WorldEvent(
+            **common,
+            claim=claim,
+            subject=subject,
+            witnesses=witnesses,
+            interpretations=_interpretations(data, witnesses),
+            importance=importance,
+            **lists,
+        )
+    speaker = _ident(data, "speaker")
+    if kind is EventKind.SAY:
+        listeners = _id_list(data, "listeners", required=True)
+        if speaker in listeners:
+            raise InvalidEvent("a speaker cannot be its own listener")
+        topic = _text(data, "topic", required=False, limit=MAX_ID_LEN)
+        if topic and topic not in lists["topics"]:
+            lists["topics"] = (*lists["topics"], topic)
+        return WorldEvent(
+            **common, claim=claim, subject=subject, speaker=speaker, listeners=listeners, **lists
+        )
+    # announce
+    raw_audience = _get(data, "audience")
+    audience: tuple[str, ...] | None
+    if raw_audience == "*":
+        audience = None
+    else:
+        audience = tuple(a for a in _id_list(data, "audience", required=True) if a != speaker)
+    return WorldEvent(
+        **common, claim=claim, subject=subject, speaker=speaker, audience=audience, **lists
+    )

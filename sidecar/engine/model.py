@@ -1,0 +1,249 @@
+"""Value types of the belief engine: claims, evidence, beliefs and change records.
+
+Every type here is a frozen, slotted, keyword-only dataclass that validates itself on
+construction, so a value that exists is a value that obeys the rules (h11 style). Nothing
+here touches a socket, a database, the wall clock or a random number generator: the game's
+clock (``day``) always arrives from outside.
+
+Exception tree::
+
+    EngineError                      (base; never raised directly)
+     ├── InvalidEvidence             a peer sent evidence that breaks a data rule
+     └── InvalidEvent                a world event is malformed or cannot apply
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TypeAlias
+
+__all__ = [
+    "MAX_SAFE_INT",
+    "Belief",
+    "Change",
+    "ChangeKind",
+    "Claim",
+    "EngineError",
+    "Evidence",
+    "Intervention",
+    "InvalidEvent",
+    "InvalidEvidence",
+    "Relation",
+    "SourceKind",
+    "State",
+    "Value",
+    "same_value",
+]
+
+#: Claim values are one of these. ``bool`` is kept distinct from ``int``.
+Value: TypeAlias = str | int | bool
+
+#: Largest integer every client language can carry exactly (JavaScript's Number).
+MAX_SAFE_INT = 2**53 - 1
+
+
+class EngineError(Exception):
+    """Base of every error the engine raises about its input."""
+
+    code = "invalid_event"
+
+
+class InvalidEvidence(EngineError):
+    """Evidence that breaks a data rule (e.g. hearsay without a source)."""
+
+
+class InvalidEvent(EngineError):
+    """A world event that is malformed or cannot apply to the current beliefs."""
+
+
+class SourceKind(StrEnum):
+    """How a resident came by a piece of evidence."""
+
+    FIRSTHAND = "firsthand"
+    HEARSAY = "hearsay"
+    IMPLANTED = "implanted"
+
+
+class State(StrEnum):
+    """Lifecycle state of a belief."""
+
+    INFLUENCING = "influencing"
+    PAST = "past"
+    DOUBTFUL = "doubtful"
+    ANOMALOUS = "anomalous"
+    CORRECTED = "corrected"
+
+
+class ChangeKind(StrEnum):
+    """What a revision did; each change record (and notification) carries one."""
+
+    FORMED = "formed"
+    REINFORCED = "reinforced"
+    DOUBTED = "doubted"
+    ANOMALY = "anomaly"
+    CORRECTED = "corrected"
+    DECAYED = "decayed"
+    FADED = "faded"
+    INTERVENED = "intervened"
+
+
+class Intervention(StrEnum):
+    """A player intervention that stays active on a belief until evidence corrects it."""
+
+    IMPLANTED = "implanted"
+    DISTORTED = "distorted"
+
+
+class Relation(StrEnum):
+    """How one piece of evidence bears on the belief it touched."""
+
+    FORMS = "forms"
+    SUPPORTS = "supports"
+    CONTRADICTS = "contradicts"
+    INTERVENES = "intervenes"
+
+
+def same_value(a: Value, b: Value) -> bool:
+    """Claim values are equal only if their types match too: ``True`` is not ``1``."""
+    return type(a) is type(b) and a == b
+
+
+def check_value(value: object, what: str = "claim value") -> Value:
+    """Return ``value`` if it is a legal claim value, else raise :class:`InvalidEvent`."""
+    if isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        if -MAX_SAFE_INT <= value <= MAX_SAFE_INT:
+            return value
+        raise InvalidEvent(f"{what} {value} is outside ±(2^53−1)")
+    raise InvalidEvent(f"{what} must be a string, integer or boolean, not {type(value).__name__}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claim:
+    """A proposition slot (``root``) and the value asserted for it.
+
+    Identity is structural: same root and same value supports, same root and another value
+    contradicts, another root is unrelated. Text similarity never enters into it.
+    """
+
+    root: str
+    value: Value
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.root, str) or not self.root:
+            raise InvalidEvent("claim root must be a non-empty string")
+        check_value(self.value)
+
+    def supports(self, other: Claim) -> bool:
+        return self.root == other.root and same_value(self.value, other.value)
+
+    def contradicts(self, other: Claim) -> bool:
+        return self.root == other.root and not same_value(self.value, other.value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Evidence:
+    """One resident's contact with one world event, bearing on one claim."""
+
+    evidence_id: str
+    resident: str
+    event_id: str
+    day: float
+    source_kind: SourceKind
+    claim: Claim
+    subject: str
+    source_resident_id: str | None = None
+    interpretation: str | None = None
+    people: tuple[str, ...] = ()
+    places: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    #: For implanted evidence, the player's intervention op (implant/distort/suppress/soften).
+    op: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.source_kind is SourceKind.IMPLANTED) != (self.op is not None):
+            raise InvalidEvidence("implanted evidence, and only it, carries an intervention op")
+        if self.source_kind is SourceKind.HEARSAY:
+            if not self.source_resident_id:
+                raise InvalidEvidence("hearsay evidence must name its source resident")
+            if self.source_resident_id == self.resident:
+                raise InvalidEvidence("a resident cannot be its own hearsay source")
+        elif self.source_resident_id is not None:
+            raise InvalidEvidence(f"{self.source_kind} evidence must not name a source resident")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Belief:
+    """One resident's formal memory entry about one claim root.
+
+    ``interpretation`` is the resident's own reading and is never treated as a fact;
+    ``evidence_refs`` lists every evidence id that touched the belief, in order.
+    ``heard_from`` lists the hearsay sources that already counted for the current value,
+    so the same source repeating itself does not raise confidence again.
+    ``next_decay_day`` is the game day of the next hearsay-aging step, or ``None`` when the
+    belief does not age; the store indexes it so a clock advance only reads what is due.
+    """
+
+    resident: str
+    root: str
+    value: Value
+    subject: str
+    confidence: int
+    state: State
+    source_kind: SourceKind
+    source_resident_id: str | None
+    formed_day: float
+    updated_day: float
+    last_evidence_day: float
+    interpretation: str | None = None
+    people: tuple[str, ...] = ()
+    places: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    intervention: Intervention | None = None
+    evidence_refs: tuple[str, ...] = ()
+    heard_from: tuple[str, ...] = ()
+    next_decay_day: float | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.confidence, bool) or not isinstance(self.confidence, int):
+            raise TypeError("confidence must be an int")
+        if not 0 <= self.confidence <= 100:
+            raise ValueError(f"confidence {self.confidence} outside 0..100")
+        if (self.source_kind is SourceKind.HEARSAY) != (self.source_resident_id is not None):
+            raise ValueError("hearsay beliefs, and only they, name a source resident")
+
+    @property
+    def claim(self) -> Claim:
+        return Claim(root=self.root, value=self.value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Change:
+    """One revision of one belief. The store numbers it (``seq``) when it commits."""
+
+    resident: str
+    root: str
+    kind: ChangeKind
+    confidence_before: int | None
+    confidence_after: int
+    state_before: State | None
+    state_after: State
+    value_before: Value | None
+    value_after: Value
+    source_kind: SourceKind
+    source_resident_id: str | None
+    event_id: str
+    day: float
+    evidence_id: str | None = None
+    subject_before: str | None = None
+    subject_after: str | None = None
+    detail: str | None = None
+    seq: int | None = field(default=None, compare=False)
+
+
+def unique(items: Sequence[str]) -> tuple[str, ...]:
+    """Order-preserving de-duplication, for people/places/topics lists."""
+    return tuple(dict.fromkeys(items))

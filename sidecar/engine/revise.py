@@ -1,0 +1,312 @@
+"""Belief revision: ``(belief or None, evidence, rules) -> (belief, change or None)``.
+
+Pure functions, one per row of the rules table in :mod:`sidecar.engine.rules`. The caller
+loads the belief, calls :func:`revise` (or :func:`age` when the clock moves), and stores what
+comes back. Nothing is deleted: a revision returns a new belief and the record of the change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .model import (
+    Belief,
+    Change,
+    ChangeKind,
+    Evidence,
+    Intervention,
+    InvalidEvent,
+    Relation,
+    SourceKind,
+    State,
+    same_value,
+    unique,
+)
+from .rules import DEFAULT_RULES, Rules
+
+__all__ = ["age", "ages", "decay_due", "relation_of", "revise"]
+
+
+def relation_of(belief: Belief | None, evidence: Evidence) -> Relation:
+    """How ``evidence`` bears on ``belief`` (the table's first column)."""
+    if evidence.op is not None:
+        return Relation.FORMS if belief is None else Relation.INTERVENES
+    if belief is None:
+        return Relation.FORMS
+    if same_value(belief.value, evidence.claim.value):
+        return Relation.SUPPORTS
+    return Relation.CONTRADICTS
+
+
+def ages(belief: Belief, rules: Rules = DEFAULT_RULES) -> bool:
+    """Whether hearsay aging applies: uncorroborated hearsay, influencing, not tampered with."""
+    return (
+        belief.source_kind is SourceKind.HEARSAY
+        and belief.state is State.INFLUENCING
+        and belief.intervention is None
+        and len(belief.heard_from) <= rules.decay_max_refs
+        and belief.confidence > rules.decay_floor
+    )
+
+
+def decay_due(belief: Belief, rules: Rules = DEFAULT_RULES, *, since: float | None = None) -> float | None:
+    """The day of the next aging step, counted from ``since`` (default: last evidence)."""
+    if not ages(belief, rules):
+        return None
+    start = belief.last_evidence_day if since is None else since
+    return start + rules.decay_period_days
+
+
+def _scheduled(belief: Belief, rules: Rules) -> Belief:
+    """Recompute ``next_decay_day`` after evidence touched the belief."""
+    return replace(belief, next_decay_day=decay_due(belief, rules))
+
+
+def _change(
+    before: Belief | None, after: Belief, kind: ChangeKind, evidence: Evidence, detail: str | None = None
+) -> Change:
+    return Change(
+        resident=after.resident,
+        root=after.root,
+        kind=kind,
+        confidence_before=None if before is None else before.confidence,
+        confidence_after=after.confidence,
+        state_before=None if before is None else before.state,
+        state_after=after.state,
+        value_before=None if before is None else before.value,
+        value_after=after.value,
+        subject_before=None if before is None else before.subject,
+        subject_after=after.subject,
+        source_kind=after.source_kind,
+        source_resident_id=after.source_resident_id,
+        event_id=evidence.event_id,
+        evidence_id=evidence.evidence_id,
+        day=evidence.day,
+        detail=detail,
+    )
+
+
+def revise(
+    belief: Belief | None, evidence: Evidence, rules: Rules = DEFAULT_RULES
+) -> tuple[Belief, Change | None]:
+    """Apply one piece of evidence to a resident's belief on the evidence's root.
+
+    Returns the new belief and its change record; the record is ``None`` only when the
+    evidence is recorded without effect (a hearsay source repeating itself).
+    Raises :class:`InvalidEvent` for an intervention that needs a belief and finds none.
+    """
+    if belief is not None and (belief.root != evidence.claim.root or belief.resident != evidence.resident):
+        raise ValueError("evidence is about another resident or root than the belief")
+    if evidence.op is not None:
+        return _intervene(belief, evidence, rules)
+    if belief is None:
+        return _form(evidence, rules)
+    if same_value(belief.value, evidence.claim.value):
+        return _support(belief, evidence, rules)
+    return _contradict(belief, evidence, rules)
+
+
+def _form(ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
+    initial = {
+        SourceKind.FIRSTHAND: rules.firsthand_initial,
+        SourceKind.HEARSAY: rules.hearsay_initial,
+    }[ev.source_kind]
+    belief = Belief(
+        resident=ev.resident,
+        root=ev.claim.root,
+        value=ev.claim.value,
+        subject=ev.subject,
+        interpretation=ev.interpretation,
+        people=ev.people,
+        places=ev.places,
+        topics=ev.topics,
+        confidence=initial,
+        state=State.INFLUENCING,
+        source_kind=ev.source_kind,
+        source_resident_id=ev.source_resident_id,
+        formed_day=ev.day,
+        updated_day=ev.day,
+        last_evidence_day=ev.day,
+        evidence_refs=(ev.evidence_id,),
+        heard_from=(ev.source_resident_id,) if ev.source_resident_id else (),
+    )
+    belief = _scheduled(belief, rules)
+    return belief, _change(None, belief, ChangeKind.FORMED, ev)
+
+
+def _touched(belief: Belief, ev: Evidence) -> dict[str, object]:
+    """Fields every piece of evidence updates, whatever it does to confidence."""
+    return {
+        "evidence_refs": (*belief.evidence_refs, ev.evidence_id),
+        "updated_day": max(belief.updated_day, ev.day),
+        "last_evidence_day": max(belief.last_evidence_day, ev.day),
+    }
+
+
+def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change | None]:
+    if ev.source_kind is SourceKind.HEARSAY and ev.source_resident_id in belief.heard_from:
+        # The same source repeating itself is not corroboration: record, change nothing,
+        # and keep the aging clock where it was.
+        refs = (*belief.evidence_refs, ev.evidence_id)
+        return replace(belief, evidence_refs=refs), None
+    source_kind, source = belief.source_kind, belief.source_resident_id
+    if source_kind is SourceKind.HEARSAY and ev.source_kind is SourceKind.FIRSTHAND:
+        source_kind, source = SourceKind.FIRSTHAND, None  # seen for oneself now
+    after = replace(
+        belief,
+        **_touched(belief, ev),  # type: ignore[arg-type]
+        confidence=min(rules.confidence_cap, belief.confidence + rules.reinforce_step),
+        state=State.CORRECTED if belief.state is State.CORRECTED else State.INFLUENCING,
+        source_kind=source_kind,
+        source_resident_id=source,
+        interpretation=ev.interpretation or belief.interpretation,
+        people=unique((*belief.people, *ev.people)),
+        places=unique((*belief.places, *ev.places)),
+        topics=unique((*belief.topics, *ev.topics)),
+        heard_from=(
+            (*belief.heard_from, ev.source_resident_id)
+            if ev.source_resident_id
+            else belief.heard_from
+        ),
+    )
+    after = _scheduled(after, rules)
+    return after, _change(belief, after, ChangeKind.REINFORCED, ev)
+
+
+def _contradict(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
+    firsthand = ev.source_kind is SourceKind.FIRSTHAND
+    if belief.intervention is not None and not (belief.state is State.ANOMALOUS and firsthand):
+        after = replace(
+            belief,
+            **_touched(belief, ev),  # type: ignore[arg-type]
+            confidence=min(belief.confidence, max(rules.anomaly_floor, belief.confidence - rules.anomaly_step)),
+            state=State.ANOMALOUS,
+            next_decay_day=None,
+        )
+        return after, _change(belief, after, ChangeKind.ANOMALY, ev)
+    if firsthand and belief.state in (State.DOUBTFUL, State.ANOMALOUS):
+        return _correct(belief, ev, rules)
+    after = replace(
+        belief,
+        **_touched(belief, ev),  # type: ignore[arg-type]
+        confidence=min(belief.confidence, max(rules.doubt_floor, belief.confidence - rules.doubt_step)),
+        state=State.DOUBTFUL,
+        next_decay_day=None,
+    )
+    return after, _change(belief, after, ChangeKind.DOUBTED, ev)
+
+
+def _correct(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
+    note = f"Later firsthand evidence corrected my earlier understanding: {belief.subject}"
+    if ev.interpretation:
+        note = f"{ev.interpretation} ({note})"
+    after = replace(
+        belief,
+        **_touched(belief, ev),  # type: ignore[arg-type]
+        value=ev.claim.value,
+        subject=ev.subject,
+        interpretation=note,
+        people=ev.people,
+        places=ev.places,
+        topics=ev.topics,
+        confidence=rules.corrected_confidence,
+        state=State.CORRECTED,
+        source_kind=SourceKind.FIRSTHAND,
+        source_resident_id=None,
+        intervention=None,
+        heard_from=(),
+        next_decay_day=None,
+    )
+    return after, _change(belief, after, ChangeKind.CORRECTED, ev)
+
+
+def _intervene(belief: Belief | None, ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
+    op = ev.op
+    if op == "implant":
+        implanted = Belief(
+            resident=ev.resident,
+            root=ev.claim.root,
+            value=ev.claim.value,
+            subject=ev.subject,
+            people=ev.people,
+            places=ev.places,
+            topics=ev.topics,
+            confidence=rules.implant_initial,
+            state=State.INFLUENCING,
+            source_kind=SourceKind.IMPLANTED,
+            source_resident_id=None,
+            intervention=Intervention.IMPLANTED,
+            formed_day=ev.day if belief is None else belief.formed_day,
+            updated_day=ev.day,
+            last_evidence_day=ev.day,
+            evidence_refs=(ev.evidence_id,) if belief is None else (*belief.evidence_refs, ev.evidence_id),
+        )
+        kind = ChangeKind.FORMED if belief is None else ChangeKind.INTERVENED
+        return implanted, _change(belief, implanted, kind, ev, detail="implant")
+    if belief is None:
+        raise InvalidEvent(f"{op}: resident {ev.resident!r} holds no belief on {ev.claim.root!r}")
+    touched = {
+        "evidence_refs": (*belief.evidence_refs, ev.evidence_id),
+        "updated_day": max(belief.updated_day, ev.day),
+    }
+    if op == "distort":
+        after = replace(
+            belief,
+            **touched,  # type: ignore[arg-type]
+            subject=ev.subject,
+            value=ev.claim.value,
+            intervention=Intervention.DISTORTED,
+            heard_from=belief.heard_from if same_value(belief.value, ev.claim.value) else (),
+            next_decay_day=None,
+        )
+    elif op == "suppress":
+        after = replace(belief, **touched, state=State.PAST, next_decay_day=None)  # type: ignore[arg-type]
+    elif op == "soften":
+        confidence = max(0, belief.confidence - rules.soften_step)
+        state = State.DOUBTFUL if confidence <= rules.soften_doubt_at else belief.state
+        after = replace(belief, **touched, confidence=confidence, state=state)  # type: ignore[arg-type]
+        after = replace(after, next_decay_day=belief.next_decay_day if ages(after, rules) else None)
+    else:  # pragma: no cover - parse_event only lets the four ops through
+        raise InvalidEvent(f"unknown intervention op {op!r}")
+    return after, _change(belief, after, ChangeKind.INTERVENED, ev, detail=op)
+
+
+def age(
+    belief: Belief, day: float, event_id: str, rules: Rules = DEFAULT_RULES
+) -> tuple[Belief, list[Change]]:
+    """Apply every hearsay-aging step due by ``day`` (catch-up: 21 days = three steps)."""
+    changes: list[Change] = []
+    while belief.next_decay_day is not None and belief.next_decay_day <= day and ages(belief, rules):
+        due = belief.next_decay_day
+        confidence = max(rules.decay_floor, belief.confidence - rules.decay_step)
+        faded = confidence <= rules.decay_floor
+        after = replace(
+            belief,
+            confidence=confidence,
+            state=State.PAST if faded else State.INFLUENCING,
+            updated_day=max(belief.updated_day, due),
+            next_decay_day=None if faded else due + rules.decay_period_days,
+        )
+        changes.append(
+            Change(
+                resident=after.resident,
+                root=after.root,
+                kind=ChangeKind.FADED if faded else ChangeKind.DECAYED,
+                confidence_before=belief.confidence,
+                confidence_after=after.confidence,
+                state_before=belief.state,
+                state_after=after.state,
+                value_before=belief.value,
+                value_after=after.value,
+                subject_before=belief.subject,
+                subject_after=after.subject,
+                source_kind=after.source_kind,
+                source_resident_id=after.source_resident_id,
+                event_id=event_id,
+                day=due,
+            )
+        )
+        belief = after
+    if belief.next_decay_day is not None and not ages(belief, rules):
+        belief = replace(belief, next_decay_day=None)
+    return belief, changes

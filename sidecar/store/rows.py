@@ -1,0 +1,120 @@
+"""Conversions between engine values and SQLite rows (one place, both directions)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from ..engine import Belief, Change, ChangeKind, Intervention, SourceKind, State, Value
+
+__all__ = [
+    "BELIEF_COLUMNS",
+    "CHANGE_COLUMNS",
+    "belief_from_row",
+    "belief_to_row",
+    "change_from_row",
+    "change_to_row",
+    "dump_json",
+    "load_json",
+]
+
+
+def dump_json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def load_json(text: str | bytes) -> Any:
+    return orjson.loads(text)
+
+
+BELIEF_COLUMNS = (
+    "world", "resident", "root", "value", "subject", "interpretation", "people", "places",
+    "topics", "confidence", "state", "source_kind", "source_resident", "intervention",
+    "evidence_refs", "heard_from", "formed_day", "updated_day", "last_evidence_day",
+    "next_decay_day",
+)  # fmt: skip
+
+CHANGE_COLUMNS = (
+    "world", "seq", "resident", "root", "kind", "confidence_before", "confidence_after",
+    "state_before", "state_after", "value_before", "value_after", "source_kind",
+    "source_resident", "event_id", "evidence_id", "day", "detail", "subject_before",
+    "subject_after",
+)  # fmt: skip
+
+
+def belief_to_row(world: str, b: Belief) -> tuple[Any, ...]:
+    return (
+        world, b.resident, b.root, dump_json(b.value), b.subject, b.interpretation,
+        dump_json(b.people), dump_json(b.places), dump_json(b.topics), b.confidence,
+        str(b.state), str(b.source_kind), b.source_resident_id,
+        None if b.intervention is None else str(b.intervention), dump_json(b.evidence_refs),
+        dump_json(b.heard_from), b.formed_day, b.updated_day, b.last_evidence_day,
+        b.next_decay_day,
+    )  # fmt: skip
+
+
+def _row(row: sqlite3.Row | Mapping[str, Any]) -> Mapping[str, Any]:
+    return row if isinstance(row, Mapping) else dict(zip(row.keys(), row, strict=True))
+
+
+def belief_from_row(row: sqlite3.Row | Mapping[str, Any]) -> Belief:
+    r = _row(row)
+    value: Value = load_json(r["value"])
+    return Belief(
+        resident=r["resident"],
+        root=r["root"],
+        value=value,
+        subject=r["subject"],
+        interpretation=r["interpretation"],
+        people=tuple(load_json(r["people"])),
+        places=tuple(load_json(r["places"])),
+        topics=tuple(load_json(r["topics"])),
+        confidence=r["confidence"],
+        state=State(r["state"]),
+        source_kind=SourceKind(r["source_kind"]),
+        source_resident_id=r["source_resident"],
+        intervention=None if r["intervention"] is None else Intervention(r["intervention"]),
+        evidence_refs=tuple(load_json(r["evidence_refs"])),
+        heard_from=tuple(load_json(r["heard_from"])),
+        formed_day=r["formed_day"],
+        updated_day=r["updated_day"],
+        last_evidence_day=r["last_evidence_day"],
+        next_decay_day=r["next_decay_day"],
+    )
+
+
+def change_to_row(world: str, seq: int, c: Change) -> tuple[Any, ...]:
+    return (
+        world, seq, c.resident, c.root, str(c.kind), c.confidence_before, c.confidence_after,
+        None if c.state_before is None else str(c.state_before), str(c.state_after),
+        None if c.value_before is None else dump_json(c.value_before), dump_json(c.value_after),
+        str(c.source_kind), c.source_resident_id, c.event_id, c.evidence_id, c.day, c.detail,
+        c.subject_before, c.subject_after,
+    )  # fmt: skip
+
+
+def change_from_row(row: sqlite3.Row | Mapping[str, Any]) -> Change:
+    r = _row(row)
+    return Change(
+        seq=r["seq"],
+        resident=r["resident"],
+        root=r["root"],
+        kind=ChangeKind(r["kind"]),
+        confidence_before=r["confidence_before"],
+        confidence_after=r["confidence_after"],
+        state_before=None if r["state_before"] is None else State(r["state_before"]),
+        state_after=State(r["state_after"]),
+        value_before=None if r["value_before"] is None else load_json(r["value_before"]),
+        value_after=load_json(r["value_after"]),
+        source_kind=SourceKind(r["source_kind"]),
+        source_resident_id=r["source_resident"],
+        event_id=r["event_id"],
+        evidence_id=r["evidence_id"],
+        day=r["day"],
+        detail=r["detail"],
+        subject_before=r.get("subject_before"),
+        subject_after=r.get("subject_after"),
+    )

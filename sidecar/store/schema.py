@@ -1,0 +1,175 @@
+"""The SQLite schema as an ordered list of named forward migrations.
+
+Each migration runs once, inside a transaction, and is recorded in ``_migrations``; the
+schema version is the number of migrations applied. CHECK constraints mirror the engine's
+rules so that even a bug in the engine cannot store an impossible belief.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate", "schema_version"]
+
+_STATES = "('influencing','past','doubtful','anomalous','corrected')"
+_SOURCES = "('firsthand','hearsay','implanted')"
+_KINDS = "('formed','reinforced','doubted','anomaly','corrected','decayed','faded','intervened')"
+_EVENT_KINDS = "('observe','say','announce','act','intervene','tick')"
+
+_INITIAL = f"""
+CREATE TABLE worlds (
+    world       TEXT PRIMARY KEY,
+    day         REAL NOT NULL DEFAULT 0 CHECK (day >= 0),
+    event_seq   INTEGER NOT NULL DEFAULT 0 CHECK (event_seq >= 0),
+    change_seq  INTEGER NOT NULL DEFAULT 0 CHECK (change_seq >= 0),
+    rules       TEXT NOT NULL CHECK (json_valid(rules))
+);
+
+-- The world log: the source of truth. body is the canonical event as JSON.
+CREATE TABLE events (
+    world     TEXT NOT NULL REFERENCES worlds(world),
+    seq       INTEGER NOT NULL CHECK (seq > 0),
+    event_id  TEXT NOT NULL,
+    day       REAL NOT NULL CHECK (day >= 0),
+    kind      TEXT NOT NULL CHECK (kind IN {_EVENT_KINDS}),
+    body      TEXT NOT NULL CHECK (json_valid(body)),
+    PRIMARY KEY (world, seq),
+    UNIQUE (world, event_id)
+);
+
+CREATE TABLE residents (
+    world     TEXT NOT NULL REFERENCES worlds(world),
+    resident  TEXT NOT NULL,
+    PRIMARY KEY (world, resident)
+) WITHOUT ROWID;
+
+CREATE TABLE evidence (
+    world            TEXT NOT NULL REFERENCES worlds(world),
+    evidence_id      TEXT NOT NULL,
+    resident         TEXT NOT NULL,
+    root             TEXT NOT NULL,
+    value            TEXT NOT NULL CHECK (json_valid(value)),
+    event_id         TEXT NOT NULL,
+    day              REAL NOT NULL,
+    source_kind      TEXT NOT NULL CHECK (source_kind IN {_SOURCES}),
+    source_resident  TEXT,
+    relation         TEXT NOT NULL CHECK (relation IN ('forms','supports','contradicts','intervenes')),
+    op               TEXT CHECK (op IN ('implant','distort','suppress','soften')),
+    subject          TEXT NOT NULL,
+    PRIMARY KEY (world, evidence_id),
+    CHECK ((source_kind = 'hearsay') = (source_resident IS NOT NULL)),
+    CHECK ((source_kind = 'implanted') = (op IS NOT NULL))
+);
+CREATE INDEX evidence_by_belief ON evidence (world, resident, root);
+
+CREATE TABLE beliefs (
+    world              TEXT NOT NULL REFERENCES worlds(world),
+    resident           TEXT NOT NULL,
+    root               TEXT NOT NULL,
+    value              TEXT NOT NULL CHECK (json_valid(value)),
+    subject            TEXT NOT NULL,
+    interpretation     TEXT,
+    people             TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(people)),
+    places             TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(places)),
+    topics             TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(topics)),
+    confidence         INTEGER NOT NULL CHECK (confidence BETWEEN 0 AND 100),
+    state              TEXT NOT NULL CHECK (state IN {_STATES}),
+    source_kind        TEXT NOT NULL CHECK (source_kind IN {_SOURCES}),
+    source_resident    TEXT,
+    intervention       TEXT CHECK (intervention IN ('implanted','distorted')),
+    evidence_refs      TEXT NOT NULL CHECK (json_valid(evidence_refs)),
+    heard_from         TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(heard_from)),
+    formed_day         REAL NOT NULL,
+    updated_day        REAL NOT NULL,
+    last_evidence_day  REAL NOT NULL,
+    next_decay_day     REAL,
+    PRIMARY KEY (world, resident, root),
+    CHECK ((source_kind = 'hearsay') = (source_resident IS NOT NULL)),
+    CHECK (next_decay_day IS NULL OR (source_kind = 'hearsay' AND state = 'influencing'))
+) WITHOUT ROWID;
+-- Aging reads only what is due: a range scan on this partial index, never a full scan.
+CREATE INDEX beliefs_due ON beliefs (world, next_decay_day, resident, root)
+    WHERE next_decay_day IS NOT NULL;
+CREATE INDEX beliefs_by_root ON beliefs (world, root);
+
+CREATE TABLE changes (
+    world              TEXT NOT NULL REFERENCES worlds(world),
+    seq                INTEGER NOT NULL CHECK (seq > 0),
+    resident           TEXT NOT NULL,
+    root               TEXT NOT NULL,
+    kind               TEXT NOT NULL CHECK (kind IN {_KINDS}),
+    confidence_before  INTEGER CHECK (confidence_before BETWEEN 0 AND 100),
+    confidence_after   INTEGER NOT NULL CHECK (confidence_after BETWEEN 0 AND 100),
+    state_before       TEXT CHECK (state_before IN {_STATES}),
+    state_after        TEXT NOT NULL CHECK (state_after IN {_STATES}),
+    value_before       TEXT CHECK (value_before IS NULL OR json_valid(value_before)),
+    value_after        TEXT NOT NULL CHECK (json_valid(value_after)),
+    source_kind        TEXT NOT NULL CHECK (source_kind IN {_SOURCES}),
+    source_resident    TEXT,
+    event_id           TEXT NOT NULL,
+    evidence_id        TEXT,
+    day                REAL NOT NULL,
+    detail             TEXT,
+    PRIMARY KEY (world, seq),
+    CHECK ((source_kind = 'hearsay') = (source_resident IS NOT NULL)),
+    CHECK ((kind = 'formed') = (state_before IS NULL))
+);
+CREATE INDEX changes_by_belief ON changes (world, resident, root, seq);
+"""
+
+# Version 2 keeps the text of a belief before and after each change, so a player's
+# `distort` (which rewrites the subject) has a full audit trail.
+_AUDIT_SUBJECTS = """
+ALTER TABLE changes ADD COLUMN subject_before TEXT;
+ALTER TABLE changes ADD COLUMN subject_after TEXT;
+CREATE INDEX changes_by_resident ON changes (world, resident, seq);
+"""
+
+MIGRATIONS: list[tuple[str, str]] = [
+    ("0001_initial", _INITIAL),
+    ("0002_audit_subjects", _AUDIT_SUBJECTS),
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
+    ).fetchone()
+    if not exists:
+        return 0
+    return int(conn.execute("SELECT count(*) FROM _migrations").fetchone()[0])
+
+
+def migrate(conn: sqlite3.Connection, *, upto: int = SCHEMA_VERSION) -> list[str]:
+    """Apply every migration not yet applied, up to ``upto``; return the names applied."""
+    conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY)")
+    done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+    known = {name for name, _ in MIGRATIONS}
+    unknown = done - known
+    if unknown:
+        raise RuntimeError(
+            f"database has migrations this version does not know: {sorted(unknown)}; "
+            "it was written by a newer Credence"
+        )
+    applied = []
+    for name, sql in MIGRATIONS[:upto]:
+        if name in done:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _statements(sql):
+                conn.execute(statement)
+            conn.execute("INSERT INTO _migrations (name) VALUES (?)", (name,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        applied.append(name)
+    return applied
+
+
+def _statements(sql: str) -> list[str]:
+    """Split a migration into statements (ours contain no semicolons inside literals)."""
+    lines = [line for line in sql.splitlines() if not line.lstrip().startswith("--")]
+    return [part.strip() for part in "\n".join(lines).split(";") if part.strip()]
