@@ -1,0 +1,52 @@
+"""Credence wire protocol v1: codec, frame validation and error codes.
+
+The contract itself is ``protocol/SPEC.md``; ``protocol/vectors/`` holds example frames as
+msgpack hex beside their JSON form, for clients in other languages to test against.
+"""
+
+from .codec import MAX_INBOUND, MAX_OUTBOUND, MAX_SAFE_INT, decode, decode_json, decode_msgpack, encode, encode_json
+from .errors import CloseCode, ErrorCode, ProtocolError
+from .frames import (
+    PROTOCOL_VERSION,
+    BeliefsQuery,
+    DistributionQuery,
+    EventFrame,
+    ExplainQuery,
+    GraphQuery,
+    Hello,
+    NarrativeQuery,
+    Subscribe,
+    Unsubscribe,
+    belief_frame,
+    belief_summary,
+    parse_client_frame,
+    parse_hello,
+)
+
+__all__ = [
+    "MAX_INBOUND",
+    "MAX_OUTBOUND",
+    "MAX_SAFE_INT",
+    "PROTOCOL_VERSION",
+    "BeliefsQuery",
+    "CloseCode",
+    "DistributionQuery",
+    "ErrorCode",
+    "EventFrame",
+    "ExplainQuery",
+    "GraphQuery",
+    "Hello",
+    "NarrativeQuery",
+    "ProtocolError",
+    "Subscribe",
+    "Unsubscribe",
+    "belief_frame",
+    "belief_summary",
+    "decode",
+    "decode_json",
+    "decode_msgpack",
+    "encode",
+    "encode_json",
+    "parse_client_frame",
+    "parse_hello",
+]

@@ -1,0 +1,321 @@
+"""Frame validation (client → sidecar) and frame builders (sidecar → client).
+
+:func:`parse_client_frame` turns a decoded map into one small frozen frame object, or raises
+:class:`~protocol.errors.ProtocolError` with the stable code for what was wrong. Event
+fields are checked by the engine's :func:`~sidecar.engine.parse_event`, the single place
+where the shape of a world event is defined.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sidecar.engine import Belief, Change, ChangeKind, InvalidEvent, WorldEvent, parse_event
+
+from .errors import ErrorCode, ProtocolError
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "BeliefsQuery",
+    "DistributionQuery",
+    "EventFrame",
+    "ExplainQuery",
+    "GraphQuery",
+    "Hello",
+    "NarrativeQuery",
+    "Subscribe",
+    "Unsubscribe",
+    "belief_frame",
+    "belief_summary",
+    "parse_client_frame",
+    "parse_hello",
+]
+
+PROTOCOL_VERSION = 1
+MAX_ID = 200
+ALL = "*"
+
+
+def _fail(message: str, rid: object = None, code: ErrorCode = ErrorCode.INVALID_FRAME) -> ProtocolError:
+    return ProtocolError(code, message, rid=rid)
+
+
+def _rid(frame: dict[str, Any]) -> object:
+    rid = frame.get("rid")
+    if rid is not None and not isinstance(rid, str | int | float | bool):
+        raise _fail("'rid' must be a scalar (string, number or boolean)")
+    return rid
+
+
+def _str(frame: dict[str, Any], key: str, rid: object, *, required: bool = True) -> str | None:
+    value = frame.get(key)
+    if value is None:
+        if required:
+            raise _fail(f"field '{key}' is required", rid)
+        return None
+    if not isinstance(value, str) or not value or len(value) > MAX_ID:
+        raise _fail(f"field '{key}' must be a non-empty string of at most {MAX_ID} characters", rid)
+    return value
+
+
+def _residents(value: Any, key: str, rid: object) -> tuple[str, ...] | None:
+    """A list of resident ids, or ``"*"`` (returned as ``None``: everyone)."""
+    if value == ALL:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise _fail(f"field '{key}' must be a list of resident ids or \"*\"", rid)
+    if len(value) > 10_000:
+        raise _fail(f"field '{key}' lists more than 10000 residents", rid)
+    return tuple(dict.fromkeys(value))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hello:
+    protocol: int
+    world: str
+    token: str | None = None
+    client: str | None = None
+    resume: int | None = None
+    subscribe: tuple[str, ...] | None = None
+    subscribe_all: bool = False
+    rid: object = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventFrame:
+    event: WorldEvent
+    rid: object = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Subscribe:
+    """A notification filter. ``residents=None`` means every resident of the world."""
+
+    residents: tuple[str, ...] | None
+    roots: tuple[str, ...] = ()
+    changes: frozenset[ChangeKind] = frozenset()
+    crossing: int | None = None
+    rid: object = None
+
+    def matches(self, change: Change) -> bool:
+        if self.residents is not None and change.resident not in self.residents:
+            return False
+        if self.roots and not any(change.root.startswith(p) for p in self.roots):
+            return False
+        if self.changes and change.kind not in self.changes:
+            return False
+        if self.crossing is not None:
+            before = -1 if change.confidence_before is None else change.confidence_before
+            after = change.confidence_after
+            return (before < self.crossing) != (after < self.crossing)
+        return True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unsubscribe:
+    residents: tuple[str, ...] | None  # None: drop every subscription
+    rid: object = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BeliefsQuery:
+    resident: str
+    after: str | None = None
+    rid: object = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExplainQuery:
+    resident: str
+    root: str
+    rid: object = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DistributionQuery:
+    root: str
+    rid: object = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NarrativeQuery:
+    resident: str
+    budget: int = 2000
+    lang: str = "en"
+    rid: object = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GraphQuery:
+    resident: str | None = None
+    root: str | None = None
+    rid: object = None
+
+
+ClientFrame = (
+    Hello
+    | EventFrame
+    | Subscribe
+    | Unsubscribe
+    | BeliefsQuery
+    | ExplainQuery
+    | DistributionQuery
+    | NarrativeQuery
+    | GraphQuery
+)
+
+
+def parse_hello(frame: dict[str, Any]) -> Hello:
+    rid = _rid(frame)
+    if frame.get("type") != "hello":
+        raise ProtocolError(ErrorCode.HELLO_REQUIRED, "the first frame must be 'hello'", rid=rid)
+    version = frame.get("protocol")
+    if version != PROTOCOL_VERSION or isinstance(version, bool):
+        raise ProtocolError(
+            ErrorCode.UNSUPPORTED_PROTOCOL,
+            f"protocol {version!r} is not supported; this sidecar speaks protocol {PROTOCOL_VERSION}",
+            rid=rid,
+        )
+    world = _str(frame, "world", rid)
+    assert world is not None
+    token = frame.get("token")
+    if token is not None and not isinstance(token, str):
+        raise _fail("field 'token' must be a string", rid)
+    client = frame.get("client")
+    if client is not None and not isinstance(client, str):
+        raise _fail("field 'client' must be a string", rid)
+    resume = frame.get("resume")
+    if resume is not None and (isinstance(resume, bool) or not isinstance(resume, int) or resume < 0):
+        raise _fail("field 'resume' must be a non-negative integer change seq", rid)
+    raw_sub = frame.get("subscribe")
+    sub = None if raw_sub is None else _residents(raw_sub, "subscribe", rid)
+    return Hello(
+        protocol=version,
+        world=world,
+        token=token,
+        client=client[:200] if client else None,
+        resume=resume,
+        subscribe=sub,
+        subscribe_all=raw_sub == ALL,
+        rid=rid,
+    )
+
+
+def _subscribe(frame: dict[str, Any], rid: object) -> Subscribe:
+    residents = _residents(frame.get("residents"), "residents", rid)
+    roots = frame.get("roots") or []
+    if not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
+        raise _fail("field 'roots' must be a list of root prefixes", rid)
+    raw_changes = frame.get("changes") or []
+    if not isinstance(raw_changes, list):
+        raise _fail("field 'changes' must be a list of change kinds", rid)
+    try:
+        changes = frozenset(ChangeKind(c) for c in raw_changes)
+    except ValueError:
+        raise _fail(f"field 'changes' may only hold: {', '.join(ChangeKind)}", rid) from None
+    crossing = frame.get("crossing")
+    if crossing is not None:
+        if isinstance(crossing, bool) or not isinstance(crossing, int | float) or not 0 <= crossing <= 100:
+            raise _fail("field 'crossing' must be a confidence between 0 and 100", rid)
+    return Subscribe(residents=residents, roots=tuple(roots), changes=changes, crossing=crossing, rid=rid)
+
+
+def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
+    """Validate a decoded frame sent after the handshake."""
+    kind = frame.get("type")
+    rid = _rid(frame)
+    if not isinstance(kind, str):
+        raise ProtocolError(ErrorCode.BAD_FRAME, "every frame needs a string 'type'", rid=rid)
+    if kind == "event":
+        try:
+            event = parse_event(frame)
+        except InvalidEvent as exc:
+            event_id = frame.get("event_id") if isinstance(frame.get("event_id"), str) else None
+            raise ProtocolError(ErrorCode.INVALID_EVENT, str(exc), rid=rid, event_id=event_id) from None
+        return EventFrame(event=event, rid=rid)
+    if kind == "subscribe":
+        return _subscribe(frame, rid)
+    if kind == "unsubscribe":
+        raw = frame.get("residents")
+        return Unsubscribe(residents=None if raw is None else _residents(raw, "residents", rid), rid=rid)
+    if kind == "beliefs":
+        resident = _str(frame, "resident", rid)
+        assert resident is not None
+        return BeliefsQuery(resident=resident, after=_str(frame, "after", rid, required=False), rid=rid)
+    if kind == "explain":
+        resident, root = _str(frame, "resident", rid), _str(frame, "root", rid)
+        assert resident is not None and root is not None
+        return ExplainQuery(resident=resident, root=root, rid=rid)
+    if kind == "distribution":
+        root = _str(frame, "root", rid)
+        assert root is not None
+        return DistributionQuery(root=root, rid=rid)
+    if kind == "narrative":
+        resident = _str(frame, "resident", rid)
+        assert resident is not None
+        budget = frame.get("budget", 2000) or 2000
+        if isinstance(budget, bool) or not isinstance(budget, int) or not 200 <= budget <= 50_000:
+            raise _fail("field 'budget' must be an integer between 200 and 50000 characters", rid)
+        lang = frame.get("lang") or "en"
+        if lang not in ("en", "zh-Hant"):
+            raise _fail("field 'lang' must be 'en' or 'zh-Hant'", rid)
+        return NarrativeQuery(resident=resident, budget=budget, lang=lang, rid=rid)
+    if kind == "graph":
+        resident = _str(frame, "resident", rid, required=False)
+        root = _str(frame, "root", rid, required=False)
+        if resident is None and root is None:
+            raise _fail("a graph query needs 'resident', 'root' or both", rid)
+        return GraphQuery(resident=resident, root=root, rid=rid)
+    if kind == "hello":
+        raise _fail("'hello' was already received on this connection", rid)
+    raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"unknown frame type {kind!r}", rid=rid)
+
+
+# --------------------------------------------------------------------------- outbound
+
+
+def belief_frame(change: Change) -> dict[str, Any]:
+    """The ``belief`` notification for one committed change record."""
+    return {
+        "type": "belief",
+        "seq": change.seq,
+        "resident": change.resident,
+        "root": change.root,
+        "value": change.value_after,
+        "prev_value": change.value_before,
+        "change": str(change.kind),
+        "confidence": change.confidence_after,
+        "prev_confidence": change.confidence_before,
+        "state": str(change.state_after),
+        "prev_state": None if change.state_before is None else str(change.state_before),
+        "source_kind": str(change.source_kind),
+        "source": change.source_resident_id,
+        "subject": change.subject_after,
+        "event_id": change.event_id,
+        "evidence_id": change.evidence_id,
+        "day": change.day,
+        "detail": change.detail,
+    }
+
+
+def belief_summary(b: Belief) -> dict[str, Any]:
+    """A belief as carried in ``beliefs``/``explanation``/``distribution`` replies."""
+    return {
+        "resident": b.resident,
+        "root": b.root,
+        "value": b.value,
+        "subject": b.subject,
+        "interpretation": b.interpretation,
+        "people": list(b.people),
+        "places": list(b.places),
+        "topics": list(b.topics),
+        "confidence": b.confidence,
+        "state": str(b.state),
+        "source_kind": str(b.source_kind),
+        "source": b.source_resident_id,
+        "intervention": None if b.intervention is None else str(b.intervention),
+        "evidence_refs": list(b.evidence_refs),
+        "formed_day": b.formed_day,
+        "updated_day": b.updated_day,
+    }
