@@ -74,6 +74,8 @@ class SchemaTooNew(StoreError):
 class StorageFailure(StoreError):
     """SQLite refused a write: an engine bug caught by a CHECK, or the disk failed."""
 
+    code = "internal_error"
+
 
 def connect(path: str | Path, *, synchronous: str = "FULL") -> sqlite3.Connection:
     """Open a connection in autocommit mode (we issue BEGIN/COMMIT ourselves), WAL on."""
@@ -331,6 +333,11 @@ class Reader:
     def world_day(self, world: str) -> float:
         rows = self._rows("SELECT day FROM worlds WHERE world = ?", (world,))
         return float(rows[0][0]) if rows else 0.0
+
+    def is_resident(self, world: str, resident: str) -> bool:
+        return bool(
+            self._rows("SELECT 1 FROM residents WHERE world = ? AND resident = ?", (world, resident))
+        )
 
     def belief(self, world: str, resident: str, root: str) -> Belief | None:
         rows = self._rows(

@@ -1,0 +1,194 @@
+"""The sidecar process: the thin asyncio shell around the engine and the store.
+
+It accepts WebSocket connections (and answers a plain HTTP GET as a health check), checks
+tokens, runs the single writer off the event loop, fans committed changes out to
+subscribers, and stops gracefully: on SIGINT/SIGTERM it stops reading, commits and
+acknowledges everything already accepted, then closes every connection with 1001.
+It contains no rule: those live in ``sidecar.engine``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http
+import ipaddress
+import itertools
+import logging
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import orjson
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.http11 import Request, Response
+
+from .. import __version__
+from ..store import EventResult, Reader, Writer
+from .auth import Auth
+from .capture import CaptureWriter
+from .connection import Connection
+from .writer import WriterService
+
+__all__ = ["ServerConfig", "Sidecar", "is_loopback"]
+
+log = logging.getLogger("credence.server")
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    db: Path = Path("./credence.db")
+    writer_tokens: Sequence[str] = ()
+    reader_tokens: Sequence[str] = ()
+    capture: Path | None = None
+    max_frame: int = 256 * 1024  # inbound; larger frames close with 1009
+    outbox_limit: int = 1024 * 1024  # bytes queued for one peer before slow_consumer
+    max_inflight: int = 1024  # requests of one connection awaiting their reply
+    hello_timeout: float = 10.0
+    ping_interval: float | None = 20.0
+    ping_timeout: float | None = 20.0
+    shutdown_timeout: float = 10.0
+    synchronous: str = "FULL"
+    readers: int = 2
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Sidecar:
+    """One running sidecar. ``await start()``, then ``await stop()`` (or ``run_forever``)."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.auth = Auth.from_specs(config.writer_tokens, config.reader_tokens)
+        if self.auth.open and not is_loopback(config.host):
+            raise ValueError(
+                f"refusing to serve on {config.host}: no token is configured, so the sidecar "
+                "only serves on loopback (pass --token to serve on other interfaces)"
+            )
+        self.hub: dict[str, set[Connection]] = {}
+        self.stopping = False
+        self.capture = CaptureWriter(config.capture) if config.capture else None
+        self._ids = itertools.count(1)
+        self._local = threading.local()
+        self._readers: list[Reader] = []
+        self._read_pool = ThreadPoolExecutor(config.readers, thread_name_prefix="credence-reader")
+        self.writer = WriterService(Writer(config.db, synchronous=config.synchronous), self._publish)
+        self.server: Server | None = None
+        self.connections: set[Connection] = set()
+
+    @property
+    def port(self) -> int:
+        assert self.server is not None
+        sock = next(iter(self.server.sockets))
+        return int(sock.getsockname()[1])
+
+    @property
+    def url(self) -> str:
+        return f"ws://{self.config.host}:{self.port}"
+
+    async def start(self) -> None:
+        self.writer.start()
+        self.server = await serve(
+            self._handle,
+            self.config.host,
+            self.config.port,
+            process_request=self._process_request,
+            max_size=self.config.max_frame,
+            ping_interval=self.config.ping_interval,
+            ping_timeout=self.config.ping_timeout,
+            compression=None,
+            server_header=f"credence/{__version__}",
+        )
+        mode = "open mode: no token configured, loopback only, any token accepted" if self.auth.open else "token auth"
+        log.info("credence %s serving %s (db %s, %s)", __version__, self.url, self.config.db, mode)
+
+    async def stop(self) -> None:
+        """Graceful shutdown: commit and answer what was accepted, then close 1001."""
+        if self.stopping:
+            return
+        self.stopping = True
+        if self.server is not None:
+            self.server.close(close_connections=False)
+        await self.writer.drain()
+        await asyncio.gather(
+            *(c.shutdown(self.config.shutdown_timeout) for c in list(self.connections)),
+            return_exceptions=True,
+        )
+        if self.server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.server.wait_closed(), self.config.shutdown_timeout)
+        await self.writer.close()
+        self._read_pool.shutdown(wait=True)
+        for reader in self._readers:
+            reader.close()
+        if self.capture is not None:
+            self.capture.close()
+        log.info("credence stopped: %d events in %d batches", self.writer.events, self.writer.batches)
+
+    async def run_forever(self) -> None:
+        """Serve until SIGINT or SIGTERM."""
+        await self.start()
+        done = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, done.set)
+        await done.wait()
+        log.info("signal received: finishing the batch in flight, then closing connections (1001)")
+        await self.stop()
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+        if request.headers.get("Upgrade", "").lower() == "websocket":
+            return None
+        body = orjson.dumps(
+            {"status": "stopping" if self.stopping else "ok", "server": f"credence/{__version__}",
+             "connections": len(self.connections), "events": self.writer.events}
+        )  # fmt: skip
+        status = http.HTTPStatus.SERVICE_UNAVAILABLE if self.stopping else http.HTTPStatus.OK
+        response = connection.respond(status, "")
+        response.body = body + b"\n"
+        response.headers["Content-Type"] = "application/json"
+        response.headers["Content-Length"] = str(len(response.body))
+        return response
+
+    async def _handle(self, ws: ServerConnection) -> None:
+        conn = Connection(self, ws, next(self._ids))
+        self.connections.add(conn)
+        try:
+            await conn.run()
+        finally:
+            self.connections.discard(conn)
+
+    def _reader(self) -> Reader:
+        reader: Reader | None = getattr(self._local, "reader", None)
+        if reader is None:
+            reader = Reader(self.config.db)
+            self._local.reader = reader
+            self._readers.append(reader)
+        return reader
+
+    async def read(self, fn: Callable[[Reader], T]) -> T:
+        """Run a read-only query in a reader thread with its own connection."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._read_pool, lambda: fn(self._reader()))
+
+    def _publish(self, world: str, results: Sequence[EventResult]) -> None:
+        changes = [c for r in results for c in r.changes]
+        for conn in list(self.hub.get(world, ())):
+            conn.deliver(changes)

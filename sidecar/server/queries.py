@@ -1,0 +1,193 @@
+"""Query replies, computed in a reader thread and split into frames under 60 KiB.
+
+A long reply is sent as several frames with the same ``type`` and ``rid``: every frame
+carries the reply's scalar fields, a slice of each list field, ``part`` (0, 1, …) and
+``more`` (``true`` on all but the last). A client concatenates the lists until ``more`` is
+false.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+import msgpack
+
+from protocol import (
+    MAX_OUTBOUND,
+    BeliefsQuery,
+    DistributionQuery,
+    ErrorCode,
+    ExplainQuery,
+    GraphQuery,
+    NarrativeQuery,
+    ProtocolError,
+    belief_summary,
+)
+
+from ..engine import Change
+from ..store import Reader
+
+__all__ = ["answer", "paginate"]
+
+# Leave room for the frame's own keys and the largest single list item we allow.
+_PAGE_BUDGET = MAX_OUTBOUND - 4096
+
+
+def _size(value: Any) -> int:
+    return len(msgpack.packb(value, use_bin_type=True))
+
+
+def paginate(head: dict[str, Any], lists: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Split ``lists`` over as many frames as needed, each under the outbound limit."""
+    base = _size(head) + 64
+    pages: list[dict[str, Any]] = []
+    current: dict[str, list[Any]] = {name: [] for name in lists}
+    used = base
+    for name, items in lists.items():
+        for item in items:
+            cost = _size(item)
+            if base + cost > _PAGE_BUDGET:
+                raise ProtocolError(ErrorCode.TOO_LARGE, f"one {name} entry is too large to send")
+            if used + cost > _PAGE_BUDGET:
+                pages.append(current)
+                current = {n: [] for n in lists}
+                used = base
+            current[name].append(item)
+            used += cost
+    pages.append(current)
+    frames = []
+    for part, page in enumerate(pages):
+        frames.append({**head, **page, "part": part, "more": part < len(pages) - 1})
+    return frames
+
+
+def change_summary(c: Change) -> dict[str, Any]:
+    return {
+        "seq": c.seq,
+        "change": str(c.kind),
+        "confidence": c.confidence_after,
+        "prev_confidence": c.confidence_before,
+        "state": str(c.state_after),
+        "prev_state": None if c.state_before is None else str(c.state_before),
+        "value": c.value_after,
+        "prev_value": c.value_before,
+        "subject": c.subject_after,
+        "prev_subject": c.subject_before,
+        "source_kind": str(c.source_kind),
+        "source": c.source_resident_id,
+        "event_id": c.event_id,
+        "evidence_id": c.evidence_id,
+        "day": c.day,
+        "detail": c.detail,
+    }
+
+
+def _not_found(what: str, rid: object) -> ProtocolError:
+    return ProtocolError(ErrorCode.NOT_FOUND, what, rid=rid)
+
+
+def _beliefs(reader: Reader, world: str, q: BeliefsQuery) -> list[dict[str, Any]]:
+    beliefs = reader.beliefs(world, q.resident, after_root=q.after)
+    if not beliefs and q.after is None and not reader.is_resident(world, q.resident):
+        raise _not_found(f"resident {q.resident!r} is unknown in world {world!r}", q.rid)
+    head = {"type": "beliefs", "rid": q.rid, "resident": q.resident}
+    return paginate(head, {"beliefs": [belief_summary(b) for b in beliefs]})
+
+
+def _explain(reader: Reader, world: str, q: ExplainQuery) -> list[dict[str, Any]]:
+    belief = reader.belief(world, q.resident, q.root)
+    if belief is None:
+        raise _not_found(f"{q.resident!r} holds no belief on {q.root!r}", q.rid)
+    evidence = [
+        {
+            "evidence_id": e["evidence_id"],
+            "event_id": e["event_id"],
+            "event_kind": e["event_kind"],
+            "day": e["day"],
+            "source_kind": e["source_kind"],
+            "source": e["source_resident"],
+            "value": e["value"],
+            "subject": e["subject"],
+            "relation": e["relation"],
+            "op": e["op"],
+        }
+        for e in reader.evidence(world, q.resident, q.root)
+    ]
+    history = [change_summary(c) for c in reader.history(world, q.resident, q.root)]
+    head = {
+        "type": "explanation",
+        "rid": q.rid,
+        "resident": q.resident,
+        "root": q.root,
+        "belief": belief_summary(belief),
+    }
+    return paginate(head, {"evidence": evidence, "history": history})
+
+
+def _distribution(reader: Reader, world: str, q: DistributionQuery) -> list[dict[str, Any]]:
+    beliefs = reader.on_root(world, q.root)
+    groups: dict[str, list[Any]] = {}
+    values: dict[str, Any] = {}
+    for b in beliefs:
+        key = f"{type(b.value).__name__}:{b.value}"
+        groups.setdefault(key, []).append(b)
+        values[key] = b.value
+    summary = [
+        {
+            "value": values[key],
+            "residents": len(group),
+            "mean_confidence": round(statistics.fmean(b.confidence for b in group), 2),
+            "states": {s: sum(1 for b in group if str(b.state) == s) for s in sorted({str(b.state) for b in group})},
+        }
+        for key, group in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    ]
+    rows = [
+        {
+            "resident": b.resident,
+            "value": b.value,
+            "confidence": b.confidence,
+            "state": str(b.state),
+            "source_kind": str(b.source_kind),
+            "source": b.source_resident_id,
+        }
+        for b in beliefs
+    ]
+    head = {"type": "distribution", "rid": q.rid, "root": q.root, "values": summary}
+    return paginate(head, {"residents": rows})
+
+
+def _narrative(reader: Reader, world: str, q: NarrativeQuery) -> list[dict[str, Any]]:
+    from ..read.narrative import project
+
+    if not reader.is_resident(world, q.resident):
+        raise _not_found(f"resident {q.resident!r} is unknown in world {world!r}", q.rid)
+    result = project(reader, world, q.resident, budget=q.budget, lang=q.lang)
+    data = result.to_dict()
+    sections = data.pop("sections", [])
+    head = {"type": "narrative", "rid": q.rid, "resident": q.resident, "lang": q.lang, **data}
+    return paginate(head, {"sections": sections})
+
+
+def _graph(reader: Reader, world: str, q: GraphQuery) -> list[dict[str, Any]]:
+    from ..read.graph import graph
+
+    g = graph(reader, world, resident=q.resident, root=q.root)
+    head = {"type": "graph", "rid": q.rid, "resident": q.resident, "root": q.root}
+    return paginate(head, {"nodes": g["nodes"], "edges": g["edges"]})
+
+
+_HANDLERS: dict[type, Callable[[Reader, str, Any], list[dict[str, Any]]]] = {
+    BeliefsQuery: _beliefs,
+    ExplainQuery: _explain,
+    DistributionQuery: _distribution,
+    NarrativeQuery: _narrative,
+    GraphQuery: _graph,
+}
+
+
+def answer(reader: Reader, world: str, query: object) -> list[dict[str, Any]]:
+    """The reply frames for one query (runs in a reader thread)."""
+    handler = _HANDLERS[type(query)]
+    return handler(reader, world, query)
