@@ -12,6 +12,7 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 #: subcommand name -> module under ``sidecar.commands`` providing ``add_parser`` and ``run``.
 COMMANDS: dict[str, str] = {
     "serve": "serve",
+    "demo": "demo",
     "rebuild": "rebuild",
 }
 

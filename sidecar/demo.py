@@ -1,0 +1,131 @@
+"""``credence demo``: the whole loop in one minute, over the real wire.
+
+world → evidence → belief → intent → action → world. An in-process sidecar on a temporary
+database; a scripted "game" sends a rumour that the well is poisoned, a second telling, and
+then two firsthand sightings that the water is clean; a toy NPC policy for Mira listens to her
+belief notifications and decides what she does, and what she does goes back into the world as
+an ``act`` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgpack
+from websockets.asyncio.client import ClientConnection, connect
+
+from .server import ServerConfig, Sidecar
+
+__all__ = ["SCRIPT", "mira_policy", "run_demo"]
+
+WELL = "water:well"
+
+#: The game's side of the story: (day, narration, event fields).
+SCRIPT: list[tuple[float, str, dict[str, Any]]] = [
+    (1, "Bo, who dislikes the miller, tells Mira and Kai the well is poisoned.", {
+        "kind": "say", "speaker": "bo", "listeners": ["mira", "kai"],
+        "claim": {"root": WELL, "value": "poisoned"}, "subject": "the well water is poisoned",
+        "topic": "health",
+    }),
+    (2, "Old Tom repeats it to the whole square.", {
+        "kind": "announce", "speaker": "tom", "audience": ["mira", "kai", "lena"],
+        "claim": {"root": WELL, "value": "poisoned"}, "subject": "the well water is poisoned",
+    }),
+    (3, "Mira watches the doctor drink from the well, unharmed.", {
+        "kind": "observe", "witnesses": ["mira"], "claim": {"root": WELL, "value": "clean"},
+        "subject": "the doctor drank from the well and was fine", "places": ["well"],
+        "interpretations": {"mira": "maybe Bo was wrong"},
+    }),
+    (4, "Mira draws a bucket herself; the water is clear and sweet.", {
+        "kind": "observe", "witnesses": ["mira"], "claim": {"root": WELL, "value": "clean"},
+        "subject": "the well water is clean", "places": ["well"],
+    }),
+]  # fmt: skip
+
+
+def mira_policy(belief: dict[str, Any]) -> str | None:
+    """A toy behaviour tree leaf: Mira's intent given her belief about the well."""
+    if belief["resident"] != "mira" or belief["root"] != WELL:
+        return None
+    if belief["value"] == "poisoned" and belief["state"] == "influencing" and belief["confidence"] >= 50:
+        return "avoid_well"
+    if belief["state"] in ("doubtful", "anomalous"):
+        return "inspect_well"
+    if belief["value"] == "clean":
+        return "fetch_water"
+    return None
+
+
+def _line(n: dict[str, Any]) -> str:
+    prev = "—" if n["prev_confidence"] is None else n["prev_confidence"]
+    source = f" from {n['source']}" if n["source"] else ""
+    return (
+        f"  belief #{n['seq']:<3} {n['resident']:<5} {n['root']} = {n['value']!s:<9} "
+        f"{n['change']:<10} {prev!s:>3} → {n['confidence']:<3} {n['state']:<11} "
+        f"({n['source_kind']}{source})"
+    )
+
+
+class _Client:
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.count = 0
+
+    async def send_event(self, day: float, fields: dict[str, Any]) -> None:
+        self.count += 1
+        await self.ws.send(
+            msgpack.packb({"type": "event", "event_id": f"demo-{self.count}", "day": day, **fields})
+        )
+
+
+async def run_demo(out: Callable[[str], None] = print, db: Path | None = None) -> list[str]:
+    """Run the scenario; return Mira's intents in order (the demo's observable outcome)."""
+    with tempfile.TemporaryDirectory(prefix="credence-demo-") as tmp:
+        sidecar = Sidecar(ServerConfig(port=0, db=db or Path(tmp) / "demo.db"))
+        await sidecar.start()
+        intents: list[str] = []
+        try:
+            async with connect(sidecar.url) as ws:
+                await ws.send(msgpack.packb({"type": "hello", "protocol": 1, "world": "demo-town",
+                                             "client": "credence-demo", "subscribe": "*"}))  # fmt: skip
+                welcome = msgpack.unpackb(await ws.recv())
+                out(f"connected to {sidecar.url} ({welcome['server']}, world {welcome['world']})\n")
+                game = _Client(ws)
+                for day, narration, fields in SCRIPT:
+                    out(f"day {day:g}: {narration}")
+                    await game.send_event(day, fields)
+                    pending_acks = 1
+                    while pending_acks:
+                        frame = msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10))
+                        if frame["type"] == "ack":
+                            pending_acks -= 1
+                        elif frame["type"] == "belief":
+                            out(_line(frame))
+                            intent = mira_policy(frame)
+                            if intent and (not intents or intents[-1] != intent):
+                                intents.append(intent)
+                                out(f"  → Mira decides: {intent.replace('_', ' ')}")
+                                # Her action is a world event too: the loop closes here.
+                                await game.send_event(day, {
+                                    "kind": "act", "actor": "mira", "action": intent,
+                                    "status": "completed", "witnesses": [],
+                                })  # fmt: skip
+                                pending_acks += 1
+                        elif frame["type"] == "error":
+                            out(f"  error {frame['code']}: {frame['message']}")
+                    out("")
+                await ws.send(msgpack.packb({"type": "explain", "resident": "mira", "root": WELL, "rid": 1}))
+                explanation = msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10))
+                out("Why does Mira believe what she believes about the well?")
+                for ev in explanation["evidence"]:
+                    source = f" (told by {ev['source']})" if ev["source"] else ""
+                    out(f"  day {ev['day']:g}: {ev['source_kind']}{source}: {ev['subject']} [{ev['relation']}]")
+                b = explanation["belief"]
+                out(f"  now: {b['subject']!r}, confidence {b['confidence']}, {b['state']}")
+        finally:
+            await sidecar.stop()
+        return intents
