@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from .model import Claim, InvalidEvent, Value, check_value, unique
+from .model import Claim, ContractViolation, InvalidEvent, Value, check_value, unique
 
 __all__ = [
     "ACT_STATUSES",
@@ -42,6 +42,8 @@ class EventKind(StrEnum):
     ACT = "act"
     INTERVENE = "intervene"
     TICK = "tick"
+    TRUST = "trust"  # the game sets Trust(resident ← source, topic) explicitly
+    PROPOSE = "propose"  # an external memory organizer proposes text edits to beliefs
 
 
 class ActStatus(StrEnum):
@@ -87,6 +89,13 @@ class WorldEvent:
     status: ActStatus | None = None
     resident: str | None = None
     op: str | None = None
+    overhearers: tuple[str, ...] = ()
+    topic: str | None = None
+    emotion: float | None = None
+    mutable: bool = False
+    source: str | None = None  # kind trust: whom the resident trusts
+    trust: float | None = None  # kind trust: the value set
+    edits: tuple[Mapping[str, Any], ...] = ()  # kind propose
 
     def mentioned_residents(self) -> tuple[str, ...]:
         """Every resident this event names, in a stable order (the world learns of them)."""
@@ -96,6 +105,9 @@ class WorldEvent:
                 names.append(one)
         names.extend(self.witnesses)
         names.extend(self.listeners)
+        names.extend(self.overhearers)
+        if self.source:
+            names.append(self.source)
         if self.audience:
             names.extend(self.audience)
         return unique(names)
@@ -105,6 +117,14 @@ class WorldEvent:
         out: dict[str, Any] = {"event_id": self.event_id, "day": self.day, "kind": str(self.kind)}
         kind = self.kind
         if kind is EventKind.TICK:
+            return out
+        if kind is EventKind.TRUST:
+            out |= {"resident": self.resident, "source": self.source, "value": self.trust}
+            if self.topic is not None:
+                out["topic"] = self.topic
+            return out
+        if kind is EventKind.PROPOSE:
+            out |= {"resident": self.resident, "edits": [dict(e) for e in self.edits]}
             return out
         if kind is EventKind.ACT:
             out |= {
@@ -118,6 +138,8 @@ class WorldEvent:
             return out
         assert self.claim is not None
         claim: dict[str, Any] = {"root": self.claim.root, "value": self.claim.value}
+        if self.mutable:
+            claim["mutable"] = True
         if kind is EventKind.INTERVENE:
             if self.op in ("suppress", "soften"):
                 claim = {"root": self.claim.root}
@@ -130,13 +152,19 @@ class WorldEvent:
             out["witnesses"] = list(self.witnesses)
             if self.interpretations:
                 out["interpretations"] = dict(self.interpretations)
-            if self.importance is not None:
-                out["importance"] = self.importance
         elif kind is EventKind.SAY:
             out |= {"speaker": self.speaker, "listeners": list(self.listeners)}
+            if self.overhearers:
+                out["overhearers"] = list(self.overhearers)
         elif kind is EventKind.ANNOUNCE:
             out["speaker"] = self.speaker
             out["audience"] = "*" if self.audience is None else list(self.audience)
+        if self.topic is not None:
+            out["topic"] = self.topic
+        if self.importance is not None:
+            out["importance"] = self.importance
+        if self.emotion is not None:
+            out["emotion"] = self.emotion
         for name in ("people", "places", "topics"):
             if getattr(self, name):
                 out[name] = list(getattr(self, name))
@@ -215,6 +243,10 @@ def _claim(data: Mapping[str, Any], *, value_required: bool = True) -> Claim | t
         if value_required:
             raise InvalidEvent("field 'claim.value' is required")
         return (root, None)
+    if raw.get("interpretation") is not None:
+        raise ContractViolation(
+            "interpretation_as_value", "a claim must not carry an interpretation; it is never a fact"
+        )
     checked: Value = check_value(value, "claim.value")
     if isinstance(checked, str) and len(checked) > MAX_TEXT_LEN:
         raise InvalidEvent("field 'claim.value' is too long")
@@ -237,6 +269,80 @@ def _interpretations(data: Mapping[str, Any], witnesses: tuple[str, ...]) -> dic
     return dict(sorted(out.items()))
 
 
+def _weight(data: Mapping[str, Any], key: str) -> float | None:
+    value = _get(data, key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidEvent(f"field '{key}' must be a number")
+    if not math.isfinite(value) or not 0 <= value <= 1e6:
+        raise InvalidEvent(f"field '{key}' must be a finite number ≥ 0")
+    return float(value)
+
+
+def _mutable(data: Mapping[str, Any]) -> bool:
+    raw = _get(data, "claim")
+    flag = raw.get("mutable") if isinstance(raw, Mapping) else None
+    if flag is not None and not isinstance(flag, bool):
+        raise InvalidEvent("field 'claim.mutable' must be a boolean")
+    return bool(flag)
+
+
+#: Fields that would let an utterance pose as firsthand evidence, or firsthand as hearsay.
+_FIRSTHAND_ONLY = ("witnesses", "interpretations")
+_SOURCE_FIELDS = ("source", "source_resident_id", "speaker")
+_EDIT_FIELDS = frozenset(
+    {"root", "subject", "interpretation", "value", "source_kind", "source", "state",
+     "confidence", "merge", "people", "places", "topics"}
+)  # fmt: skip
+
+
+def _guard(kind: EventKind, data: Mapping[str, Any]) -> None:
+    """The epistemic guard's structural checks; each violation names a reason code."""
+    if kind in (EventKind.SAY, EventKind.ANNOUNCE):
+        if _get(data, "source_kind") not in (None, "hearsay") or any(
+            _get(data, f) is not None for f in _FIRSTHAND_ONLY
+        ):
+            raise ContractViolation(
+                "utterance_as_firsthand",
+                "an utterance or announcement only ever makes hearsay, never firsthand evidence",
+            )
+        if not _get(data, "speaker"):
+            raise ContractViolation("hearsay_without_source", "hearsay must name its speaker")
+    if kind in (EventKind.OBSERVE, EventKind.ACT, EventKind.INTERVENE):
+        if any(_get(data, f) is not None for f in _SOURCE_FIELDS) or _get(data, "source_kind") not in (
+            None,
+            "firsthand" if kind is not EventKind.INTERVENE else "implanted",
+        ):
+            raise ContractViolation(
+                "firsthand_with_source",
+                "firsthand and implanted evidence never name a source resident",
+            )
+    claim = _get(data, "claim")
+    root = claim.get("root") if isinstance(claim, Mapping) else None
+    if kind is EventKind.ACT and claim is not None:
+        raise ContractViolation(
+            "act_claim_given",
+            "an act event must not carry a claim: it is derived from the status, so a "
+            "rejected, interrupted or replaced action can never be recorded as completed",
+        )
+    if kind is EventKind.OBSERVE and isinstance(root, str) and root.startswith("action:"):
+        raise ContractViolation(
+            "action_claim_outside_act", "action results enter the world only through 'act' events"
+        )
+    if kind is EventKind.ANNOUNCE and isinstance(root, str) and root.startswith("relation:"):
+        raise ContractViolation(
+            "public_relationship", "a public announcement cannot create a private relationship belief"
+        )
+    if kind is EventKind.OBSERVE and isinstance(claim, Mapping):
+        interpretations = _get(data, "interpretations")
+        value = claim.get("value")
+        if isinstance(interpretations, Mapping) and isinstance(value, str) and value in interpretations.values():
+            raise ContractViolation(
+                "interpretation_as_value", "an interpretation never becomes a claim value"
+            )
+
+
 def parse_event(data: Mapping[str, Any]) -> WorldEvent:
     """Check a decoded event mapping and build the :class:`WorldEvent`.
 
@@ -256,9 +362,38 @@ def parse_event(data: Mapping[str, Any]) -> WorldEvent:
             f"unknown event kind {kind_raw!r}; expected one of {', '.join(EventKind)}"
         ) from None
     common: dict[str, Any] = {"event_id": event_id, "day": day, "kind": kind}
+    _guard(kind, data)
 
     if kind is EventKind.TICK:
         return WorldEvent(**common)
+
+    if kind is EventKind.TRUST:
+        resident, source = _ident(data, "resident"), _ident(data, "source")
+        if resident == source:
+            raise InvalidEvent("a resident's trust in itself is not modelled")
+        value = _get(data, "value")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise InvalidEvent("field 'value' must be a trust between 0 and 1")
+        return WorldEvent(
+            **common, resident=resident, source=source, trust=float(value),
+            topic=_text(data, "topic", required=False, limit=MAX_ID_LEN),
+        )  # fmt: skip
+
+    if kind is EventKind.PROPOSE:
+        resident = _ident(data, "resident")
+        edits = _get(data, "edits")
+        if not isinstance(edits, list | tuple) or not edits or len(edits) > 200:
+            raise InvalidEvent("field 'edits' must be a list of 1 to 200 edits")
+        clean: list[dict[str, Any]] = []
+        for edit in edits:
+            if not isinstance(edit, Mapping):
+                raise InvalidEvent("each edit must be a map with at least 'root'")
+            _text(edit, "root", required=True, limit=MAX_ID_LEN)
+            kept = {k: v for k, v in edit.items() if k in _EDIT_FIELDS and v is not None}
+            for text_field in ("subject", "interpretation"):
+                _text(kept, text_field, required=False)
+            clean.append(dict(sorted(kept.items())))
+        return WorldEvent(**common, resident=resident, edits=tuple(clean))
 
     if kind is EventKind.ACT:
         actor = _ident(data, "actor")
@@ -270,8 +405,6 @@ def parse_event(data: Mapping[str, Any]) -> WorldEvent:
             raise InvalidEvent(
                 f"field 'status' must be one of {', '.join(ActStatus)}, not {status_raw!r}"
             ) from None
-        if _get(data, "claim") is not None:
-            raise InvalidEvent("an act event must not carry a claim; it is derived from status")
         return WorldEvent(
             **common,
             actor=actor,
@@ -326,19 +459,31 @@ def parse_event(data: Mapping[str, Any]) -> WorldEvent:
             witnesses=witnesses,
             interpretations=_interpretations(data, witnesses),
             importance=importance,
+            emotion=_weight(data, "emotion"),
+            mutable=_mutable(data),
             **lists,
         )
     speaker = _ident(data, "speaker")
+    topic = _text(data, "topic", required=False, limit=MAX_ID_LEN)
+    if topic and topic not in lists["topics"]:
+        lists["topics"] = (*lists["topics"], topic)
+    spoken = {
+        "topic": topic,
+        "importance": _weight(data, "importance"),
+        "emotion": _weight(data, "emotion"),
+        "mutable": _mutable(data),
+    }
     if kind is EventKind.SAY:
         listeners = _id_list(data, "listeners", required=True)
-        if speaker in listeners:
-            raise InvalidEvent("a speaker cannot be its own listener")
-        topic = _text(data, "topic", required=False, limit=MAX_ID_LEN)
-        if topic and topic not in lists["topics"]:
-            lists["topics"] = (*lists["topics"], topic)
-        return WorldEvent(
-            **common, claim=claim, subject=subject, speaker=speaker, listeners=listeners, **lists
+        overhearers = tuple(
+            o for o in _id_list(data, "overhearers", required=False) if o not in listeners
         )
+        if speaker in listeners or speaker in overhearers:
+            raise InvalidEvent("a speaker cannot be its own listener")
+        return WorldEvent(
+            **common, claim=claim, subject=subject, speaker=speaker, listeners=listeners,
+            overhearers=overhearers, **spoken, **lists,
+        )  # fmt: skip
     # announce
     raw_audience = _get(data, "audience")
     audience: tuple[str, ...] | None
@@ -347,5 +492,5 @@ def parse_event(data: Mapping[str, Any]) -> WorldEvent:
     else:
         audience = tuple(a for a in _id_list(data, "audience", required=True) if a != speaker)
     return WorldEvent(
-        **common, claim=claim, subject=subject, speaker=speaker, audience=audience, **lists
+        **common, claim=claim, subject=subject, speaker=speaker, audience=audience, **spoken, **lists
     )

@@ -28,6 +28,7 @@ __all__ = [
     "EngineError",
     "Evidence",
     "Intervention",
+    "ContractViolation",
     "InvalidEvent",
     "InvalidEvidence",
     "Relation",
@@ -56,6 +57,16 @@ class InvalidEvidence(EngineError):
 
 class InvalidEvent(EngineError):
     """A world event that is malformed or cannot apply to the current beliefs."""
+
+
+class ContractViolation(InvalidEvent):
+    """An event that breaks the epistemic guard; ``reason`` is a stable reason code."""
+
+    code = "contract_violation"
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class SourceKind(StrEnum):
@@ -87,6 +98,8 @@ class ChangeKind(StrEnum):
     DECAYED = "decayed"
     FADED = "faded"
     INTERVENED = "intervened"
+    UPDATED = "updated"  # a mutable root's value changed in the world, seen firsthand
+    TRUST = "trust"  # a resident's trust in a source moved (root ``trust:<source>[:<topic>]``)
 
 
 class Intervention(StrEnum):
@@ -162,6 +175,16 @@ class Evidence:
     topics: tuple[str, ...] = ()
     #: For implanted evidence, the player's intervention op (implant/distort/suppress/soften).
     op: str | None = None
+    #: Provenance: where the claim entered the world (an evidence id or an utterance) and
+    #: the residents it passed through on the way here (A → B → C).
+    origin: str | None = None
+    hops: tuple[str, ...] = ()
+    #: Hearsay only: the listener's trust in the source, as weighted for this hearing.
+    trust: float | None = None
+    topic: str | None = None
+    mutable: bool = False
+    importance: float | None = None
+    emotion: float | None = None
 
     def __post_init__(self) -> None:
         if (self.source_kind is SourceKind.IMPLANTED) != (self.op is not None):
@@ -206,6 +229,13 @@ class Belief:
     evidence_refs: tuple[str, ...] = ()
     heard_from: tuple[str, ...] = ()
     next_decay_day: float | None = None
+    #: Independent origins that counted for the current value, and the chain of the first.
+    origins: tuple[str, ...] = ()
+    hops: tuple[str, ...] = ()
+    #: Days per aging step for this belief (importance, emotion and trust adjust it).
+    decay_period: float | None = None
+    #: Game day since which the current value has been held.
+    value_since: float = 0.0
 
     def __post_init__(self) -> None:
         if isinstance(self.confidence, bool) or not isinstance(self.confidence, int):
@@ -231,8 +261,8 @@ class Change:
     confidence_after: int
     state_before: State | None
     state_after: State
-    value_before: Value | None
-    value_after: Value
+    value_before: Value | float | None
+    value_after: Value | float
     source_kind: SourceKind
     source_resident_id: str | None
     event_id: str

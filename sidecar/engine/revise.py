@@ -54,7 +54,7 @@ def decay_due(belief: Belief, rules: Rules = DEFAULT_RULES, *, since: float | No
     if not ages(belief, rules):
         return None
     start = belief.last_evidence_day if since is None else since
-    return start + rules.decay_period_days
+    return start + (belief.decay_period or rules.decay_period_days)
 
 
 def _scheduled(belief: Belief, rules: Rules) -> Belief:
@@ -107,10 +107,13 @@ def revise(
 
 
 def _form(ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
-    initial = {
-        SourceKind.FIRSTHAND: rules.firsthand_initial,
-        SourceKind.HEARSAY: rules.hearsay_initial,
-    }[ev.source_kind]
+    hearsay = ev.source_kind is SourceKind.HEARSAY
+    if not hearsay:
+        initial = rules.firsthand_initial
+    elif ev.trust is None:
+        initial = rules.hearsay_initial
+    else:
+        initial = rules.hearsay_confidence(ev.trust)
     belief = Belief(
         resident=ev.resident,
         root=ev.claim.root,
@@ -129,6 +132,10 @@ def _form(ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
         last_evidence_day=ev.day,
         evidence_refs=(ev.evidence_id,),
         heard_from=(ev.source_resident_id,) if ev.source_resident_id else (),
+        origins=(ev.origin,) if ev.origin else (),
+        hops=ev.hops,
+        decay_period=rules.decay_period(ev.importance, ev.emotion, ev.trust) if hearsay else None,
+        value_since=ev.day,
     )
     belief = _scheduled(belief, rules)
     return belief, _change(None, belief, ChangeKind.FORMED, ev)
@@ -144,14 +151,17 @@ def _touched(belief: Belief, ev: Evidence) -> dict[str, object]:
 
 
 def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change | None]:
-    if ev.source_kind is SourceKind.HEARSAY and ev.source_resident_id in belief.heard_from:
-        # The same source repeating itself is not corroboration: record, change nothing,
+    repeated = ev.source_kind is SourceKind.HEARSAY and ev.source_resident_id in belief.heard_from
+    echoed = ev.resident in ev.hops or (ev.origin is not None and ev.origin in belief.origins)
+    if repeated or echoed:
+        # The same source repeating itself, or a rumour echoing back from an origin already
+        # counted (circular reporting), is not corroboration: record it, change nothing,
         # and keep the aging clock where it was.
         refs = (*belief.evidence_refs, ev.evidence_id)
         return replace(belief, evidence_refs=refs), None
-    source_kind, source = belief.source_kind, belief.source_resident_id
+    source_kind, source, hops = belief.source_kind, belief.source_resident_id, belief.hops
     if source_kind is SourceKind.HEARSAY and ev.source_kind is SourceKind.FIRSTHAND:
-        source_kind, source = SourceKind.FIRSTHAND, None  # seen for oneself now
+        source_kind, source, hops = SourceKind.FIRSTHAND, None, ()  # seen for oneself now
     after = replace(
         belief,
         **_touched(belief, ev),  # type: ignore[arg-type]
@@ -159,6 +169,8 @@ def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change
         state=State.CORRECTED if belief.state is State.CORRECTED else State.INFLUENCING,
         source_kind=source_kind,
         source_resident_id=source,
+        hops=hops,
+        origins=(*belief.origins, ev.origin) if ev.origin else belief.origins,
         interpretation=ev.interpretation or belief.interpretation,
         people=unique((*belief.people, *ev.people)),
         places=unique((*belief.places, *ev.places)),
@@ -175,6 +187,8 @@ def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change
 
 def _contradict(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
     firsthand = ev.source_kind is SourceKind.FIRSTHAND
+    if ev.mutable and firsthand and ev.day > belief.last_evidence_day:
+        return _update(belief, ev, rules)
     if belief.intervention is not None and not (belief.state is State.ANOMALOUS and firsthand):
         after = replace(
             belief,
@@ -215,9 +229,39 @@ def _correct(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change
         source_resident_id=None,
         intervention=None,
         heard_from=(),
+        origins=(ev.origin,) if ev.origin else (),
+        hops=(),
+        value_since=ev.day,
         next_decay_day=None,
     )
     return after, _change(belief, after, ChangeKind.CORRECTED, ev)
+
+
+def _update(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
+    """A mutable root seen firsthand with a newer value: the world changed, not my mind."""
+    after = replace(
+        belief,
+        **_touched(belief, ev),  # type: ignore[arg-type]
+        value=ev.claim.value,
+        subject=ev.subject,
+        interpretation=ev.interpretation,
+        people=ev.people,
+        places=ev.places,
+        topics=ev.topics,
+        confidence=rules.firsthand_initial,
+        state=State.INFLUENCING,
+        source_kind=SourceKind.FIRSTHAND,
+        source_resident_id=None,
+        intervention=None,
+        heard_from=(),
+        origins=(ev.origin,) if ev.origin else (),
+        hops=(),
+        value_since=ev.day,
+        decay_period=None,
+        next_decay_day=None,
+    )
+    held = f"held from day {belief.value_since:g} until day {ev.day:g}"
+    return after, _change(belief, after, ChangeKind.UPDATED, ev, detail=held)
 
 
 def _intervene(belief: Belief | None, ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
@@ -239,6 +283,8 @@ def _intervene(belief: Belief | None, ev: Evidence, rules: Rules) -> tuple[Belie
             formed_day=ev.day if belief is None else belief.formed_day,
             updated_day=ev.day,
             last_evidence_day=ev.day,
+            origins=(ev.origin,) if ev.origin else (),
+            value_since=ev.day,
             evidence_refs=(ev.evidence_id,) if belief is None else (*belief.evidence_refs, ev.evidence_id),
         )
         kind = ChangeKind.FORMED if belief is None else ChangeKind.INTERVENED
@@ -257,6 +303,8 @@ def _intervene(belief: Belief | None, ev: Evidence, rules: Rules) -> tuple[Belie
             value=ev.claim.value,
             intervention=Intervention.DISTORTED,
             heard_from=belief.heard_from if same_value(belief.value, ev.claim.value) else (),
+            origins=belief.origins if same_value(belief.value, ev.claim.value) else (ev.origin or "",),
+            value_since=belief.value_since if same_value(belief.value, ev.claim.value) else ev.day,
             next_decay_day=None,
         )
     elif op == "suppress":
@@ -285,7 +333,7 @@ def age(
             confidence=confidence,
             state=State.PAST if faded else State.INFLUENCING,
             updated_day=max(belief.updated_day, due),
-            next_decay_day=None if faded else due + rules.decay_period_days,
+            next_decay_day=None if faded else due + (belief.decay_period or rules.decay_period_days),
         )
         changes.append(
             Change(

@@ -34,6 +34,7 @@ lower value. Nothing is ever deleted; confidence and state carry influence.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .model import ChangeKind, State
@@ -61,14 +62,57 @@ class Rules:
     decay_max_refs: int = 2
     soften_step: int = 25
     soften_doubt_at: int = 30
+    # --- source trust (social epistemics) -------------------------------------------
+    trust_default: float = 0.6
+    hearsay_base: int = 35  # confidence at trust hearsay_trust_low
+    hearsay_span: int = 40  # added over hearsay_trust_low .. +hearsay_trust_range
+    hearsay_trust_low: float = 0.2
+    hearsay_trust_range: float = 0.7
+    hearsay_min: int = 10
+    hearsay_max: int = 90
+    overhear_trust_factor: float = 0.5
+    trust_confirm_step: float = 0.05
+    trust_contradict_step: float = 0.10
+    trust_correct_step: float = 0.15
+    # --- decay beyond time -------------------------------------------------------------
+    importance_weight: float = 1.0  # period × (1 + w·importance + w·emotion)
+    emotion_weight: float = 1.0
+    distrust_below: float = 0.5  # hearsay from a source trusted less than this decays faster
+    distrust_min_factor: float = 0.5
+    # --- the world changed vs. I was misinformed -------------------------------------
+    mutable_prefixes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "mutable_prefixes", tuple(self.mutable_prefixes))
         for name in self.__slots__:  # type: ignore[attr-defined]
             value = getattr(self, name)
-            if value < 0:
+            if isinstance(value, int | float) and value < 0:
                 raise ValueError(f"rule {name} must not be negative")
         if self.decay_period_days <= 0:
             raise ValueError("decay_period_days must be positive")
+        if not 0 <= self.trust_default <= 1:
+            raise ValueError("trust_default must lie in [0, 1]")
+
+    def hearsay_confidence(self, trust: float) -> int:
+        """Initial confidence of hearsay from a source trusted ``trust`` ∈ [0, 1].
+
+        35 + 40·(t − 0.2)/0.7, rounded half up and clamped to [10, 90]: t = 0.6 gives the
+        core rule's 58, t = 0.9 gives 75, t = 0.2 gives 35.
+        """
+        raw = self.hearsay_base + self.hearsay_span * (trust - self.hearsay_trust_low) / self.hearsay_trust_range
+        return max(self.hearsay_min, min(self.hearsay_max, math.floor(raw + 0.5)))
+
+    def is_mutable(self, root: str) -> bool:
+        return any(root.startswith(prefix) for prefix in self.mutable_prefixes)
+
+    def decay_period(self, importance: float | None, emotion: float | None, trust: float | None) -> float:
+        """Days per aging step: slowed by importance and emotion, hastened by distrust."""
+        period = self.decay_period_days * (
+            1 + self.importance_weight * (importance or 0) + self.emotion_weight * (emotion or 0)
+        )
+        if trust is not None and trust < self.distrust_below:
+            period *= max(self.distrust_min_factor, trust / self.distrust_below)
+        return period
 
 
 DEFAULT_RULES = Rules()
@@ -89,6 +133,8 @@ TRANSITIONS: dict[ChangeKind, tuple[frozenset[State | None], frozenset[State]]] 
     ChangeKind.DECAYED: (frozenset({State.INFLUENCING}), frozenset({State.INFLUENCING})),
     ChangeKind.FADED: (frozenset({State.INFLUENCING}), frozenset({State.PAST})),
     ChangeKind.INTERVENED: (_ANY | {None}, _ANY),
+    ChangeKind.UPDATED: (_ANY, frozenset({State.INFLUENCING})),
+    ChangeKind.TRUST: (_ANY | {None}, frozenset({State.INFLUENCING})),
 }
 
 

@@ -10,10 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from .events import EventKind, WorldEvent
-from .model import Belief, Change, Claim, Evidence, InvalidEvent, Relation, SourceKind
+from .guard import judge_edits
+from .model import (
+    Belief,
+    Change,
+    ChangeKind,
+    Claim,
+    Evidence,
+    InvalidEvent,
+    Relation,
+    SourceKind,
+    State,
+)
 from .revise import age, relation_of, revise
 from .rules import DEFAULT_RULES, Rules
 
@@ -33,6 +44,10 @@ class BeliefReader(Protocol):
 
     def is_known(self, resident: str) -> bool: ...
 
+    def get_trust(self, resident: str, source: str, topic: str) -> float | None:
+        """The stored Trust(resident ← source, topic); topic "" is general trust."""
+        ...
+
     def known_residents(self) -> Iterable[str]:
         """Every resident the world has heard of (only read for an announcement to all)."""
         ...
@@ -48,6 +63,12 @@ class Outcome:
     beliefs: dict[Key, Belief] = field(default_factory=dict)
     changes: list[Change] = field(default_factory=list)
     new_residents: tuple[str, ...] = ()
+    #: (resident, source, topic) → trust value, for the store to upsert.
+    trust: dict[tuple[str, str, str], float] = field(default_factory=dict)
+    #: What the world itself observed: root → value (never copied into a belief).
+    facts: dict[str, Any] = field(default_factory=dict)
+    #: Per-edit verdicts of a ``propose`` event.
+    results: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _audience(event: WorldEvent, known: Iterable[str]) -> tuple[str, ...]:
@@ -66,7 +87,7 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
     an intervention is implanted evidence for its one resident.
     """
     kind = event.kind
-    if kind is EventKind.TICK:
+    if kind in (EventKind.TICK, EventKind.TRUST, EventKind.PROPOSE):
         return []
     assert event.claim is not None
     base = {
@@ -76,6 +97,9 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
         "people": event.people,
         "places": event.places,
         "topics": event.topics,
+        "mutable": event.mutable,
+        "importance": event.importance,
+        "emotion": event.emotion,
     }
     if kind is EventKind.INTERVENE:
         assert event.resident is not None
@@ -103,21 +127,54 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
                 source_kind=SourceKind.FIRSTHAND,
                 subject=subject,
                 interpretation=event.interpretations.get(who),
+                origin=f"{event.event_id}/{who}",
             )
             for who in witnesses
         ]
+    assert event.speaker is not None
     hearers = event.listeners if kind is EventKind.SAY else _audience(event, known)
-    return [
-        Evidence(
-            **base,
-            evidence_id=f"{event.event_id}/{who}",
-            resident=who,
-            source_kind=SourceKind.HEARSAY,
-            source_resident_id=event.speaker,
-            subject=event.subject or "",
+    out: list[Evidence] = []
+    for who in (*hearers, *event.overhearers):
+        out.append(
+            Evidence(
+                **base,
+                evidence_id=f"{event.event_id}/{who}",
+                resident=who,
+                source_kind=SourceKind.HEARSAY,
+                source_resident_id=event.speaker,
+                subject=event.subject or "",
+                topic=event.topic,
+            )
         )
-        for who in hearers
-    ]
+        about = belief_about_belief(event, who)
+        if about is not None:
+            out.append(about)
+    return out
+
+
+def believes_root(speaker: str, root: str) -> str:
+    """The derived root of "what I think ``speaker`` believes about ``root``"."""
+    return f"believes:{speaker}:{root}"
+
+
+def belief_about_belief(event: WorldEvent, hearer: str) -> Evidence | None:
+    """B heard A claim k: B knows, firsthand, that A claimed it (first order only)."""
+    assert event.claim is not None and event.speaker is not None
+    if event.claim.root.startswith("believes:"):
+        return None  # no deeper nesting
+    evidence_id = f"{event.event_id}/{hearer}/believes"
+    return Evidence(
+        evidence_id=evidence_id,
+        resident=hearer,
+        event_id=event.event_id,
+        day=event.day,
+        source_kind=SourceKind.FIRSTHAND,
+        claim=Claim(root=believes_root(event.speaker, event.claim.root), value=event.claim.value),
+        subject=f"{event.speaker} said: {event.subject or ''}",
+        people=(event.speaker,),
+        topics=event.topics,
+        origin=evidence_id,
+    )
 
 
 def touched_keys(event: WorldEvent, known: Iterable[str] = ()) -> list[Key]:
@@ -143,28 +200,171 @@ def ingest(
                 out.beliefs[(aged.resident, aged.root)] = aged
                 out.changes.extend(changes)
     out.new_residents = tuple(r for r in event.mentioned_residents() if not reader.is_known(r))
+    social = _Social(reader, out, rules)
+    if event.kind is EventKind.TRUST:
+        assert event.resident and event.source and event.trust is not None
+        social.set_trust(event.resident, event.source, event.topic or "", event.trust, "set", event)
+        return out
+    if event.kind is EventKind.PROPOSE:
+        _propose(event, reader, out)
+        return out
+    if event.kind in (EventKind.OBSERVE, EventKind.ACT):
+        assert event.claim is not None
+        out.facts[event.claim.root] = event.claim.value
     everyone_needed = event.kind is EventKind.ANNOUNCE and event.audience is None
     known: Iterable[str] = reader.known_residents() if everyone_needed else ()
     for ev in derive_evidence(event, known):
         key = (ev.resident, ev.claim.root)
-        current = out.beliefs[key] if key in out.beliefs else reader.get_belief(*key)
+        current = social.belief(*key)
         if ev.op in ("suppress", "soften"):
             if current is None:
                 raise InvalidEvent(
                     f"{ev.op}: resident {ev.resident!r} holds no belief on {ev.claim.root!r}"
                 )
-            ev = _with_claim(ev, current.claim)
+            ev = replace(ev, claim=current.claim)
+        if ev.source_kind is SourceKind.HEARSAY:
+            ev = social.enrich_hearsay(ev, event)
+        elif ev.source_kind is SourceKind.IMPLANTED:
+            ev = replace(ev, origin=ev.evidence_id)
+        if not ev.mutable and rules.is_mutable(ev.claim.root):
+            ev = replace(ev, mutable=True)
         relation = relation_of(current, ev)
         belief, change = revise(current, ev, rules)
         out.evidence.append((ev, relation))
         out.beliefs[key] = belief
         if change is not None:
             out.changes.append(change)
+            social.judge_sources(current, ev, change)
     return out
 
 
-def _with_claim(ev: Evidence, claim: Claim) -> Evidence:
-    return replace(ev, claim=claim)
+class _Social:
+    """Trust lookups and updates, and rumour chains, within one event's outcome."""
+
+    def __init__(self, reader: BeliefReader, out: Outcome, rules: Rules) -> None:
+        self.reader, self.out, self.rules = reader, out, rules
+
+    def belief(self, resident: str, root: str) -> Belief | None:
+        key = (resident, root)
+        return self.out.beliefs[key] if key in self.out.beliefs else self.reader.get_belief(*key)
+
+    def stored_trust(self, resident: str, source: str, topic: str) -> float | None:
+        key = (resident, source, topic)
+        if key in self.out.trust:
+            return self.out.trust[key]
+        return self.reader.get_trust(resident, source, topic)
+
+    def trust(self, resident: str, source: str, topic: str | None) -> float:
+        """Trust(i ← j, topic), falling back to general trust, then to the default."""
+        if topic:
+            value = self.stored_trust(resident, source, topic)
+            if value is not None:
+                return value
+        value = self.stored_trust(resident, source, "")
+        return self.rules.trust_default if value is None else value
+
+    def set_trust(
+        self, resident: str, source: str, topic: str, value: float, why: str,
+        event: WorldEvent, evidence_id: str | None = None,
+    ) -> None:  # fmt: skip
+        before = self.trust(resident, source, topic or None)
+        value = round(min(1.0, max(0.0, value)), 4)
+        self.out.trust[(resident, source, topic)] = value
+        if value == before and why != "set":
+            return
+        root = f"trust:{source}" + (f":{topic}" if topic else "")
+        self.out.changes.append(
+            Change(
+                resident=resident,
+                root=root,
+                kind=ChangeKind.TRUST,
+                confidence_before=round(before * 100),
+                confidence_after=round(value * 100),
+                state_before=State.INFLUENCING,
+                state_after=State.INFLUENCING,
+                value_before=before,
+                value_after=value,
+                source_kind=SourceKind.IMPLANTED if why == "set" else SourceKind.FIRSTHAND,
+                source_resident_id=None,
+                event_id=event.event_id,
+                evidence_id=evidence_id,
+                day=event.day,
+                detail=why,
+            )
+        )
+
+    def enrich_hearsay(self, ev: Evidence, event: WorldEvent) -> Evidence:
+        """Weight hearsay by the listener's trust and attach the chain it travelled."""
+        assert ev.source_resident_id is not None
+        speaker = ev.source_resident_id
+        trust = self.trust(ev.resident, speaker, ev.topic)
+        if ev.resident in event.overhearers:
+            trust *= self.rules.overhear_trust_factor
+        told = self.belief(speaker, ev.claim.root)
+        if told is not None and told.claim.supports(ev.claim) and told.origins:
+            origin, hops = told.origins[0], (*told.hops, speaker)
+        else:  # the claim enters the world with this utterance (a guess, a lie, a story)
+            origin, hops = f"{event.event_id}/{speaker}", (speaker,)
+        return replace(ev, trust=round(trust, 4), origin=origin, hops=hops)
+
+    def judge_sources(self, before: Belief | None, ev: Evidence, change: Change) -> None:
+        """Firsthand evidence on a belief still held on hearsay judges those who told it."""
+        if before is None or before.source_kind is not SourceKind.HEARSAY:
+            return
+        if ev.source_kind is not SourceKind.FIRSTHAND:
+            return
+        step = {
+            ChangeKind.REINFORCED: self.rules.trust_confirm_step,
+            ChangeKind.DOUBTED: -self.rules.trust_contradict_step,
+            ChangeKind.ANOMALY: -self.rules.trust_contradict_step,
+            ChangeKind.CORRECTED: -self.rules.trust_correct_step,
+        }.get(change.kind)
+        if step is None:
+            return
+        why = {True: "confirmed", False: "contradicted"}[step > 0]
+        if change.kind is ChangeKind.CORRECTED:
+            why = "corrected"
+        topic = before.topics[0] if before.topics else ""
+        for source in before.heard_from:
+            keys = (topic, "") if topic else ("",)
+            currents = [(t, self.trust(ev.resident, source, t or None)) for t in keys]
+            for t, current in currents:
+                self.set_trust(ev.resident, source, t, current + step, why, _event_of(ev), ev.evidence_id)
+
+
+def _event_of(ev: Evidence) -> WorldEvent:
+    return WorldEvent(event_id=ev.event_id, day=ev.day, kind=EventKind.OBSERVE)
+
+
+def _propose(event: WorldEvent, reader: BeliefReader, out: Outcome) -> None:
+    """Apply the accepted edits of an organizer's proposal; record every verdict."""
+    assert event.resident is not None
+    for edit, verdict in judge_edits(event.resident, event.edits, reader.get_belief):
+        out.results.append(verdict)
+        if not verdict["accepted"]:
+            continue
+        before = reader.get_belief(event.resident, edit["root"])
+        assert before is not None
+        key = (before.resident, before.root)
+        before = out.beliefs.get(key, before)
+        after = replace(
+            before,
+            subject=edit.get("subject", before.subject),
+            interpretation=edit.get("interpretation", before.interpretation),
+            updated_day=max(before.updated_day, event.day),
+        )
+        out.beliefs[key] = after
+        out.changes.append(
+            Change(
+                resident=after.resident, root=after.root, kind=ChangeKind.INTERVENED,
+                confidence_before=before.confidence, confidence_after=after.confidence,
+                state_before=before.state, state_after=after.state,
+                value_before=before.value, value_after=after.value,
+                subject_before=before.subject, subject_after=after.subject,
+                source_kind=after.source_kind, source_resident_id=after.source_resident_id,
+                event_id=event.event_id, day=event.day, detail="edit",
+            )
+        )  # fmt: skip
 
 
 class MemoryWorld:
@@ -178,6 +378,11 @@ class MemoryWorld:
         self.event_ids: set[str] = set()
         self.changes: list[Change] = []
         self.evidence: list[tuple[Evidence, Relation]] = []
+        self.trust: dict[tuple[str, str, str], float] = {}
+        self.facts: dict[str, Any] = {}
+
+    def get_trust(self, resident: str, source: str, topic: str) -> float | None:
+        return self.trust.get((resident, source, topic))
 
     def get_belief(self, resident: str, root: str) -> Belief | None:
         return self.beliefs.get((resident, root))
@@ -204,6 +409,8 @@ class MemoryWorld:
         self.beliefs.update(out.beliefs)
         self.residents.update(dict.fromkeys(out.new_residents))
         self.evidence.extend(out.evidence)
+        self.trust.update(out.trust)
+        self.facts.update(out.facts)
         for change in out.changes:
             self.changes.append(replace(change, seq=len(self.changes) + 1))
         return out

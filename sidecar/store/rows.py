@@ -34,7 +34,7 @@ BELIEF_COLUMNS = (
     "world", "resident", "root", "value", "subject", "interpretation", "people", "places",
     "topics", "confidence", "state", "source_kind", "source_resident", "intervention",
     "evidence_refs", "heard_from", "formed_day", "updated_day", "last_evidence_day",
-    "next_decay_day",
+    "next_decay_day", "origins", "hops", "decay_period", "value_since",
 )  # fmt: skip
 
 CHANGE_COLUMNS = (
@@ -52,7 +52,7 @@ def belief_to_row(world: str, b: Belief) -> tuple[Any, ...]:
         str(b.state), str(b.source_kind), b.source_resident_id,
         None if b.intervention is None else str(b.intervention), dump_json(b.evidence_refs),
         dump_json(b.heard_from), b.formed_day, b.updated_day, b.last_evidence_day,
-        b.next_decay_day,
+        b.next_decay_day, dump_json(b.origins), dump_json(b.hops), b.decay_period, b.value_since,
     )  # fmt: skip
 
 
@@ -83,6 +83,10 @@ def belief_from_row(row: sqlite3.Row | Mapping[str, Any]) -> Belief:
         updated_day=r["updated_day"],
         last_evidence_day=r["last_evidence_day"],
         next_decay_day=r["next_decay_day"],
+        origins=tuple(load_json(r["origins"])),
+        hops=tuple(load_json(r["hops"])),
+        decay_period=r["decay_period"],
+        value_since=r["value_since"],
     )
 
 

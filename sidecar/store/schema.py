@@ -15,6 +15,8 @@ _STATES = "('influencing','past','doubtful','anomalous','corrected')"
 _SOURCES = "('firsthand','hearsay','implanted')"
 _KINDS = "('formed','reinforced','doubted','anomaly','corrected','decayed','faded','intervened')"
 _EVENT_KINDS = "('observe','say','announce','act','intervene','tick')"
+_KINDS_V3 = _KINDS[:-1] + ",'updated','trust')"
+_EVENT_KINDS_V3 = _EVENT_KINDS[:-1] + ",'trust','propose')"
 
 _INITIAL = f"""
 CREATE TABLE worlds (
@@ -125,9 +127,83 @@ ALTER TABLE changes ADD COLUMN subject_after TEXT;
 CREATE INDEX changes_by_resident ON changes (world, resident, seq);
 """
 
+# Version 3: social epistemics. Trust per (resident, source, topic); rumour chains on
+# evidence; independent origins on beliefs; new change kinds (updated, trust) and event
+# kinds (trust, propose) — SQLite cannot alter a CHECK, so those two tables are rebuilt.
+_SOCIAL = f"""
+CREATE TABLE trust (
+    world     TEXT NOT NULL REFERENCES worlds(world),
+    resident  TEXT NOT NULL,
+    source    TEXT NOT NULL,
+    topic     TEXT NOT NULL DEFAULT '',
+    value     REAL NOT NULL CHECK (value BETWEEN 0 AND 1),
+    CHECK (resident <> source),
+    PRIMARY KEY (world, resident, source, topic)
+) WITHOUT ROWID;
+CREATE TABLE facts (
+    world     TEXT NOT NULL REFERENCES worlds(world),
+    root      TEXT NOT NULL,
+    value     TEXT NOT NULL CHECK (json_valid(value)),
+    PRIMARY KEY (world, root)
+) WITHOUT ROWID;
+ALTER TABLE evidence ADD COLUMN origin TEXT;
+ALTER TABLE evidence ADD COLUMN hops TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(hops));
+ALTER TABLE evidence ADD COLUMN trust REAL CHECK (trust IS NULL OR trust BETWEEN 0 AND 1);
+ALTER TABLE beliefs ADD COLUMN origins TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(origins));
+ALTER TABLE beliefs ADD COLUMN hops TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(hops));
+ALTER TABLE beliefs ADD COLUMN decay_period REAL CHECK (decay_period IS NULL OR decay_period > 0);
+ALTER TABLE beliefs ADD COLUMN value_since REAL NOT NULL DEFAULT 0;
+CREATE TABLE events_v3 (
+    world     TEXT NOT NULL REFERENCES worlds(world),
+    seq       INTEGER NOT NULL CHECK (seq > 0),
+    event_id  TEXT NOT NULL,
+    day       REAL NOT NULL CHECK (day >= 0),
+    kind      TEXT NOT NULL CHECK (kind IN {_EVENT_KINDS_V3}),
+    body      TEXT NOT NULL CHECK (json_valid(body)),
+    PRIMARY KEY (world, seq),
+    UNIQUE (world, event_id)
+);
+INSERT INTO events_v3 SELECT world, seq, event_id, day, kind, body FROM events;
+DROP TABLE events;
+ALTER TABLE events_v3 RENAME TO events;
+CREATE TABLE changes_v3 (
+    world              TEXT NOT NULL REFERENCES worlds(world),
+    seq                INTEGER NOT NULL CHECK (seq > 0),
+    resident           TEXT NOT NULL,
+    root               TEXT NOT NULL,
+    kind               TEXT NOT NULL CHECK (kind IN {_KINDS_V3}),
+    confidence_before  INTEGER CHECK (confidence_before BETWEEN 0 AND 100),
+    confidence_after   INTEGER NOT NULL CHECK (confidence_after BETWEEN 0 AND 100),
+    state_before       TEXT CHECK (state_before IN {_STATES}),
+    state_after        TEXT NOT NULL CHECK (state_after IN {_STATES}),
+    value_before       TEXT CHECK (value_before IS NULL OR json_valid(value_before)),
+    value_after        TEXT NOT NULL CHECK (json_valid(value_after)),
+    source_kind        TEXT NOT NULL CHECK (source_kind IN {_SOURCES}),
+    source_resident    TEXT,
+    event_id           TEXT NOT NULL,
+    evidence_id        TEXT,
+    day                REAL NOT NULL,
+    detail             TEXT,
+    subject_before     TEXT,
+    subject_after      TEXT,
+    PRIMARY KEY (world, seq),
+    CHECK ((source_kind = 'hearsay') = (source_resident IS NOT NULL)),
+    CHECK ((kind = 'formed') = (state_before IS NULL))
+);
+INSERT INTO changes_v3 SELECT world, seq, resident, root, kind, confidence_before,
+    confidence_after, state_before, state_after, value_before, value_after, source_kind,
+    source_resident, event_id, evidence_id, day, detail, subject_before, subject_after
+    FROM changes;
+DROP TABLE changes;
+ALTER TABLE changes_v3 RENAME TO changes;
+CREATE INDEX changes_by_belief ON changes (world, resident, root, seq);
+CREATE INDEX changes_by_resident ON changes (world, resident, seq);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_audit_subjects", _AUDIT_SUBJECTS),
+    ("0003_social_epistemics", _SOCIAL),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -103,6 +103,8 @@ class EventResult:
     status: ResultStatus
     changes: tuple[Change, ...] = ()
     error: EngineError | StoreError | None = None
+    #: Per-edit verdicts, for a ``propose`` event.
+    results: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(slots=True)
@@ -141,6 +143,13 @@ class _View:
     def is_known(self, resident: str) -> bool:
         return resident in self.state.residents
 
+    def get_trust(self, resident: str, source: str, topic: str) -> float | None:
+        row = self.conn.execute(
+            "SELECT value FROM trust WHERE world = ? AND resident = ? AND source = ? AND topic = ?",
+            (self.world, resident, source, topic),
+        ).fetchone()
+        return None if row is None else float(row[0])
+
     def known_residents(self) -> list[str]:
         return sorted(self.state.residents)
 
@@ -155,7 +164,8 @@ _INSERT_CHANGE = (
 )
 _INSERT_EVIDENCE = (
     "INSERT INTO evidence (world, evidence_id, resident, root, value, event_id, day, "
-    "source_kind, source_resident, relation, op, subject) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+    "source_kind, source_resident, relation, op, subject, origin, hops, trust) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 
 
@@ -268,7 +278,10 @@ class Writer:
         state.event_seq += 1
         state.change_seq += len(changes)
         state.residents.update(outcome.new_residents)
-        return EventResult(world, event.event_id, ResultStatus.APPLIED, changes=tuple(changes))
+        return EventResult(
+            world, event.event_id, ResultStatus.APPLIED, changes=tuple(changes),
+            results=tuple(outcome.results),
+        )  # fmt: skip
 
     def _write(self, world: str, state: _WorldState, out: Outcome) -> list[Change]:
         ev = out.event
@@ -289,13 +302,23 @@ class Writer:
                     (
                         world, e.evidence_id, e.resident, e.claim.root, dump_json(e.claim.value),
                         e.event_id, e.day, str(e.source_kind), e.source_resident_id, str(rel),
-                        e.op, e.subject,
+                        e.op, e.subject, e.origin, dump_json(e.hops), e.trust,
                     )  # fmt: skip
                     for e, rel in out.evidence
                 ],
             )
         if out.beliefs:
             conn.executemany(_INSERT_BELIEF, [belief_to_row(world, b) for b in out.beliefs.values()])
+        if out.trust:
+            conn.executemany(
+                "INSERT OR REPLACE INTO trust (world, resident, source, topic, value) VALUES (?,?,?,?,?)",
+                [(world, i, j, t, v) for (i, j, t), v in out.trust.items()],
+            )
+        if out.facts:
+            conn.executemany(
+                "INSERT OR REPLACE INTO facts (world, root, value) VALUES (?,?,?)",
+                [(world, root, dump_json(v)) for root, v in out.facts.items()],
+            )
         numbered = [
             dataclasses.replace(c, seq=state.change_seq + i)
             for i, c in enumerate(out.changes, start=1)
@@ -410,6 +433,31 @@ class Reader:
 
     def event_ids(self, world: str) -> set[str]:
         return {r[0] for r in self._rows("SELECT event_id FROM events WHERE world = ?", (world,))}
+
+    def trust(self, world: str, resident: str, source: str | None = None) -> list[dict[str, Any]]:
+        """A resident's trust table, each entry with the change records that moved it."""
+        rows = self._rows(
+            "SELECT source, topic, value FROM trust WHERE world = ? AND resident = ? "
+            "AND (? IS NULL OR source = ?) ORDER BY source, topic",
+            (world, resident, source, source),
+        )
+        out = []
+        for r in rows:
+            root = f"trust:{r['source']}" + (f":{r['topic']}" if r["topic"] else "")
+            out.append(
+                {
+                    "source": r["source"],
+                    "topic": r["topic"] or None,
+                    "value": r["value"],
+                    "history": self.history(world, resident, root),
+                }
+            )
+        return out
+
+    def fact(self, world: str, root: str) -> tuple[bool, Any]:
+        """What the world itself observed on ``root`` (found, value)."""
+        rows = self._rows("SELECT value FROM facts WHERE world = ? AND root = ?", (world, root))
+        return (True, load_json(rows[0][0])) if rows else (False, None)
 
     def rules(self, world: str) -> Rules:
         rows = self._rows("SELECT rules FROM worlds WHERE world = ?", (world,))

@@ -1,0 +1,88 @@
+"""The epistemic guard for proposals from an external memory organizer.
+
+An organizer (typically an LLM that rewrites a resident's memories) may reword a belief — its
+subject and the resident's interpretation — but never what makes it a belief: its value, its
+provenance (source kind and source), its state (an open doubt, an anomaly, a correction) or
+its confidence. Those change only with evidence or an explicit player intervention. Claims
+are identified by root, so two beliefs on different roots are never merged. A resident's view
+of another resident (``relation:…``) is rewritten by no frame at all without new evidence.
+
+The structural checks on world events live in :mod:`sidecar.engine.events` (``_guard``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from .model import Belief, State, same_value
+
+__all__ = ["REASONS", "judge_edits"]
+
+#: Every reason code a verdict can carry.
+REASONS = {
+    "no_such_belief": "the resident holds no belief on this root",
+    "merges_distinct_claims": "beliefs on different roots are different claims and are never merged",
+    "changes_value_without_evidence": "a belief's value changes only with evidence",
+    "changes_provenance": "source kind and source resident are never rewritten",
+    "hides_contradiction": "an open doubt or anomaly cannot be edited away",
+    "erases_correction": "a correction stays a correction",
+    "changes_state_without_evidence": "a belief's state changes only with evidence",
+    "changes_confidence_without_evidence": "confidence changes only with evidence",
+    "changes_tags_without_evidence": "people, places and topics come from evidence",
+    "relationship_without_evidence": "a view of another resident changes only with evidence",
+    "empty_text": "subject and interpretation must not be empty",
+    "no_edit": "the edit changes nothing",
+}
+
+
+def _verdict(root: str, reasons: list[str]) -> dict[str, Any]:
+    return {"root": root, "accepted": not reasons, "reasons": reasons}
+
+
+def _judge(edit: Mapping[str, Any], belief: Belief | None) -> list[str]:
+    if belief is None:
+        return ["no_such_belief"]
+    reasons: list[str] = []
+    merge = edit.get("merge")
+    if merge and any(other != belief.root for other in merge):
+        reasons.append("merges_distinct_claims")
+    if "value" in edit and not same_value(edit["value"], belief.value):
+        reasons.append("changes_value_without_evidence")
+    if ("source_kind" in edit and edit["source_kind"] != str(belief.source_kind)) or (
+        "source" in edit and edit["source"] != belief.source_resident_id
+    ):
+        reasons.append("changes_provenance")
+    if "state" in edit and edit["state"] != str(belief.state):
+        if belief.state in (State.DOUBTFUL, State.ANOMALOUS):
+            reasons.append("hides_contradiction")
+        elif belief.state is State.CORRECTED:
+            reasons.append("erases_correction")
+        else:
+            reasons.append("changes_state_without_evidence")
+    if "confidence" in edit and edit["confidence"] != belief.confidence:
+        reasons.append("changes_confidence_without_evidence")
+    for tag in ("people", "places", "topics"):
+        if tag in edit and tuple(edit[tag]) != getattr(belief, tag):
+            reasons.append("changes_tags_without_evidence")
+            break
+    texts = {k: edit[k] for k in ("subject", "interpretation") if k in edit}
+    if any(not isinstance(v, str) or not v.strip() for v in texts.values()):
+        reasons.append("empty_text")
+    if texts and belief.root.startswith("relation:"):
+        reasons.append("relationship_without_evidence")
+    rewords = any(texts.get(k) != getattr(belief, k) for k in texts)
+    if not reasons and not rewords:
+        reasons.append("no_edit")
+    return reasons
+
+
+def judge_edits(
+    resident: str,
+    edits: Sequence[Mapping[str, Any]],
+    get_belief: Callable[[str, str], Belief | None],
+) -> Iterator[tuple[Mapping[str, Any], dict[str, Any]]]:
+    """Yield each edit with its verdict ``{root, accepted, reasons}``."""
+    for edit in edits:
+        root = str(edit["root"])
+        yield edit, _verdict(root, _judge(edit, get_belief(resident, root)))
