@@ -61,12 +61,16 @@ FATAL: dict[ErrorCode, CloseCode] = {
 class ProtocolError(Exception):
     """The peer sent something the protocol refuses."""
 
-    def __init__(self, code: ErrorCode, message: str, *, rid: object = None, event_id: str | None = None) -> None:
+    def __init__(
+        self, code: ErrorCode, message: str, *, rid: object = None,
+        event_id: str | None = None, reason: str | None = None,
+    ) -> None:  # fmt: skip
         super().__init__(message)
         self.code = code
         self.message = message
         self.rid = rid
         self.event_id = event_id
+        self.reason = reason
 
     @property
     def close_code(self) -> CloseCode | None:
@@ -78,4 +82,6 @@ class ProtocolError(Exception):
             frame["rid"] = self.rid
         if self.event_id is not None:
             frame["event_id"] = self.event_id
+        if self.reason is not None:
+            frame["reason"] = self.reason
         return frame

@@ -11,7 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sidecar.engine import Belief, Change, ChangeKind, InvalidEvent, WorldEvent, parse_event
+from sidecar.engine import (
+    Belief,
+    Change,
+    ChangeKind,
+    ContractViolation,
+    InvalidEvent,
+    WorldEvent,
+    parse_event,
+)
 
 from .errors import ErrorCode, ProtocolError
 
@@ -25,6 +33,7 @@ __all__ = [
     "Hello",
     "NarrativeQuery",
     "Subscribe",
+    "TrustQuery",
     "Unsubscribe",
     "belief_frame",
     "belief_summary",
@@ -147,6 +156,13 @@ class NarrativeQuery:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TrustQuery:
+    resident: str
+    source: str | None = None
+    rid: object = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GraphQuery:
     resident: str | None = None
     root: str | None = None
@@ -163,6 +179,7 @@ ClientFrame = (
     | DistributionQuery
     | NarrativeQuery
     | GraphQuery
+    | TrustQuery
 )
 
 
@@ -221,18 +238,32 @@ def _subscribe(frame: dict[str, Any], rid: object) -> Subscribe:
     return Subscribe(residents=residents, roots=tuple(roots), changes=changes, crossing=crossing, rid=rid)
 
 
+def _event_id(frame: dict[str, Any]) -> str | None:
+    value = frame.get("event_id")
+    return value if isinstance(value, str) else None
+
+
 def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
     """Validate a decoded frame sent after the handshake."""
     kind = frame.get("type")
     rid = _rid(frame)
     if not isinstance(kind, str):
         raise ProtocolError(ErrorCode.BAD_FRAME, "every frame needs a string 'type'", rid=rid)
-    if kind == "event":
+    if kind == "trust" and frame.get("value") is None:
+        resident = _str(frame, "resident", rid)
+        assert resident is not None
+        return TrustQuery(resident=resident, source=_str(frame, "source", rid, required=False), rid=rid)
+    if kind in ("event", "trust", "propose"):
+        # ``trust`` with a value and ``propose`` are events of that kind: logged, replayable.
+        data = frame if kind == "event" else {**frame, "kind": kind}
         try:
-            event = parse_event(frame)
+            event = parse_event(data)
+        except ContractViolation as exc:
+            raise ProtocolError(
+                ErrorCode.CONTRACT_VIOLATION, str(exc), rid=rid, event_id=_event_id(frame), reason=exc.reason
+            ) from None
         except InvalidEvent as exc:
-            event_id = frame.get("event_id") if isinstance(frame.get("event_id"), str) else None
-            raise ProtocolError(ErrorCode.INVALID_EVENT, str(exc), rid=rid, event_id=event_id) from None
+            raise ProtocolError(ErrorCode.INVALID_EVENT, str(exc), rid=rid, event_id=_event_id(frame)) from None
         return EventFrame(event=event, rid=rid)
     if kind == "subscribe":
         return _subscribe(frame, rid)

@@ -9,6 +9,7 @@ from .model import (
     Change,
     ChangeKind,
     Claim,
+    ContractViolation,
     EngineError,
     Evidence,
     Intervention,
@@ -22,10 +23,12 @@ from .model import (
 )
 from .revise import age, revise
 from .rules import DEFAULT_RULES, TRANSITIONS, Rules, check_transition
-from .world import BeliefReader, MemoryWorld, Outcome, derive_evidence, ingest
+from .guard import REASONS, judge_edits
+from .world import BeliefReader, MemoryWorld, Outcome, believes_root, derive_evidence, ingest
 
 __all__ = [
     "DEFAULT_RULES",
+    "REASONS",
     "TRANSITIONS",
     "ActStatus",
     "Belief",
@@ -33,6 +36,7 @@ __all__ = [
     "Change",
     "ChangeKind",
     "Claim",
+    "ContractViolation",
     "EngineError",
     "EventKind",
     "Evidence",
@@ -49,9 +53,11 @@ __all__ = [
     "WorldEvent",
     "action_root",
     "age",
+    "believes_root",
     "check_transition",
     "derive_evidence",
     "ingest",
+    "judge_edits",
     "parse_event",
     "revise",
     "same_value",

@@ -37,6 +37,7 @@ from protocol import (
     NarrativeQuery,
     ProtocolError,
     Subscribe,
+    TrustQuery,
     Unsubscribe,
     belief_frame,
     decode,
@@ -192,7 +193,10 @@ class Connection:
         elif isinstance(frame, Unsubscribe):
             self._unsubscribe(frame)
             await self.work.put(("frame", {"type": "unsubscribed", "rid": frame.rid}, as_json))
-        elif isinstance(frame, BeliefsQuery | ExplainQuery | DistributionQuery | NarrativeQuery | GraphQuery):
+        elif isinstance(
+            frame,
+            BeliefsQuery | ExplainQuery | DistributionQuery | NarrativeQuery | GraphQuery | TrustQuery,
+        ):
             await self.work.put(("query", frame, as_json))
 
     def _unsubscribe(self, frame: Unsubscribe) -> None:
@@ -325,7 +329,10 @@ class Connection:
             return ProtocolError(ErrorCode.INTERNAL_ERROR, "event was not stored; retry", rid=rid).to_frame()
         if result.status is ResultStatus.REJECTED:
             code = ErrorCode(getattr(result.error, "code", ErrorCode.INTERNAL_ERROR))
-            return ProtocolError(code, str(result.error), rid=rid, event_id=result.event_id).to_frame()
+            reason = getattr(result.error, "reason", None)
+            return ProtocolError(
+                code, str(result.error), rid=rid, event_id=result.event_id, reason=reason
+            ).to_frame()
         ack: dict[str, Any] = {
             "type": "ack",
             "event_id": result.event_id,
@@ -334,6 +341,8 @@ class Connection:
         }
         if result.changes:
             ack["seq"] = result.changes[-1].seq
+        if result.results:
+            ack["results"] = list(result.results)
         if rid is not None:
             ack["rid"] = rid
         return ack

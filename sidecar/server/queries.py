@@ -23,10 +23,12 @@ from protocol import (
     GraphQuery,
     NarrativeQuery,
     ProtocolError,
+    TrustQuery,
     belief_summary,
 )
 
-from ..engine import Change
+from ..engine import Change, same_value
+from ..store.rows import load_json
 from ..store import Reader
 
 __all__ = ["answer", "paginate"]
@@ -112,6 +114,9 @@ def _explain(reader: Reader, world: str, q: ExplainQuery) -> list[dict[str, Any]
             "subject": e["subject"],
             "relation": e["relation"],
             "op": e["op"],
+            "origin": e["origin"],
+            "hops": load_json(e["hops"]),
+            "trust": e["trust"],
         }
         for e in reader.evidence(world, q.resident, q.root)
     ]
@@ -128,6 +133,7 @@ def _explain(reader: Reader, world: str, q: ExplainQuery) -> list[dict[str, Any]
 
 def _distribution(reader: Reader, world: str, q: DistributionQuery) -> list[dict[str, Any]]:
     beliefs = reader.on_root(world, q.root)
+    known, truth = reader.fact(world, q.root)
     groups: dict[str, list[Any]] = {}
     values: dict[str, Any] = {}
     for b in beliefs:
@@ -140,6 +146,7 @@ def _distribution(reader: Reader, world: str, q: DistributionQuery) -> list[dict
             "residents": len(group),
             "mean_confidence": round(statistics.fmean(b.confidence for b in group), 2),
             "states": {s: sum(1 for b in group if str(b.state) == s) for s in sorted({str(b.state) for b in group})},
+            "independent_origins": len({o for b in group for o in b.origins}),
         }
         for key, group in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     ]
@@ -154,7 +161,12 @@ def _distribution(reader: Reader, world: str, q: DistributionQuery) -> list[dict
         }
         for b in beliefs
     ]
-    head = {"type": "distribution", "rid": q.rid, "root": q.root, "values": summary}
+    head: dict[str, Any] = {"type": "distribution", "rid": q.rid, "root": q.root, "values": summary}
+    if known:
+        # The world's own observation is reported beside the beliefs, never copied into one.
+        false = sum(1 for b in beliefs if not same_value(b.value, truth))
+        head["observed_value"] = truth
+        head["false_share"] = round(false / len(beliefs), 4) if beliefs else 0.0
     return paginate(head, {"residents": rows})
 
 
@@ -178,7 +190,22 @@ def _graph(reader: Reader, world: str, q: GraphQuery) -> list[dict[str, Any]]:
     return paginate(head, {"nodes": g["nodes"], "edges": g["edges"]})
 
 
+def _trust(reader: Reader, world: str, q: TrustQuery) -> list[dict[str, Any]]:
+    if not reader.is_resident(world, q.resident):
+        raise _not_found(f"resident {q.resident!r} is unknown in world {world!r}", q.rid)
+    rows = [
+        {**row, "history": [change_summary(c) for c in row["history"]]}
+        for row in reader.trust(world, q.resident, q.source)
+    ]
+    head = {
+        "type": "trust", "rid": q.rid, "resident": q.resident, "source": q.source,
+        "default": reader.rules(world).trust_default,  # for every source not listed
+    }  # fmt: skip
+    return paginate(head, {"entries": rows})
+
+
 _HANDLERS: dict[type, Callable[[Reader, str, Any], list[dict[str, Any]]]] = {
+    TrustQuery: _trust,
     BeliefsQuery: _beliefs,
     ExplainQuery: _explain,
     DistributionQuery: _distribution,
