@@ -17,7 +17,15 @@ from .model import Belief, Change, Claim, Evidence, InvalidEvent, Relation, Sour
 from .revise import age, relation_of, revise
 from .rules import DEFAULT_RULES, Rules
 
-__all__ = ["BeliefReader", "MemoryWorld", "Outcome", "derive_evidence", "ingest", "touched_keys"]
+__all__ = [
+    "BeliefReader",
+    "MemoryWorld",
+    "Outcome",
+    "derive_evidence",
+    "evidence_id",
+    "ingest",
+    "touched_keys",
+]
 
 Key = tuple[str, str]
 
@@ -58,6 +66,16 @@ def _audience(event: WorldEvent, known: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(everyone))
 
 
+def evidence_id(event_id: str, resident: str) -> str:
+    """``<event_id>/<resident>``, unambiguous even when ids contain ``/``.
+
+    ``%`` and ``/`` in the event id are percent-escaped, so the first ``/`` always ends the
+    event id: event ``a/b`` for resident ``c`` and event ``a`` for resident ``b/c`` no longer
+    share an evidence id (which made the store refuse a valid event).
+    """
+    return f"{event_id.replace('%', '%25').replace('/', '%2F')}/{resident}"
+
+
 def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Evidence]:
     """Turn a world event into per-resident evidence.
 
@@ -82,7 +100,7 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
         return [
             Evidence(
                 **base,
-                evidence_id=f"{event.event_id}/{event.resident}",
+                evidence_id=evidence_id(event.event_id, event.resident),
                 resident=event.resident,
                 source_kind=SourceKind.IMPLANTED,
                 subject=event.subject or "",
@@ -98,7 +116,7 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
         return [
             Evidence(
                 **base,
-                evidence_id=f"{event.event_id}/{who}",
+                evidence_id=evidence_id(event.event_id, who),
                 resident=who,
                 source_kind=SourceKind.FIRSTHAND,
                 subject=subject,
@@ -110,7 +128,7 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
     return [
         Evidence(
             **base,
-            evidence_id=f"{event.event_id}/{who}",
+            evidence_id=evidence_id(event.event_id, who),
             resident=who,
             source_kind=SourceKind.HEARSAY,
             source_resident_id=event.speaker,
