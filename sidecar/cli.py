@@ -17,6 +17,7 @@ COMMANDS: dict[str, str] = {
     "narrative": "narrative",
     "explain": "explain",
     "graph": "graph",
+    "replay": "replay",
 }
 
 
