@@ -62,19 +62,27 @@ class ProtocolError(Exception):
     """The peer sent something the protocol refuses."""
 
     def __init__(
-        self, code: ErrorCode, message: str, *, rid: object = None,
-        event_id: str | None = None, reason: str | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        code: ErrorCode,
+        message: str,
+        *,
+        rid: object = None,
+        event_id: str | None = None,
+        close: CloseCode | None = None,
+        reason: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.rid = rid
         self.event_id = event_id
+        self._close = close
         self.reason = reason
 
     @property
     def close_code(self) -> CloseCode | None:
-        return FATAL.get(self.code)
+        """The close code this error ends the connection with (``None``: not fatal)."""
+        return self._close if self._close is not None else FATAL.get(self.code)
 
     def to_frame(self) -> dict[str, object]:
         frame: dict[str, object] = {"type": "error", "code": str(self.code), "message": self.message}

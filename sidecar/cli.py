@@ -14,6 +14,10 @@ COMMANDS: dict[str, str] = {
     "serve": "serve",
     "demo": "demo",
     "rebuild": "rebuild",
+    "narrative": "narrative",
+    "explain": "explain",
+    "graph": "graph",
+    "replay": "replay",
 }
 
 

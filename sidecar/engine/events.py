@@ -491,6 +491,9 @@ def parse_event(data: Mapping[str, Any]) -> WorldEvent:
         audience = None
     else:
         audience = tuple(a for a in _id_list(data, "audience", required=True) if a != speaker)
+        if not audience:
+            # Its canonical form (an empty list) would not parse again, breaking rebuild.
+            raise InvalidEvent("an announcement needs an audience besides its speaker")
     return WorldEvent(
         **common, claim=claim, subject=subject, speaker=speaker, audience=audience, **spoken, **lists
     )

@@ -28,7 +28,15 @@ from .model import (
 from .revise import age, relation_of, revise
 from .rules import DEFAULT_RULES, Rules
 
-__all__ = ["BeliefReader", "MemoryWorld", "Outcome", "derive_evidence", "ingest", "touched_keys"]
+__all__ = [
+    "BeliefReader",
+    "MemoryWorld",
+    "Outcome",
+    "derive_evidence",
+    "evidence_id",
+    "ingest",
+    "touched_keys",
+]
 
 Key = tuple[str, str]
 
@@ -79,6 +87,19 @@ def _audience(event: WorldEvent, known: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(everyone))
 
 
+def evidence_id(event_id: str, resident: str, suffix: str = "") -> str:
+    """``<event_id>/<resident>``, unambiguous even when ids contain ``/``.
+
+    ``%`` and ``/`` in the event id are percent-escaped, so the first ``/`` always ends the
+    event id: event ``a/b`` for resident ``c`` and event ``a`` for resident ``b/c`` no longer
+    share an evidence id (which made the store refuse a valid event).
+    """
+    escaped = event_id.replace("%", "%25").replace("/", "%2F")
+    if suffix:  # "%23" cannot occur in an escaped id, so derived ids never collide
+        escaped = f"{escaped}%23{suffix}"
+    return f"{escaped}/{resident}"
+
+
 def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Evidence]:
     """Turn a world event into per-resident evidence.
 
@@ -106,7 +127,7 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
         return [
             Evidence(
                 **base,
-                evidence_id=f"{event.event_id}/{event.resident}",
+                evidence_id=evidence_id(event.event_id, event.resident),
                 resident=event.resident,
                 source_kind=SourceKind.IMPLANTED,
                 subject=event.subject or "",
@@ -122,12 +143,12 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
         return [
             Evidence(
                 **base,
-                evidence_id=f"{event.event_id}/{who}",
+                evidence_id=evidence_id(event.event_id, who),
                 resident=who,
                 source_kind=SourceKind.FIRSTHAND,
                 subject=subject,
                 interpretation=event.interpretations.get(who),
-                origin=f"{event.event_id}/{who}",
+                origin=evidence_id(event.event_id, who),
             )
             for who in witnesses
         ]
@@ -138,7 +159,7 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
         out.append(
             Evidence(
                 **base,
-                evidence_id=f"{event.event_id}/{who}",
+                evidence_id=evidence_id(event.event_id, who),
                 resident=who,
                 source_kind=SourceKind.HEARSAY,
                 source_resident_id=event.speaker,
@@ -162,9 +183,9 @@ def belief_about_belief(event: WorldEvent, hearer: str) -> Evidence | None:
     assert event.claim is not None and event.speaker is not None
     if event.claim.root.startswith("believes:"):
         return None  # no deeper nesting
-    evidence_id = f"{event.event_id}/{hearer}/believes"
+    about_id = evidence_id(event.event_id, hearer, suffix="believes")
     return Evidence(
-        evidence_id=evidence_id,
+        evidence_id=about_id,
         resident=hearer,
         event_id=event.event_id,
         day=event.day,
@@ -173,7 +194,7 @@ def belief_about_belief(event: WorldEvent, hearer: str) -> Evidence | None:
         subject=f"{event.speaker} said: {event.subject or ''}",
         people=(event.speaker,),
         topics=event.topics,
-        origin=evidence_id,
+        origin=about_id,
     )
 
 
@@ -304,7 +325,7 @@ class _Social:
         if told is not None and told.claim.supports(ev.claim) and told.origins:
             origin, hops = told.origins[0], (*told.hops, speaker)
         else:  # the claim enters the world with this utterance (a guess, a lie, a story)
-            origin, hops = f"{event.event_id}/{speaker}", (speaker,)
+            origin, hops = evidence_id(event.event_id, speaker, suffix="said"), (speaker,)
         return replace(ev, trust=round(trust, 4), origin=origin, hops=hops)
 
     def judge_sources(self, before: Belief | None, ev: Evidence, change: Change) -> None:

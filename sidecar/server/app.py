@@ -163,6 +163,9 @@ class Sidecar:
         status = http.HTTPStatus.SERVICE_UNAVAILABLE if self.stopping else http.HTTPStatus.OK
         response = connection.respond(status, "")
         response.body = body + b"\n"
+        # respond() already set text/plain and length 0; Headers is a multidict, so replace.
+        del response.headers["Content-Type"]
+        del response.headers["Content-Length"]
         response.headers["Content-Type"] = "application/json"
         response.headers["Content-Length"] = str(len(response.body))
         return response

@@ -126,7 +126,11 @@ class Connection:
         try:
             message = await asyncio.wait_for(self.ws.recv(), self.app.config.hello_timeout)
         except TimeoutError:
-            raise ProtocolError(ErrorCode.HELLO_REQUIRED, "no 'hello' within the hello timeout") from None
+            raise ProtocolError(
+                ErrorCode.HELLO_REQUIRED,
+                "no 'hello' within the hello timeout",
+                close=CloseCode.HELLO_TIMEOUT,
+            ) from None
         self.json = isinstance(message, str)
         self._capture(message)
         hello = parse_hello(decode(message))

@@ -1,0 +1,71 @@
+"""What the read-side commands share: opening the database and failing clearly.
+
+A missing database, an unknown world, resident or root is a usage error: the command prints
+one line naming it and exits 2, like argparse does for a bad flag. The database is never
+created by a read command (``sqlite3`` would happily make an empty file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from ..read.queries import NotFound, world_exists
+from ..store import Reader, StoreError
+
+__all__ = ["add_common", "emit", "with_reader"]
+
+T = TypeVar("T")
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    """The ``--db`` and ``--world`` flags every read command takes."""
+    p.add_argument("--db", default="./credence.db", help="database file (default ./credence.db)")
+    p.add_argument("--world", required=True, help="world id")
+
+
+def fail(prog: str, message: str) -> int:
+    print(f"credence {prog}: {message}", file=sys.stderr)
+    return 2
+
+
+def with_reader(
+    prog: str, args: argparse.Namespace, body: Callable[[Reader], T]
+) -> tuple[int, T | None]:
+    """Run ``body`` on a reader of ``args.db``; ``(2, None)`` after printing any failure."""
+    if not Path(args.db).is_file():
+        return fail(prog, f"no database at {args.db}"), None
+    try:
+        reader = Reader(args.db)
+    except (sqlite3.Error, StoreError) as exc:
+        return fail(prog, f"cannot open {args.db}: {exc}"), None
+    try:
+        if not world_exists(reader, args.world):
+            return fail(prog, f"no world {args.world!r} in {args.db}"), None
+        return 0, body(reader)
+    except NotFound as exc:
+        return fail(prog, str(exc.args[0] if exc.args else exc)), None
+    except ValueError as exc:
+        return fail(prog, str(exc)), None
+    except (sqlite3.Error, StoreError) as exc:
+        return fail(prog, f"cannot read {args.db}: {exc}"), None
+    finally:
+        reader.close()
+
+
+def emit(text: str, out: str | None = None) -> None:
+    """Write ``text`` (with a final newline) to ``out`` or stdout, always as UTF-8."""
+    if not text.endswith("\n"):
+        text += "\n"
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+        return
+    stream = sys.stdout
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None and (stream.encoding or "").lower().replace("-", "") != "utf8":
+        reconfigure(encoding="utf-8")
+    stream.write(text)

@@ -1,0 +1,39 @@
+"""``credence narrative``: print what a resident believes, as an NPC prompt would get it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..read.narrative import MIN_BUDGET, project
+from ..read.wording import LANGUAGES
+from ._reading import add_common, emit, with_reader
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "narrative", help="project a resident's beliefs into prompt text within a budget"
+    )
+    add_common(p)
+    p.add_argument("--resident", required=True, help="resident id")
+    p.add_argument(
+        "--budget", type=int, default=2000, help=f"characters, at least {MIN_BUDGET} (default 2000)"
+    )
+    p.add_argument("--lang", choices=sorted(LANGUAGES), default="en", help="language (default en)")
+    p.add_argument("--json", action="store_true", help="print the wire form instead of the text")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    code, result = with_reader(
+        "narrative",
+        args,
+        lambda r: project(r, args.world, args.resident, budget=args.budget, lang=args.lang),
+    )
+    if result is None:
+        return code
+    if args.json:
+        emit(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        emit(result.text)
+    return 0

@@ -1,0 +1,161 @@
+"""Why does a resident believe this? One belief, its evidence and its full change history.
+
+:func:`explain` gathers the data (it is what the server's ``explanation`` reply carries, so
+it holds only plain str/int/float/bool/None/list/dict values with str keys);
+:func:`render_explain` turns it into a timeline a person can read::
+
+    day 1    firsthand  saw: the door is open  (forms)  → formed 78 influencing
+    day 3    hearsay    bob said: the door is closed  (contradicts)  → doubted 78→58 doubtful
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..engine import Belief, Change
+from ..store import Reader
+from .queries import NotFound, resident_known
+
+__all__ = ["belief_dict", "change_dict", "explain", "render_explain"]
+
+
+def belief_dict(b: Belief) -> dict[str, Any]:
+    """A belief with every field a person debugging it may want, as plain values."""
+    return {
+        "resident": b.resident,
+        "root": b.root,
+        "value": b.value,
+        "subject": b.subject,
+        "interpretation": b.interpretation,
+        "people": list(b.people),
+        "places": list(b.places),
+        "topics": list(b.topics),
+        "confidence": b.confidence,
+        "state": str(b.state),
+        "source_kind": str(b.source_kind),
+        "source": b.source_resident_id,
+        "heard_from": list(b.heard_from),
+        "intervention": None if b.intervention is None else str(b.intervention),
+        "evidence_refs": list(b.evidence_refs),
+        "formed_day": b.formed_day,
+        "updated_day": b.updated_day,
+        "last_evidence_day": b.last_evidence_day,
+        "next_decay_day": b.next_decay_day,
+    }
+
+
+def change_dict(c: Change) -> dict[str, Any]:
+    """One change record, in the same keys as the server's change notifications."""
+    return {
+        "seq": c.seq,
+        "change": str(c.kind),
+        "confidence": c.confidence_after,
+        "prev_confidence": c.confidence_before,
+        "state": str(c.state_after),
+        "prev_state": None if c.state_before is None else str(c.state_before),
+        "value": c.value_after,
+        "prev_value": c.value_before,
+        "subject": c.subject_after,
+        "prev_subject": c.subject_before,
+        "source_kind": str(c.source_kind),
+        "source": c.source_resident_id,
+        "event_id": c.event_id,
+        "evidence_id": c.evidence_id,
+        "day": c.day,
+        "detail": c.detail,
+    }
+
+
+def _evidence_dict(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "evidence_id": row["evidence_id"],
+        "event_id": row["event_id"],
+        "event_kind": row["event_kind"],
+        "day": row["day"],
+        "source_kind": row["source_kind"],
+        "source": row["source_resident"],
+        "value": row["value"],
+        "subject": row["subject"],
+        "relation": row["relation"],
+        "op": row["op"],
+    }
+
+
+def explain(reader: Reader, world: str, resident: str, root: str) -> dict[str, Any]:
+    """The belief, every piece of evidence behind it (oldest first) and every change.
+
+    Raises :class:`~sidecar.read.queries.NotFound` for an unknown resident or a root the
+    resident holds no belief on.
+    """
+    if not resident_known(reader, world, resident):
+        raise NotFound(f"resident {resident!r} is unknown in world {world!r}")
+    belief = reader.belief(world, resident, root)
+    if belief is None:
+        raise NotFound(f"{resident!r} holds no belief on {root!r}")
+    return {
+        "resident": resident,
+        "root": root,
+        "belief": belief_dict(belief),
+        "evidence": [_evidence_dict(e) for e in reader.evidence(world, resident, root)],
+        "history": [change_dict(c) for c in reader.history(world, resident, root)],
+    }
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+def _day(day: float) -> str:
+    return f"day {day:g}"
+
+
+def _what(ev: dict[str, Any]) -> str:
+    kind, source, subject = ev["event_kind"], ev["source"], ev["subject"]
+    if kind == "say":
+        return f"{source} said: {subject}"
+    if kind == "announce":
+        return f"{source} announced: {subject}"
+    if kind == "intervene":
+        return f"intervention ({ev['op']}): {subject}" if subject else f"intervention ({ev['op']})"
+    if kind == "act":
+        return f"action: {subject}"
+    return f"saw: {subject}"
+
+
+def _effect(c: dict[str, Any]) -> str:
+    before, after = c["prev_confidence"], c["confidence"]
+    text = f"→ {c['change']} {after}" if before is None else f"→ {c['change']} {before}→{after}"
+    if c["prev_state"] is None:
+        text += f" [{c['state']}]"
+    elif c["prev_state"] != c["state"]:
+        text += f" [{c['prev_state']}→{c['state']}]"
+    before_value, value = c["prev_value"], c["value"]
+    if before_value is not None and (type(before_value), before_value) != (type(value), value):
+        text += f" value {before_value!r}→{value!r}"
+    return text
+
+
+def render_explain(data: dict[str, Any]) -> str:
+    """A readable timeline: one line per piece of evidence or aging step, oldest first."""
+    b = data["belief"]
+    source = b["source_kind"] + (f" from {b['source']}" if b["source"] else "")
+    extra = f", intervention: {b['intervention']}" if b["intervention"] else ""
+    lines = [
+        f"{data['resident']} on {data['root']}",
+        f"now: {b['subject']!r} (value {b['value']!r}), confidence {b['confidence']}, "
+        f"{b['state']}, {source}{extra}",
+        "",
+    ]
+    by_evidence = {c["evidence_id"]: c for c in data["history"] if c["evidence_id"]}
+    timeline: list[tuple[float, int, int, str]] = []
+    for n, ev in enumerate(data["evidence"]):
+        change = by_evidence.get(ev["evidence_id"])
+        effect = _effect(change) if change else "→ no change (same source again)"
+        head = f"{_day(ev['day']):<9}{ev['source_kind']:<11}{_what(ev)}"
+        text = f"{head}  ({ev['relation']})  {effect}"
+        timeline.append((ev["day"], 1, n, text))
+    for n, c in enumerate(data["history"]):
+        if not c["evidence_id"]:  # aging: the clock moved, no evidence behind it
+            text = f"{_day(c['day']):<9}{'-':<11}time passed  {_effect(c)}"
+            timeline.append((c["day"], 0, n, text))
+    lines.extend(t[3] for t in sorted(timeline))
+    return "\n".join(lines)

@@ -1,0 +1,282 @@
+"""Sorting a resident's beliefs into narrative sections, and phrasing each one.
+
+An :class:`Item` is one belief with everything its sentence needs (its correction, the
+evidence that contradicts it). :func:`full_line` is the sentence used when there is room;
+:func:`compact_line` is the short form used in merged lines and under tight budgets. Both
+take ``clip``, the most characters of any one subject to keep, so a budget can shorten
+contested beliefs instead of dropping them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..engine import Belief, SourceKind, State, Value, same_value
+from .queries import Contradiction, Correction
+from .wording import Words
+
+__all__ = [
+    "RELATION_PREFIX",
+    "SURE_AT",
+    "THINK_AT",
+    "Item",
+    "classify",
+    "clip_text",
+    "compact_line",
+    "entry",
+    "full_line",
+]
+
+#: Confidence bands for firsthand beliefs: sure at or above 85, "I think" from 65.
+SURE_AT = 85
+THINK_AT = 65
+#: Roots of beliefs about people ("how I see the people around me").
+RELATION_PREFIX = "relation:"
+
+# Priority tiers, lowest first kept: contested, corrected, people, confident, rest, faded.
+_TIER = {"doubts": 0, "anomalies": 0, "corrections": 1, "people": 2, "faded": 5}
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One belief placed in a section, with the records its sentence draws on."""
+
+    belief: Belief
+    section: str
+    band: str
+    tier: int
+    group: str | None
+    correction: Correction | None = None
+    counter: Contradiction | None = None
+
+    @property
+    def key(self) -> tuple[int, float, int, str]:
+        """Priority and display order: tier, then most recent, then most confident."""
+        b = self.belief
+        return (self.tier, -b.updated_day, -b.confidence, b.root)
+
+    @property
+    def protected(self) -> bool:
+        """Contested and corrected beliefs are shortened under a budget, never dropped."""
+        return self.tier <= 1
+
+
+def _value_text(value: Value | None) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def clip_text(text: str, clip: int | None) -> str:
+    """``text`` cut to ``clip`` characters, an ellipsis marking the cut."""
+    if clip is None or len(text) <= clip:
+        return text
+    return text[: max(1, clip - 1)].rstrip() + "…"
+
+
+def _clean(subject: str | None, root: str, value: Value | None) -> str:
+    """One line of text, without the sentence's own full stop (the template adds one)."""
+    text = " ".join((subject or "").split()).rstrip(".。")
+    return text or f"{root}: {_value_text(value)}"
+
+
+def _group(belief: Belief, section: str) -> str | None:
+    """What several lines can be merged under: the place, else the person, it is about."""
+    people = [p for p in belief.people if p != belief.resident]
+    if section == "people":
+        if people:
+            return people[0]
+        parts = [p for p in belief.root[len(RELATION_PREFIX) :].split(":") if p]
+        others = [p for p in parts if p != belief.resident]
+        return others[-1] if others else None
+    if belief.places:
+        return belief.places[0]
+    return people[0] if people else None
+
+
+def _band(belief: Belief, section: str) -> str:
+    if section in ("doubts", "anomalies", "corrections", "faded"):
+        return {"doubts": "doubt", "anomalies": "anomaly"}.get(section, section)
+    if belief.source_kind is SourceKind.HEARSAY:
+        return "heard"
+    if belief.source_kind is SourceKind.IMPLANTED:
+        return "implanted"
+    if belief.confidence >= SURE_AT:
+        return "sure"
+    return "think" if belief.confidence >= THINK_AT else "unsure"
+
+
+def _section(belief: Belief) -> str:
+    state = belief.state
+    if state is State.PAST:
+        return "faded"
+    if state is State.DOUBTFUL:
+        return "doubts"
+    if state is State.ANOMALOUS:
+        return "anomalies"
+    if state is State.CORRECTED:
+        return "corrections"
+    if belief.root.startswith(RELATION_PREFIX):
+        return "people"
+    return "told" if belief.source_kind is SourceKind.HEARSAY else "sure"
+
+
+def classify(
+    belief: Belief, correction: Correction | None = None, counter: Contradiction | None = None
+) -> Item:
+    """Place one belief. A contradiction that agrees with the current value is not one."""
+    section = _section(belief)
+    if section not in ("doubts", "anomalies") or (
+        counter is not None and same_value(counter.value, belief.value)
+    ):
+        counter = None
+    if section != "corrections":
+        correction = None
+    tier = _TIER.get(section)
+    if tier is None:
+        tier = 3 if belief.confidence >= SURE_AT else 4
+    return Item(
+        belief=belief,
+        section=section,
+        band=_band(belief, section),
+        tier=tier,
+        group=_group(belief, section),
+        correction=correction,
+        counter=counter,
+    )
+
+
+def _who(item: Item, words: Words) -> str:
+    b = item.belief
+    names = list(b.heard_from) or ([b.source_resident_id] if b.source_resident_id else [])
+    return words.who(names)
+
+
+def _influencing(item: Item, words: Words, s: str) -> str:
+    template = {
+        "sure": words.sure,
+        "think": words.think,
+        "unsure": words.unsure,
+        "implanted": words.implanted,
+        "heard": words.told,
+    }[item.band]
+    return template.format(s=s, who=_who(item, words))
+
+
+def _contested(item: Item, words: Words, s: str, clip: int | None) -> str:
+    b, counter = item.belief, item.counter
+    c = "" if counter is None else clip_text(_clean(counter.subject, b.root, counter.value), clip)
+    seen = counter is not None and counter.source_kind == SourceKind.FIRSTHAND
+    c_who = words.who([counter.source]) if counter is not None and counter.source else ""
+    if item.section == "anomalies":
+        if counter is None:
+            return words.anomaly.format(s=s)
+        template = words.anomaly_seen if seen else words.anomaly_told
+        return template.format(s=s, c=c, who=c_who)
+    if b.source_kind is SourceKind.HEARSAY:
+        head = words.doubt_told.format(s=s, who=_who(item, words))
+    elif b.source_kind is SourceKind.IMPLANTED:
+        head = words.doubt_implanted.format(s=s)
+    else:
+        head = words.doubt.format(s=s)
+    if counter is None:
+        return head + words.stop
+    tail = words.otherwise_seen if seen else words.otherwise_told
+    return head + tail.format(c=c, who=c_who)
+
+
+def _before(item: Item, clip: int | None) -> str | None:
+    corr = item.correction
+    if corr is None or (corr.subject_before is None and corr.value_before is None):
+        return None
+    return clip_text(_clean(corr.subject_before, item.belief.root, corr.value_before), clip)
+
+
+def _prior_told(item: Item, words: Words) -> str | None:
+    corr = item.correction
+    if corr is None or corr.prior_source_kind != SourceKind.HEARSAY or not corr.prior_source:
+        return None
+    return words.who([corr.prior_source])
+
+
+def full_line(item: Item, words: Words, clip: int | None = None) -> str:
+    """The sentence for one belief, its subject (and quoted ones) cut to ``clip``."""
+    b = item.belief
+    s = clip_text(_clean(b.subject, b.root, b.value), clip)
+    if item.section in ("doubts", "anomalies"):
+        return _contested(item, words, s, clip)
+    if item.section == "corrections":
+        x = _before(item, clip)
+        if x is None:
+            return words.corrected_unknown.format(s=s)
+        who = _prior_told(item, words)
+        if who:
+            return words.corrected_told.format(x=x, y=s, who=who)
+        return words.corrected.format(x=x, y=s)
+    if item.section == "faded":
+        told = b.source_kind is SourceKind.HEARSAY
+        return (words.faded_told if told else words.faded).format(s=s)
+    return _influencing(item, words, s)
+
+
+def compact_line(item: Item, words: Words, clip: int | None = None) -> str:
+    """The short form: the section heading (or merge line) carries the rest of the meaning.
+
+    Hearsay keeps its source in every form, so even the shortest line never reads as seen.
+    """
+    b = item.belief
+    s = clip_text(_clean(b.subject, b.root, b.value), clip)
+    section, band = item.section, item.band
+    told = b.source_kind is SourceKind.HEARSAY
+    if section == "corrections":
+        x = _before(item, clip)
+        return s if x is None else words.c_corrected.format(x=x, y=s)
+    if section == "faded":
+        return (words.c_faded_told if told else words.c_faded).format(s=s)
+    if told:
+        plain = section in ("told", "doubts", "anomalies")  # the heading already says so
+        template = words.c_told if plain else words.c_told_unconfirmed
+        return template.format(s=s, who=_who(item, words))
+    if section in ("doubts", "anomalies"):
+        return s
+    return {
+        "sure": "{s}",
+        "think": words.c_think,
+        "unsure": words.c_unsure,
+        "implanted": words.c_implanted,
+    }[band].format(s=s)
+
+
+def entry(item: Item, line: str, merged: str | None) -> dict[str, Any]:
+    """The wire form of one belief in a narrative section (plain JSON/msgpack types)."""
+    b = item.belief
+    out: dict[str, Any] = {
+        "root": b.root,
+        "value": b.value,
+        "subject": b.subject,
+        "confidence": b.confidence,
+        "state": str(b.state),
+        "source_kind": str(b.source_kind),
+        "source": b.source_resident_id,
+        "sources": list(b.heard_from),
+        "band": item.band,
+        "updated_day": b.updated_day,
+        "text": line,
+        "merged": merged,
+    }
+    if item.correction is not None:
+        out["value_before"] = item.correction.value_before
+        out["subject_before"] = item.correction.subject_before
+        out["corrected_day"] = item.correction.day
+    if item.counter is not None:
+        c = item.counter
+        out["contradicted_by"] = {
+            "event_id": c.event_id,
+            "day": c.day,
+            "value": c.value,
+            "subject": c.subject,
+            "source_kind": c.source_kind,
+            "source": c.source,
+        }
+    return out

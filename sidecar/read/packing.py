@@ -1,0 +1,264 @@
+"""Fitting a narrative into a character budget without losing what matters most.
+
+The budget is a hard ceiling on ``len(text)`` for any budget of at least :data:`MIN_BUDGET`.
+When everything does not fit, the text keeps, in order:
+
+1. every open doubt and anomaly, then every correction (the *protected* items). They are
+   shortened, never dropped: first to their compact form, then under short headings, then
+   with each subject cut (down to :data:`MIN_SUBJECT` characters). Only when even that
+   cannot fit (hundreds of contested beliefs in a few hundred characters) are the rest of
+   them counted per section ("(and 12 more things I doubt)"), and at the very last one
+   sentence counts them ("I doubt 400 things; ..."): the fact that beliefs are contested or
+   were corrected always survives, and the budget always holds;
+2. beliefs about people, then influencing beliefs held with confidence of at least 85, then
+   the rest by recency (``updated_day``), faded memories last;
+3. beliefs about the same place or person, within one section, share one merged line
+   ("About cafe: key on counter; door closed; and 4 more.") rather than being dropped.
+
+Whatever is not represented is counted in a closing note ("(12 more memories left out)").
+Costs are counted conservatively (each section as if it were joined to another), so the
+rendered text is never longer than the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .items import Item, compact_line, full_line
+from .wording import SECTIONS, Words
+
+__all__ = ["MERGE_MAX_ITEMS", "MIN_BUDGET", "MIN_SUBJECT", "Layout", "Line", "pack"]
+
+#: Smallest budget the projection accepts (the wire's lower bound too).
+MIN_BUDGET = 200
+#: Shortest a protected subject is cut to before protected items start being counted.
+MIN_SUBJECT = 12
+#: Longest subject kept for an unprotected line when compressing.
+MAX_SUBJECT = 160
+#: Longest subject of one item inside a merged line.
+MERGE_ITEM_SUBJECT = 60
+#: Most items spelled out in one merged line; the rest are counted on it.
+MERGE_MAX_ITEMS = 6
+
+
+@dataclass(slots=True)
+class Line:
+    """One bullet of the text, and the beliefs it stands for."""
+
+    section: str
+    text: str
+    items: list[Item]
+    key: tuple[int, float, int, str]
+    merged: str | None = None
+
+
+@dataclass(slots=True)
+class Layout:
+    """The lines chosen so far, their cost, and any count-only parts."""
+
+    words: Words
+    short: bool = False  # short headings, when even contested beliefs had to be shortened
+    lines: list[Line] = field(default_factory=list)
+    counts: dict[str, str] = field(default_factory=dict)  # section -> "(and N more ...)"
+    summary: str | None = None
+    used: int = 0
+    _sections: set[str] = field(default_factory=set)
+
+    def heading(self, section: str) -> str:
+        return (self.words.short_headings if self.short else self.words.headings)[section]
+
+    def line_cost(self, section: str, text: str) -> int:
+        """What adding one bullet costs: "- " + text + newline, plus the heading if new."""
+        heading = 0 if section in self._sections else len(self.heading(section)) + 2
+        return heading + len(text) + 3
+
+    def fits(self, section: str, text: str, room: int) -> bool:
+        return self.used + self.line_cost(section, text) <= room
+
+    def add(self, line: Line) -> None:
+        self.used += self.line_cost(line.section, line.text)
+        self._sections.add(line.section)
+        self.lines.append(line)
+
+    def add_count(self, section: str, text: str) -> None:
+        self.used += self.line_cost(section, text)
+        self._sections.add(section)
+        self.counts[section] = text
+
+    def included(self) -> list[Item]:
+        return [item for line in self.lines for item in line.items]
+
+    def render(self, omitted: int) -> str:
+        """The text: sections in fixed order, bullets by priority, then the note."""
+        blocks: list[str] = []
+        if self.summary:
+            blocks.append(self.summary)
+        ordered = sorted(self.lines, key=lambda ln: ln.key)
+        for name in SECTIONS:
+            bullets = [ln.text for ln in ordered if ln.section == name]
+            if name in self.counts:
+                bullets.append(self.counts[name])
+            if bullets:
+                blocks.append(self.heading(name) + "\n" + "\n".join(f"- {b}" for b in bullets))
+        if omitted:
+            blocks.append(self.words.omitted(omitted))
+        return "\n\n".join(blocks) if blocks else self.words.empty
+
+
+def _single(item: Item, text: str) -> Line:
+    return Line(item.section, text, [item], item.key)
+
+
+def _laid(words: Words, lines: list[Line], *, short: bool = False) -> Layout:
+    layout = Layout(words, short=short)
+    for line in lines:
+        layout.add(line)
+    return layout
+
+
+def _protected(items: list[Item], words: Words, room: int) -> Layout:
+    """Lay out contested and corrected beliefs, shortening them as far as needed.
+
+    Tried in order until one fits: full sentences; compact lines; compact lines under short
+    headings; the same with subjects cut (the longest cut that fits); per-section counts for
+    what even the shortest cut cannot hold; one counting sentence.
+    """
+
+    def lines(make: Callable[[Item], str]) -> list[Line]:
+        return [_single(i, make(i)) for i in items]
+
+    def fitting(candidate: list[Line], short: bool) -> Layout | None:
+        layout = _laid(words, candidate, short=short)
+        return layout if layout.used <= room else None
+
+    full = lines(lambda i: full_line(i, words))
+    compact = lines(lambda i: compact_line(i, words))
+    for candidate, short in ((full, False), (compact, False), (compact, True)):
+        found = fitting(candidate, short)
+        if found is not None:
+            return found
+    longest = max((len(i.belief.subject) for i in items), default=MIN_SUBJECT)
+    lo, hi, best = MIN_SUBJECT, max(MIN_SUBJECT, longest), None
+    while lo <= hi:  # the longest cut at which everything fits
+        mid = (lo + hi) // 2
+        found = fitting(lines(lambda i, cut=mid: compact_line(i, words, clip=cut)), True)
+        if found is not None:
+            best, lo = found, mid + 1
+        else:
+            hi = mid - 1
+    return best if best is not None else _counted(items, words, room)
+
+
+_COUNTED = ("doubts", "anomalies", "corrections")
+
+
+def _more(words: Words, section: str, n: int) -> str:
+    forms = {
+        "doubts": words.more_doubts,
+        "anomalies": words.more_anomalies,
+        "corrections": words.more_corrections,
+    }[section]
+    return words.count(forms, n)
+
+
+def _counted(items: list[Item], words: Words, room: int) -> Layout:
+    """Spell out what fits at the shortest cut; count the rest of each section."""
+    totals = {s: sum(1 for i in items if i.section == s) for s in _COUNTED}
+    layout = Layout(words, short=True)
+    for section, n in totals.items():
+        if n:
+            layout.add_count(section, _more(words, section, n))
+    if layout.used > room:
+        return _summary(items, words)
+    for item in items:  # already in priority order
+        text = compact_line(item, words, clip=MIN_SUBJECT)
+        if layout.fits(item.section, text, room):
+            layout.add(_single(item, text))
+    shown = {s: sum(1 for i in layout.included() if i.section == s) for s in _COUNTED}
+    for section, n in totals.items():
+        if section in layout.counts:
+            if shown[section] == n:
+                del layout.counts[section]
+            else:
+                layout.counts[section] = _more(words, section, n - shown[section])
+    return layout
+
+
+def _summary(items: list[Item], words: Words) -> Layout:
+    """The last resort: one sentence counting contested and corrected beliefs."""
+    parts = []
+    for section, forms in (
+        ("doubts", words.summary_doubts),
+        ("anomalies", words.summary_anomalies),
+        ("corrections", words.summary_corrections),
+    ):
+        n = sum(1 for i in items if i.section == section)
+        if n:
+            parts.append(words.count(forms, n))
+    layout = Layout(words, short=True)
+    layout.summary = words.summary_join.join(parts) + words.summary_end
+    layout.used = len(layout.summary) + 2
+    return layout
+
+
+def _units(items: list[Item]) -> list[list[Item]]:
+    """Unprotected items as merge groups (same section and place/person) or singletons."""
+    groups: dict[tuple[str, str], list[Item]] = {}
+    units: list[list[Item]] = []
+    for item in items:
+        if item.group is None:
+            units.append([item])
+            continue
+        key = (item.section, item.group)
+        if key not in groups:
+            groups[key] = []
+            units.append(groups[key])
+        groups[key].append(item)
+    singles = [[i] for unit in units if len(unit) == 1 for i in unit]
+    merged = [unit for unit in units if len(unit) > 1]
+    return sorted([*singles, *merged], key=lambda unit: unit[0].key)
+
+
+def _merged_text(words: Words, group: str, items: list[Item], shown: int) -> str:
+    parts = [compact_line(i, words, clip=MERGE_ITEM_SUBJECT) for i in items[:shown]]
+    body = words.merge_sep.join(parts)
+    if shown < len(items):
+        body += words.merge_more.format(n=len(items) - shown)
+    return words.merged.format(k=group, items=body)
+
+
+def _fill(layout: Layout, items: list[Item], room: int) -> None:
+    """Add unprotected items in priority order, merged by place or person, while room lasts."""
+    words = layout.words
+    for unit in _units(items):
+        first = unit[0]
+        if len(unit) == 1:
+            forms = (full_line(first, words, MAX_SUBJECT), compact_line(first, words, MAX_SUBJECT))
+            for text in forms:
+                if layout.fits(first.section, text, room):
+                    layout.add(_single(first, text))
+                    break
+            continue
+        assert first.group is not None
+        for shown in range(min(len(unit), MERGE_MAX_ITEMS), 0, -1):
+            text = _merged_text(words, first.group, unit, shown)
+            if layout.fits(first.section, text, room):
+                layout.add(Line(first.section, text, unit[:shown], first.key, merged=first.group))
+                break
+
+
+def pack(items: list[Item], words: Words, budget: int) -> tuple[Layout, bool]:
+    """Choose and phrase the lines for ``budget``; return the layout and whether it had to
+    compress. ``items`` may be in any order."""
+    if budget < MIN_BUDGET:
+        raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")
+    ordered = sorted(items, key=lambda i: i.key)
+    full = _laid(words, [_single(i, full_line(i, words)) for i in ordered])
+    if len(full.render(0)) <= budget:
+        return full, False
+    room = budget - (len(words.omitted(max(len(items), 2))) + 2)
+    layout = _protected([i for i in ordered if i.protected], words, room)
+    if layout.summary is None and not layout.counts:  # protected items come first, all of them
+        _fill(layout, [i for i in ordered if not i.protected], room)
+    return layout, True

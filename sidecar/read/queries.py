@@ -1,0 +1,173 @@
+"""The few reads the read side needs beyond :class:`~sidecar.store.Reader`'s own queries.
+
+They run plain SQL on ``reader.conn`` so that a narrative for a resident with hundreds of
+beliefs costs a handful of queries, not one per belief (``Reader.history`` is per root).
+The store's package is not edited: these live here until they earn a place on ``Reader``.
+Raw ``sqlite3`` errors become :class:`~sidecar.store.StoreError`, as in the store itself.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..engine import Value
+from ..store import Reader, StoreError
+from ..store.rows import load_json
+
+__all__ = [
+    "Contradiction",
+    "Correction",
+    "NotFound",
+    "contradictions",
+    "corrections",
+    "evidence_rows",
+    "resident_known",
+    "world_exists",
+]
+
+
+class NotFound(LookupError):
+    """The world, resident or belief asked about does not exist (the CLI exits 2 on it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Correction:
+    """The latest ``corrected`` change of one belief, with who the old value came from."""
+
+    resident: str
+    root: str
+    seq: int
+    day: float
+    event_id: str
+    value_before: Value | None
+    subject_before: str | None
+    value_after: Value
+    subject_after: str | None
+    #: Source kind and source of the belief just before it was corrected (from the
+    #: previous change record), so "I used to think X, as A told me" can name A.
+    prior_source_kind: str | None
+    prior_source: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Contradiction:
+    """The latest evidence that contradicted one belief (what the doubt is about)."""
+
+    resident: str
+    root: str
+    event_id: str
+    day: float
+    value: Value
+    subject: str
+    source_kind: str
+    source: str | None
+
+
+def _rows(reader: Reader, sql: str, params: Sequence[Any]) -> list[sqlite3.Row]:
+    try:
+        return reader.conn.execute(sql, tuple(params)).fetchall()
+    except sqlite3.Error as exc:
+        raise StoreError(f"query failed: {exc}") from exc
+
+
+def _where(world: str, resident: str | None, root: str | None, alias: str) -> tuple[str, list[Any]]:
+    clauses, params = [f"{alias}.world = ?"], [world]
+    if resident is not None:
+        clauses.append(f"{alias}.resident = ?")
+        params.append(resident)
+    if root is not None:
+        clauses.append(f"{alias}.root = ?")
+        params.append(root)
+    return " AND ".join(clauses), params
+
+
+def world_exists(reader: Reader, world: str) -> bool:
+    """Whether ``world`` has a row (a world is created by its first event)."""
+    return bool(_rows(reader, "SELECT 1 FROM worlds WHERE world = ?", (world,)))
+
+
+def resident_known(reader: Reader, world: str, resident: str) -> bool:
+    """Whether the world has heard of ``resident`` (named by any event so far)."""
+    sql = "SELECT 1 FROM residents WHERE world = ? AND resident = ?"
+    return bool(_rows(reader, sql, (world, resident)))
+
+
+def corrections(
+    reader: Reader, world: str, resident: str | None = None, root: str | None = None
+) -> dict[tuple[str, str], Correction]:
+    """The latest correction of every corrected belief, keyed by ``(resident, root)``.
+
+    One windowed scan over the change log (index ``changes_by_belief``): ``LAG`` gives the
+    change before each correction, whose ``source_kind`` is the belief's source back then.
+    """
+    where, params = _where(world, resident, root, "c")
+    sql = (
+        "SELECT * FROM (SELECT c.*, "
+        "LAG(c.source_kind) OVER w AS prior_source_kind, "
+        "LAG(c.source_resident) OVER w AS prior_source "
+        f"FROM changes c WHERE {where} "
+        "WINDOW w AS (PARTITION BY c.resident, c.root ORDER BY c.seq)) "
+        "WHERE kind = 'corrected' ORDER BY seq"
+    )
+    out: dict[tuple[str, str], Correction] = {}
+    for r in _rows(reader, sql, params):
+        out[(r["resident"], r["root"])] = Correction(
+            resident=r["resident"],
+            root=r["root"],
+            seq=r["seq"],
+            day=r["day"],
+            event_id=r["event_id"],
+            value_before=None if r["value_before"] is None else load_json(r["value_before"]),
+            subject_before=r["subject_before"],
+            value_after=load_json(r["value_after"]),
+            subject_after=r["subject_after"],
+            prior_source_kind=r["prior_source_kind"],
+            prior_source=r["prior_source"],
+        )
+    return out
+
+
+def contradictions(
+    reader: Reader, world: str, resident: str | None = None, root: str | None = None
+) -> dict[tuple[str, str], Contradiction]:
+    """The latest contradicting evidence of every belief that has one."""
+    where, params = _where(world, resident, root, "ev")
+    sql = (
+        "SELECT ev.* FROM evidence ev JOIN events e "
+        "ON e.world = ev.world AND e.event_id = ev.event_id "
+        f"WHERE {where} AND ev.relation = 'contradicts' ORDER BY e.seq"
+    )
+    out: dict[tuple[str, str], Contradiction] = {}
+    for r in _rows(reader, sql, params):
+        out[(r["resident"], r["root"])] = Contradiction(
+            resident=r["resident"],
+            root=r["root"],
+            event_id=r["event_id"],
+            day=r["day"],
+            value=load_json(r["value"]),
+            subject=r["subject"],
+            source_kind=r["source_kind"],
+            source=r["source_resident"],
+        )
+    return out
+
+
+def evidence_rows(
+    reader: Reader, world: str, resident: str | None = None, root: str | None = None
+) -> list[dict[str, Any]]:
+    """Evidence rows like ``Reader.evidence``, for a resident, a root, both or neither."""
+    where, params = _where(world, resident, root, "ev")
+    sql = (
+        "SELECT ev.*, e.kind AS event_kind, e.seq AS event_seq FROM evidence ev "
+        "JOIN events e ON e.world = ev.world AND e.event_id = ev.event_id "
+        f"WHERE {where} ORDER BY e.seq, ev.resident, ev.root"
+    )
+    out = []
+    for r in _rows(reader, sql, params):
+        item = dict(r)
+        item["value"] = load_json(item["value"])
+        out.append(item)
+    return out

@@ -1,0 +1,238 @@
+"""Sentence templates for the narrative, one table per language.
+
+The wording is where the epistemic state lives: a game pastes the text into an NPC's prompt,
+and the model can only keep "I saw" apart from "Bob told me" if the text does. So every
+template is fixed per (section, source kind, band), and no template used for hearsay or an
+implanted memory claims the resident saw anything. Templates take ``{s}`` (the belief's
+subject), ``{who}`` (the people it was heard from), ``{c}`` (the contradicting subject),
+``{x}``/``{y}`` (a correction's before/after), ``{k}`` (a merge key) and ``{n}`` (a count).
+Adding a language means adding one :class:`Words` to :data:`LANGUAGES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["LANGUAGES", "SECTIONS", "Words", "words_for"]
+
+#: Section names in the order they appear in the text.
+SECTIONS = ("sure", "told", "doubts", "anomalies", "corrections", "people", "faded")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Words:
+    """Every string the narrative may contain in one language."""
+
+    lang: str
+    headings: dict[str, str]
+    #: Used instead of ``headings`` when even contested beliefs must be shortened.
+    short_headings: dict[str, str]
+    # influencing beliefs, by band
+    sure: str
+    think: str
+    unsure: str
+    implanted: str
+    told: str
+    # contested
+    doubt: str
+    doubt_told: str
+    doubt_implanted: str
+    otherwise_seen: str
+    otherwise_told: str
+    anomaly: str
+    anomaly_seen: str
+    anomaly_told: str
+    # corrected
+    corrected: str
+    corrected_told: str
+    corrected_unknown: str
+    # past
+    faded_told: str
+    faded: str
+    # compact forms (merged lines and tight budgets); "{s}" alone is the sure band
+    c_think: str
+    c_unsure: str
+    c_implanted: str
+    c_told: str
+    c_told_unconfirmed: str
+    c_faded_told: str
+    c_faded: str
+    c_corrected: str
+    # structure
+    merged: str
+    merge_sep: str
+    merge_more: str
+    # counts, as (one, many) pairs
+    omitted_note: tuple[str, str]
+    more_doubts: tuple[str, str]
+    more_anomalies: tuple[str, str]
+    more_corrections: tuple[str, str]
+    summary_doubts: tuple[str, str]
+    summary_anomalies: tuple[str, str]
+    summary_corrections: tuple[str, str]
+    summary_join: str
+    summary_end: str
+    empty: str
+    and_: str
+    list_sep: str
+    stop: str
+
+    def who(self, names: Sequence[str]) -> str:
+        """``A``, ``A and B``, ``A, B and C`` (``A、B和C``)."""
+        names = list(names)
+        if len(names) <= 1:
+            return "".join(names)
+        return self.list_sep.join(names[:-1]) + self.and_ + names[-1]
+
+    def omitted(self, n: int) -> str:
+        """The closing note: how many memories the text leaves out."""
+        return self.count(self.omitted_note, n)
+
+    @staticmethod
+    def count(forms: tuple[str, str], n: int) -> str:
+        """``forms`` is (singular, plural); languages without plurals repeat one form."""
+        return (forms[0] if n == 1 else forms[1]).format(n=n)
+
+
+EN = Words(
+    lang="en",
+    headings={
+        "sure": "What I am sure of:",
+        "told": "What I was told (unconfirmed):",
+        "doubts": "What I doubt:",
+        "anomalies": "What struck me as wrong:",
+        "corrections": "What I used to believe, and what corrected it:",
+        "people": "How I see the people around me:",
+        "faded": "Faded memories:",
+    },
+    short_headings={
+        "sure": "Sure:",
+        "told": "Told (unconfirmed):",
+        "doubts": "Doubts:",
+        "anomalies": "Seems wrong:",
+        "corrections": "Corrected:",
+        "people": "People:",
+        "faded": "Faded:",
+    },
+    sure="I'm sure that {s}.",
+    think="I think {s}.",
+    unsure="I'm not certain, but I think {s}.",
+    implanted="I somehow remember that {s}.",
+    told="{who} told me that {s} (unconfirmed).",
+    doubt="I'm starting to doubt that {s}",
+    doubt_told="I'm starting to doubt what {who} told me: {s}",
+    doubt_implanted="I'm starting to doubt something I somehow remember: {s}",
+    otherwise_seen=" (what I saw since says otherwise: {c}).",
+    otherwise_told=" ({who} told me otherwise: {c}).",
+    anomaly="Something about this strikes me as wrong: {s}.",
+    anomaly_seen="Something strikes me as wrong: I remember that {s}, but I saw otherwise: {c}.",
+    anomaly_told=(
+        "Something strikes me as wrong: I remember that {s}, but {who} told me otherwise: {c}."
+    ),
+    corrected="I used to think {x}, until I saw {y}.",
+    corrected_told="I used to think {x} ({who} had told me so), until I saw {y}.",
+    corrected_unknown="I have changed my mind; now I know that {s}.",
+    faded_told="Someone once told me that {s}.",
+    faded="I vaguely remember that {s}.",
+    c_think="{s} (I think)",
+    c_unsure="{s} (not sure)",
+    c_implanted="{s} (I somehow remember)",
+    c_told="{s} ({who} told me)",
+    c_told_unconfirmed="{s} ({who} told me, unconfirmed)",
+    c_faded_told="{s} (someone once told me)",
+    c_faded="{s} (vaguely)",
+    c_corrected="used to think {x}; then saw {y}",
+    merged="About {k}: {items}.",
+    merge_sep="; ",
+    merge_more="; and {n} more",
+    omitted_note=("(1 more memory left out)", "({n} more memories left out)"),
+    more_doubts=("(and 1 more thing I doubt)", "(and {n} more things I doubt)"),
+    more_anomalies=("(and 1 more thing that seems wrong)", "(and {n} more things that seem wrong)"),
+    more_corrections=("(and 1 more corrected belief)", "(and {n} more corrected beliefs)"),
+    summary_doubts=("I doubt 1 thing", "I doubt {n} things"),
+    summary_anomalies=("1 thing strikes me as wrong", "{n} things strike me as wrong"),
+    summary_corrections=("I have corrected 1 belief", "I have corrected {n} beliefs"),
+    summary_join="; ",
+    summary_end=" — too many to list here.",
+    empty="I don't remember anything in particular.",
+    and_=" and ",
+    list_sep=", ",
+    stop=".",
+)
+
+ZH_HANT = Words(
+    lang="zh-Hant",
+    headings={
+        "sure": "我確定的事：",
+        "told": "聽別人說的事（未經證實）：",
+        "doubts": "我開始懷疑的事：",
+        "anomalies": "讓我覺得不對勁的事：",
+        "corrections": "我以前相信、後來被糾正的事：",
+        "people": "我對身邊的人的看法：",
+        "faded": "模糊的記憶：",
+    },
+    short_headings={
+        "sure": "確定：",
+        "told": "聽說（未證實）：",
+        "doubts": "懷疑：",
+        "anomalies": "不對勁：",
+        "corrections": "已糾正：",
+        "people": "對人的看法：",
+        "faded": "模糊記憶：",
+    },
+    sure="我很確定{s}。",
+    think="我認為{s}。",
+    unsure="我不太確定，但我覺得{s}。",
+    implanted="不知怎的，我記得{s}。",
+    told="{who}告訴我{s}（未經證實）。",
+    doubt="我開始懷疑{s}",
+    doubt_told="我開始懷疑{who}告訴我的事：{s}",
+    doubt_implanted="我開始懷疑一段不知從何而來的記憶：{s}",
+    otherwise_seen="（我後來親眼看到的不是這樣：{c}）。",
+    otherwise_told="（{who}跟我說的不一樣：{c}）。",
+    anomaly="有件事讓我覺得不對勁：{s}。",
+    anomaly_seen="有件事不對勁：我記得{s}，但我親眼看到的不是這樣：{c}。",
+    anomaly_told="有件事不對勁：我記得{s}，但{who}跟我說的不一樣：{c}。",
+    corrected="我以前以為{x}，直到我親眼看到{y}。",
+    corrected_told="我以前以為{x}（是{who}告訴我的），直到我親眼看到{y}。",
+    corrected_unknown="我改變了想法；現在我知道{s}。",
+    faded_told="以前好像有人跟我說過{s}。",
+    faded="我依稀記得{s}。",
+    c_think="{s}（我認為）",
+    c_unsure="{s}（不太確定）",
+    c_implanted="{s}（不知怎的記得）",
+    c_told="{s}（{who}說的）",
+    c_told_unconfirmed="{s}（{who}說的，未經證實）",
+    c_faded_told="{s}（以前有人說過）",
+    c_faded="{s}（依稀記得）",
+    c_corrected="以前以為{x}，後來親眼看到{y}",
+    merged="關於{k}：{items}。",
+    merge_sep="；",
+    merge_more="；還有{n}則",
+    omitted_note=("（另有{n}則記憶未列出）",) * 2,
+    more_doubts=("（另有{n}件我懷疑的事）",) * 2,
+    more_anomalies=("（另有{n}件讓我覺得不對勁的事）",) * 2,
+    more_corrections=("（另有{n}件我糾正過的看法）",) * 2,
+    summary_doubts=("我懷疑的事有{n}件",) * 2,
+    summary_anomalies=("不對勁的事有{n}件",) * 2,
+    summary_corrections=("糾正過的看法有{n}件",) * 2,
+    summary_join="；",
+    summary_end="（多到無法一一列出）。",
+    empty="我沒有什麼特別的記憶。",
+    and_="和",
+    list_sep="、",
+    stop="。",
+)
+
+LANGUAGES: dict[str, Words] = {w.lang: w for w in (EN, ZH_HANT)}
+
+
+def words_for(lang: str) -> Words:
+    """The table for ``lang``; an unknown language is a caller error, not a fallback."""
+    try:
+        return LANGUAGES[lang]
+    except KeyError:
+        raise ValueError(
+            f"unknown narrative language {lang!r}; expected one of {', '.join(LANGUAGES)}"
+        ) from None

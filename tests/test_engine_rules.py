@@ -1,0 +1,614 @@
+"""The rules table, one test per row and boundary, on the pure functions ``revise`` and ``age``.
+
+Evidence and beliefs are built directly, so each test pins exactly one rule with the default
+numbers of :class:`sidecar.engine.Rules` (78/58/65 initial, +8 to 100, -20 to 10, -30 to 10,
+72 corrected, -8 to 34 every 7 days, -25 soften with doubt at 30).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from belief_builders import observe, say
+
+from sidecar.engine import (
+    DEFAULT_RULES,
+    Belief,
+    Change,
+    ChangeKind,
+    Claim,
+    Evidence,
+    Intervention,
+    InvalidEvent,
+    MemoryWorld,
+    Rules,
+    SourceKind,
+    State,
+    age,
+    check_transition,
+    parse_event,
+    revise,
+)
+
+RES = "mira"
+ROOT = "water:well"
+_ids = itertools.count(1)
+
+
+def ev(
+    value: Any = "clean",
+    *,
+    kind: str = "firsthand",
+    source: str | None = None,
+    day: float = 1.0,
+    subject: str | None = None,
+    op: str | None = None,
+    interpretation: str | None = None,
+    root: str = ROOT,
+) -> Evidence:
+    """One piece of evidence for ``mira`` on ``water:well`` (hearsay defaults to source bo)."""
+    n = next(_ids)
+    source_kind = SourceKind(kind)
+    if source_kind is SourceKind.HEARSAY and source is None:
+        source = "bo"
+    return Evidence(
+        evidence_id=f"e{n}/{RES}",
+        resident=RES,
+        event_id=f"e{n}",
+        day=day,
+        source_kind=source_kind,
+        source_resident_id=source,
+        claim=Claim(root=root, value=value),
+        subject=subject or f"the well is {value}",
+        interpretation=interpretation,
+        op=op,
+    )
+
+
+def implanted(value: Any = "poisoned", *, day: float = 1.0, op: str = "implant") -> Evidence:
+    """A player's intervention evidence for mira."""
+    return ev(value, kind="implanted", op=op, day=day)
+
+
+def run(*evidence: Evidence, belief: Belief | None = None) -> tuple[Belief, list[Change]]:
+    """Fold evidence into one belief, checking every change against the transition table."""
+    changes: list[Change] = []
+    for one in evidence:
+        belief, change = revise(belief, one)
+        if change is not None:
+            check_transition(change.kind, change.state_before, change.state_after)
+            changes.append(change)
+    assert belief is not None
+    return belief, changes
+
+
+def with_(belief: Belief, **fields: Any) -> Belief:
+    return replace(belief, **fields)
+
+
+# --------------------------------------------------------------------------- formation
+
+
+def test_firsthand_forms_at_78_influencing() -> None:
+    """No belief + firsthand evidence forms a belief at 78, influencing, firsthand, no source."""
+    e = ev("clean")
+    belief, [change] = run(e)
+    assert (belief.value, belief.confidence, belief.state) == ("clean", 78, State.INFLUENCING)
+    assert belief.source_kind is SourceKind.FIRSTHAND and belief.source_resident_id is None
+    assert belief.evidence_refs == (e.evidence_id,)
+    assert change.kind is ChangeKind.FORMED
+    assert (change.confidence_before, change.confidence_after) == (None, 78)
+    assert change.state_before is None and change.evidence_id == e.evidence_id
+
+
+def test_hearsay_forms_at_58_with_source_recorded() -> None:
+    """No belief + hearsay forms at 58, influencing, hearsay, the speaker recorded as source."""
+    belief, [change] = run(ev("poisoned", kind="hearsay", source="bo"))
+    assert (belief.confidence, belief.state) == (58, State.INFLUENCING)
+    assert belief.source_kind is SourceKind.HEARSAY and belief.source_resident_id == "bo"
+    assert belief.heard_from == ("bo",)
+    assert (change.kind, change.source_resident_id) == (ChangeKind.FORMED, "bo")
+
+
+def test_implant_forms_at_65_implanted() -> None:
+    """No belief + player implant forms at 65, source implanted, intervention 'implanted'."""
+    belief, [change] = run(implanted("poisoned"))
+    assert (belief.value, belief.confidence, belief.state) == ("poisoned", 65, State.INFLUENCING)
+    assert belief.source_kind is SourceKind.IMPLANTED
+    assert belief.intervention is Intervention.IMPLANTED
+    assert (change.kind, change.detail) == (ChangeKind.FORMED, "implant")
+
+
+def test_implant_on_existing_belief_replaces_value_and_is_an_intervention() -> None:
+    """Implant on an existing belief: intervened, value/subject replaced, 65, source implanted."""
+    belief, changes = run(ev("clean"), implanted("poisoned"))
+    assert (belief.value, belief.confidence) == ("poisoned", 65)
+    assert belief.source_kind is SourceKind.IMPLANTED
+    assert belief.intervention is Intervention.IMPLANTED
+    assert len(belief.evidence_refs) == 2
+    last = changes[-1]
+    assert (last.kind, last.detail) == (ChangeKind.INTERVENED, "implant")
+    assert (last.value_before, last.value_after) == ("clean", "poisoned")
+    assert last.subject_before == "the well is clean"
+    assert last.subject_after == "the well is poisoned"
+
+
+# --------------------------------------------------------------------------- support
+
+
+def test_support_reinforces_by_8_and_appends_evidence() -> None:
+    """Supporting evidence: reinforced 78 -> 86, evidence ref appended to the same belief."""
+    first, second = ev("clean"), ev("clean", day=2)
+    belief, changes = run(first, second)
+    assert belief.confidence == 86
+    assert belief.evidence_refs == (first.evidence_id, second.evidence_id)
+    assert [c.kind for c in changes] == [ChangeKind.FORMED, ChangeKind.REINFORCED]
+    assert (changes[1].confidence_before, changes[1].confidence_after) == (78, 86)
+    assert belief.formed_day == 1 and belief.last_evidence_day == 2
+
+
+def test_support_caps_at_100() -> None:
+    """Reinforcing a belief at 96 gives 100 (min(100, c+8)), not 104."""
+    start, _ = run(ev("clean"))
+    belief, [change] = run(ev("clean"), belief=with_(start, confidence=96))
+    assert belief.confidence == 100
+    assert (change.confidence_before, change.confidence_after) == (96, 100)
+
+
+def test_many_observations_reach_exactly_100_and_stay() -> None:
+    """78, 86, 94, 100, 100, 100: repeated firsthand support saturates at the cap."""
+    belief: Belief | None = None
+    seen = []
+    for day in range(1, 7):
+        belief, _ = revise(belief, ev("clean", day=day))
+        seen.append(belief.confidence)
+    assert seen == [78, 86, 94, 100, 100, 100]
+
+
+def test_support_returns_doubtful_to_influencing() -> None:
+    """A doubtful belief that gets supporting evidence is reinforced back to influencing."""
+    doubtful, _ = run(ev("clean"), ev("dirty", kind="hearsay"))
+    assert doubtful.state is State.DOUBTFUL
+    belief, [change] = run(ev("clean", day=3), belief=doubtful)
+    assert (belief.state, belief.confidence) == (State.INFLUENCING, doubtful.confidence + 8)
+    assert (change.kind, change.state_before) == (ChangeKind.REINFORCED, State.DOUBTFUL)
+
+
+def test_support_returns_anomalous_to_influencing_keeping_intervention() -> None:
+    """Support for an anomalous (implanted) belief: influencing again, intervention still active."""
+    anomalous, _ = run(implanted("poisoned"), ev("clean", kind="hearsay"))
+    assert anomalous.state is State.ANOMALOUS
+    belief, [change] = run(ev("poisoned", kind="hearsay", source="tom"), belief=anomalous)
+    assert belief.state is State.INFLUENCING
+    assert belief.intervention is Intervention.IMPLANTED
+    assert change.kind is ChangeKind.REINFORCED
+
+
+def test_support_for_past_belief_returns_to_influencing() -> None:
+    """Silent case: support for a past (suppressed) belief makes it influencing again."""
+    past, _ = run(ev("clean"), implanted(op="suppress", value="clean"))
+    assert past.state is State.PAST
+    belief, [change] = run(ev("clean", day=3), belief=past)
+    assert (belief.state, belief.confidence) == (State.INFLUENCING, 86)
+    assert (change.state_before, change.state_after) == (State.PAST, State.INFLUENCING)
+
+
+def test_support_for_corrected_belief_stays_corrected() -> None:
+    """Silent case: a corrected belief that is supported is reinforced but stays corrected."""
+    corrected, _ = run(ev("poisoned", kind="hearsay"), ev("clean"), ev("clean"))
+    assert (corrected.state, corrected.confidence) == (State.CORRECTED, 72)
+    belief, [change] = run(ev("clean", day=4), belief=corrected)
+    assert (belief.state, belief.confidence) == (State.CORRECTED, 80)
+    assert change.kind is ChangeKind.REINFORCED
+
+
+def test_firsthand_confirmation_makes_hearsay_belief_firsthand() -> None:
+    """Silent case: firsthand support of hearsay makes it firsthand, source resident cleared."""
+    hearsay, _ = run(ev("poisoned", kind="hearsay", source="bo"))
+    assert hearsay.next_decay_day is not None
+    belief, [change] = run(ev("poisoned", day=2), belief=hearsay)
+    assert belief.source_kind is SourceKind.FIRSTHAND
+    assert belief.source_resident_id is None
+    assert belief.confidence == 66
+    assert belief.next_decay_day is None  # firsthand beliefs stop aging
+    assert (change.source_kind, change.source_resident_id) == (SourceKind.FIRSTHAND, None)
+
+
+def test_repeated_hearsay_from_same_source_only_records_evidence() -> None:
+    """Silent case: a source repeating itself: ref appended, nothing else, no change record."""
+    hearsay, _ = run(ev("poisoned", kind="hearsay", source="bo", day=1))
+    repeat = ev("poisoned", kind="hearsay", source="bo", day=5)
+    belief, change = revise(hearsay, repeat)
+    assert change is None
+    assert belief.evidence_refs == (*hearsay.evidence_refs, repeat.evidence_id)
+    assert belief.confidence == 58
+    assert belief.last_evidence_day == 1 and belief.next_decay_day == hearsay.next_decay_day
+    assert with_(belief, evidence_refs=hearsay.evidence_refs) == hearsay
+
+
+def test_hearsay_from_a_second_source_reinforces() -> None:
+    """Support from a new hearsay source counts: reinforced 58 -> 66, both sources in heard_from."""
+    belief, changes = run(
+        ev("poisoned", kind="hearsay", source="bo"), ev("poisoned", kind="hearsay", source="tom")
+    )
+    assert belief.confidence == 66
+    assert belief.heard_from == ("bo", "tom")
+    assert belief.source_resident_id == "bo"  # the original source stays the belief's source
+    assert changes[-1].kind is ChangeKind.REINFORCED
+
+
+# --------------------------------------------------------------------------- contradiction
+
+
+def test_contradiction_doubts_by_20() -> None:
+    """Contradicting evidence: doubted, 78 -> 58, doubtful; the value itself is kept."""
+    belief, changes = run(ev("clean"), ev("dirty", kind="hearsay"))
+    assert (belief.value, belief.confidence, belief.state) == ("clean", 58, State.DOUBTFUL)
+    assert changes[-1].kind is ChangeKind.DOUBTED
+    assert len(belief.evidence_refs) == 2
+
+
+@pytest.mark.parametrize(("before", "after"), [(31, 11), (30, 10), (29, 10), (10, 10)])
+def test_doubt_floor_is_10(before: int, after: int) -> None:
+    """Doubt is max(10, c-20): 31 -> 11, 30 -> 10, 29 -> 10, 10 stays 10."""
+    start, _ = run(ev("clean"))
+    belief, [change] = run(ev("dirty", kind="hearsay"), belief=with_(start, confidence=before))
+    assert (belief.confidence, belief.state) == (after, State.DOUBTFUL)
+    assert change.kind is ChangeKind.DOUBTED
+
+
+def test_doubt_never_raises_confidence() -> None:
+    """A belief softened below the floor (5) keeps 5 when doubted; max(10, ...) does not lift it."""
+    start, _ = run(ev("clean"))
+    belief, [change] = run(ev("dirty", kind="hearsay"), belief=with_(start, confidence=5))
+    assert belief.confidence == 5
+    assert (change.confidence_before, change.confidence_after) == (5, 5)
+
+
+def test_influencing_plus_firsthand_contradiction_is_doubt_not_correction() -> None:
+    """Correction needs doubt first: influencing + firsthand contradiction is only doubted."""
+    belief, changes = run(ev("poisoned", kind="hearsay"), ev("clean"))
+    assert (belief.value, belief.state, belief.confidence) == ("poisoned", State.DOUBTFUL, 38)
+    assert belief.source_kind is SourceKind.HEARSAY
+    assert changes[-1].kind is ChangeKind.DOUBTED
+
+
+def test_doubtful_plus_firsthand_contradiction_corrects() -> None:
+    """Doubtful + firsthand contradiction: corrected, value/subject replaced, 72, firsthand."""
+    doubtful, _ = run(ev("poisoned", kind="hearsay", subject="the well is poisoned"), ev("clean"))
+    fix = ev("clean", day=4, subject="the water is clear and sweet")
+    belief, [change] = run(fix, belief=doubtful)
+    assert (belief.value, belief.subject) == ("clean", "the water is clear and sweet")
+    assert (belief.confidence, belief.state) == (72, State.CORRECTED)
+    assert belief.source_kind is SourceKind.FIRSTHAND and belief.source_resident_id is None
+    assert belief.interpretation is not None
+    assert "earlier understanding" in belief.interpretation
+    assert "the well is poisoned" in belief.interpretation
+    assert change.kind is ChangeKind.CORRECTED
+    assert (change.value_before, change.value_after) == ("poisoned", "clean")
+    assert (change.subject_before, change.subject_after) == (
+        "the well is poisoned",
+        "the water is clear and sweet",
+    )
+    assert belief.next_decay_day is None and belief.heard_from == ()
+
+
+def test_correction_keeps_the_witness_interpretation_first() -> None:
+    """A correcting observation's interpretation leads the note about the earlier understanding."""
+    doubtful, _ = run(ev("poisoned", kind="hearsay"), ev("clean"))
+    belief, _ = run(ev("clean", interpretation="Bo lied to me"), belief=doubtful)
+    assert belief.interpretation is not None
+    assert belief.interpretation.startswith("Bo lied to me (")
+    assert "corrected my earlier understanding" in belief.interpretation
+
+
+def test_doubtful_plus_hearsay_contradiction_doubts_again() -> None:
+    """Correction needs firsthand evidence: doubtful + hearsay contradiction is doubted again."""
+    doubtful, _ = run(ev("clean"), ev("dirty", kind="hearsay", source="bo"))
+    belief, [change] = run(ev("dirty", kind="hearsay", source="tom"), belief=doubtful)
+    assert (belief.value, belief.state, belief.confidence) == ("clean", State.DOUBTFUL, 38)
+    assert change.kind is ChangeKind.DOUBTED
+
+
+def test_contradiction_of_past_belief_doubts() -> None:
+    """Silent case: contradicting a past belief makes it doubtful (doubted), not corrected."""
+    past, _ = run(ev("clean"), implanted(op="suppress", value="clean"))
+    belief, [change] = run(ev("dirty", day=3), belief=past)
+    assert (belief.state, belief.confidence, belief.value) == (State.DOUBTFUL, 58, "clean")
+    assert (change.kind, change.state_before) == (ChangeKind.DOUBTED, State.PAST)
+
+
+def test_contradiction_of_corrected_belief_doubts() -> None:
+    """A corrected belief contradicted again is doubted (72 -> 52), like any other."""
+    corrected, _ = run(ev("poisoned", kind="hearsay"), ev("clean"), ev("clean"))
+    belief, [change] = run(ev("poisoned", kind="hearsay", source="tom"), belief=corrected)
+    assert (belief.state, belief.confidence) == (State.DOUBTFUL, 52)
+    assert change.kind is ChangeKind.DOUBTED
+
+
+# --------------------------------------------------------------------------- anomaly
+
+
+def test_contradiction_against_implant_is_anomaly() -> None:
+    """Contradicting an implanted belief: anomaly, 65 -> 35 (c-30), anomalous, intervention kept."""
+    belief, changes = run(implanted("poisoned"), ev("clean", kind="hearsay"))
+    assert (belief.confidence, belief.state) == (35, State.ANOMALOUS)
+    assert belief.intervention is Intervention.IMPLANTED
+    assert belief.value == "poisoned"
+    assert changes[-1].kind is ChangeKind.ANOMALY
+
+
+def test_contradiction_against_distortion_is_anomaly() -> None:
+    """Contradicting a distorted belief (even firsthand, while influencing): anomaly, not doubt."""
+    distorted, _ = run(ev("clean"), implanted("poisoned", op="distort"))
+    belief, [change] = run(ev("clean", day=3), belief=distorted)
+    assert (belief.confidence, belief.state) == (48, State.ANOMALOUS)
+    assert change.kind is ChangeKind.ANOMALY
+
+
+@pytest.mark.parametrize(("before", "after"), [(41, 11), (40, 10), (35, 10)])
+def test_anomaly_floor_is_10(before: int, after: int) -> None:
+    """Anomaly is max(10, c-30): 41 -> 11, 40 -> 10, 35 -> 10."""
+    start, _ = run(implanted("poisoned"))
+    belief, _ = run(ev("clean", kind="hearsay"), belief=with_(start, confidence=before))
+    assert (belief.confidence, belief.state) == (after, State.ANOMALOUS)
+
+
+def test_anomaly_never_raises_confidence() -> None:
+    """An implanted belief softened to 0 stays at 0 when contradicted (anomaly does not lift it)."""
+    soft, _ = run(implanted("poisoned"), implanted(op="soften"), implanted(op="soften"))
+    assert soft.confidence == 15
+    soft, _ = run(ev("clean", kind="hearsay"), belief=soft)  # anomaly: 15 -> 10
+    zero, _ = run(implanted(op="soften"), belief=soft)
+    assert zero.confidence == 0
+    belief, [change] = run(ev("clean", kind="hearsay", source="tom"), belief=zero)
+    assert (belief.confidence, change.kind) == (0, ChangeKind.ANOMALY)
+
+
+def test_anomaly_takes_precedence_over_correction() -> None:
+    """Doubtful + firsthand contradiction under an intervention is an anomaly, not a correction."""
+    soft, _ = run(implanted("poisoned"), implanted(op="soften"), implanted(op="soften"))
+    assert (soft.state, soft.intervention) == (State.DOUBTFUL, Intervention.IMPLANTED)
+    belief, [change] = run(ev("clean", day=3), belief=soft)
+    assert change.kind is ChangeKind.ANOMALY
+    assert (belief.state, belief.value, belief.confidence) == (State.ANOMALOUS, "poisoned", 10)
+
+
+def test_anomalous_plus_firsthand_contradiction_corrects_and_clears_intervention() -> None:
+    """Anomalous + firsthand contradiction: corrected (72) and the intervention is cleared."""
+    anomalous, _ = run(implanted("poisoned"), ev("clean", kind="hearsay"))
+    belief, [change] = run(ev("clean", day=3), belief=anomalous)
+    assert change.kind is ChangeKind.CORRECTED
+    assert (belief.value, belief.confidence, belief.state) == ("clean", 72, State.CORRECTED)
+    assert belief.intervention is None
+    assert belief.source_kind is SourceKind.FIRSTHAND
+
+
+def test_anomalous_plus_hearsay_contradiction_is_anomaly_again() -> None:
+    """Anomalous + hearsay contradiction: anomaly again (35 -> 10), still intervened."""
+    anomalous, _ = run(implanted("poisoned"), ev("clean", kind="hearsay", source="bo"))
+    belief, [change] = run(ev("clean", kind="hearsay", source="tom"), belief=anomalous)
+    assert change.kind is ChangeKind.ANOMALY
+    assert (belief.confidence, belief.state) == (10, State.ANOMALOUS)
+    assert belief.intervention is Intervention.IMPLANTED
+
+
+# --------------------------------------------------------------------------- interventions
+
+
+def test_distort_replaces_subject_and_value() -> None:
+    """Distort: intervened, subject and value replaced, confidence kept, intervention distorted."""
+    start, _ = run(ev("clean", subject="the well is clean"))
+    belief, [change] = run(
+        ev("poisoned", kind="implanted", op="distort", subject="the well is cursed"), belief=start
+    )
+    assert (belief.value, belief.subject) == ("poisoned", "the well is cursed")
+    assert belief.intervention is Intervention.DISTORTED
+    assert belief.confidence == 78 and belief.state is State.INFLUENCING
+    assert (change.kind, change.detail) == (ChangeKind.INTERVENED, "distort")
+    assert (change.subject_before, change.subject_after) == (
+        "the well is clean",
+        "the well is cursed",
+    )
+    assert (change.value_before, change.value_after) == ("clean", "poisoned")
+
+
+def test_suppress_makes_belief_past() -> None:
+    """Suppress: intervened (detail suppress), state past, confidence and value kept."""
+    start, _ = run(ev("poisoned", kind="hearsay"))
+    belief, [change] = run(implanted("poisoned", op="suppress"), belief=start)
+    assert (belief.state, belief.confidence, belief.value) == (State.PAST, 58, "poisoned")
+    assert belief.next_decay_day is None
+    assert (change.kind, change.detail) == (ChangeKind.INTERVENED, "suppress")
+    assert (change.subject_before, change.subject_after) == (start.subject, start.subject)
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "state"),
+    [
+        (78, 53, State.INFLUENCING),
+        (56, 31, State.INFLUENCING),
+        (55, 30, State.DOUBTFUL),
+        (20, 0, State.DOUBTFUL),
+    ],
+)
+def test_soften_lowers_by_25_and_doubts_at_30(before: int, after: int, state: State) -> None:
+    """Soften is max(0, c-25); the belief becomes doubtful at 30 or below (56 -> 31 stays)."""
+    start, _ = run(ev("clean"))
+    belief, [change] = run(implanted("clean", op="soften"), belief=with_(start, confidence=before))
+    assert (belief.confidence, belief.state) == (after, state)
+    assert (change.kind, change.detail) == (ChangeKind.INTERVENED, "soften")
+
+
+def test_distort_without_belief_is_invalid() -> None:
+    """Distort needs a belief to distort: revise raises InvalidEvent when there is none."""
+    with pytest.raises(InvalidEvent):
+        revise(None, implanted("poisoned", op="distort"))
+
+
+@pytest.mark.parametrize("op", ["distort", "suppress", "soften"])
+def test_interventions_without_belief_are_refused_by_the_fold(op: str) -> None:
+    """distort/suppress/soften with no belief on the root: InvalidEvent, nothing applied."""
+    world = MemoryWorld()
+    claim: dict[str, Any] = {"root": ROOT}
+    if op == "distort":
+        claim["value"] = "poisoned"
+    event = {"event_id": "x", "day": 1, "kind": "intervene", "resident": RES, "op": op,
+             "claim": claim, "subject": "s"}  # fmt: skip
+    with pytest.raises(InvalidEvent):
+        world.apply(parse_event(event))
+    assert world.beliefs == {} and world.changes == [] and world.event_ids == set()
+
+
+# --------------------------------------------------------------------------- unrelated
+
+
+def test_unrelated_evidence_changes_nothing() -> None:
+    """Evidence on another root neither touches the belief nor records a change for it."""
+    world = MemoryWorld()
+    world.apply(parse_event(say(1, "bo", [RES], ROOT, "poisoned")))
+    before = world.get_belief(RES, ROOT)
+    world.apply(parse_event(observe(1, [RES], "weather:today", "rain")))
+    world.apply(parse_event(observe(1, [RES], "water:river", "poisoned")))
+    assert world.get_belief(RES, ROOT) == before
+    assert [c.root for c in world.changes] == [ROOT, "weather:today", "water:river"]
+
+
+# --------------------------------------------------------------------------- hearsay aging
+
+
+def hearsay_on(day: float = 0.0, **fields: Any) -> Belief:
+    belief, _ = revise(None, ev("poisoned", kind="hearsay", day=day))
+    return with_(belief, **fields) if fields else belief
+
+
+def test_aging_one_full_week_decays_by_8() -> None:
+    """7 full days after the last evidence an uncorroborated hearsay belief decays 58 -> 50."""
+    belief, [change] = age(hearsay_on(0.0), 7.0, "t1")
+    assert (belief.confidence, belief.state) == (50, State.INFLUENCING)
+    assert (change.kind, change.day, change.event_id) == (ChangeKind.DECAYED, 7.0, "t1")
+    assert change.evidence_id is None
+    assert belief.next_decay_day == 14.0
+
+
+def test_aging_not_before_a_full_week() -> None:
+    """6.9 days after the last evidence nothing ages."""
+    start = hearsay_on(0.0)
+    belief, changes = age(start, 6.9, "t1")
+    assert changes == [] and belief == start
+
+
+def test_aging_catches_up_three_steps_and_fades_at_34() -> None:
+    """A 21-day clock jump applies three steps 58 -> 50 -> 42 -> 34; the last is faded (past)."""
+    belief, changes = age(hearsay_on(0.0), 21.0, "jump")
+    assert [(c.kind, c.confidence_after, c.day) for c in changes] == [
+        (ChangeKind.DECAYED, 50, 7.0),
+        (ChangeKind.DECAYED, 42, 14.0),
+        (ChangeKind.FADED, 34, 21.0),
+    ]
+    assert (belief.confidence, belief.state, belief.next_decay_day) == (34, State.PAST, None)
+    for change in changes:
+        check_transition(change.kind, change.state_before, change.state_after)
+
+
+def test_aging_step_that_reaches_34_fades_even_short_of_8() -> None:
+    """At 40 the step is max(34, 32) = 34, which fades the belief (state past)."""
+    belief, [change] = age(hearsay_on(0.0, confidence=40), 7.0, "t")
+    assert (change.kind, belief.confidence, belief.state) == (ChangeKind.FADED, 34, State.PAST)
+
+
+def test_aging_faded_belief_ages_no_further() -> None:
+    """Once faded at 34, a much later clock advance does nothing more."""
+    faded, _ = age(hearsay_on(0.0), 21.0, "jump")
+    belief, changes = age(faded, 400.0, "later")
+    assert changes == [] and belief == faded
+
+
+def test_firsthand_beliefs_never_decay() -> None:
+    """A firsthand belief has no decay schedule, however long the clock runs."""
+    belief, _ = revise(None, ev("clean", day=0))
+    assert belief.next_decay_day is None
+    aged, changes = age(belief, 1000.0, "t")
+    assert changes == [] and aged == belief
+
+
+def test_hearsay_from_two_sources_still_decays() -> None:
+    """Heard from 2 distinct sources (the limit) a hearsay belief still ages."""
+    belief, _ = run(
+        ev("poisoned", kind="hearsay", source="bo", day=0),
+        ev("poisoned", kind="hearsay", source="tom", day=0),
+    )
+    _, [change] = age(belief, 7.0, "t")
+    assert (change.confidence_before, change.confidence_after) == (66, 58)
+
+
+def test_hearsay_corroborated_by_three_sources_does_not_decay() -> None:
+    """Heard from 3 distinct sources a hearsay belief is corroborated and stops aging."""
+    belief, _ = run(
+        ev("poisoned", kind="hearsay", source="bo", day=0),
+        ev("poisoned", kind="hearsay", source="tom", day=0),
+        ev("poisoned", kind="hearsay", source="kai", day=0),
+    )
+    assert belief.next_decay_day is None
+    _, changes = age(belief, 100.0, "t")
+    assert changes == []
+
+
+def test_implanted_belief_does_not_decay() -> None:
+    """An implanted belief has an active intervention and never ages."""
+    belief, _ = run(implanted("poisoned", day=0))
+    assert belief.next_decay_day is None
+    _, changes = age(belief, 100.0, "t")
+    assert changes == []
+
+
+def test_distorted_hearsay_belief_does_not_decay() -> None:
+    """Distorting a hearsay belief stops its aging (an intervention is active)."""
+    belief, _ = run(ev("poisoned", kind="hearsay", day=0), implanted("cursed", op="distort", day=1))
+    assert belief.source_kind is SourceKind.HEARSAY and belief.next_decay_day is None
+    _, changes = age(belief, 100.0, "t")
+    assert changes == []
+
+
+def test_doubtful_hearsay_does_not_decay() -> None:
+    """Only influencing hearsay ages: a doubtful one keeps its confidence."""
+    belief, _ = run(ev("poisoned", kind="hearsay", day=0), ev("clean", kind="hearsay", day=1))
+    assert belief.state is State.DOUBTFUL and belief.next_decay_day is None
+    _, changes = age(belief, 100.0, "t")
+    assert changes == []
+
+
+def test_softened_hearsay_at_or_below_34_does_not_decay() -> None:
+    """A hearsay belief softened to 33 (still influencing) is at the floor and no longer ages."""
+    belief, _ = run(ev("poisoned", kind="hearsay", day=0), implanted(op="soften", day=1))
+    assert (belief.confidence, belief.state) == (33, State.INFLUENCING)
+    assert belief.next_decay_day is None
+
+
+def test_reinforcement_restarts_the_aging_clock() -> None:
+    """Support from a second source on day 5 moves the next step from day 7 to day 12."""
+    belief, _ = run(
+        ev("poisoned", kind="hearsay", source="bo", day=0),
+        ev("poisoned", kind="hearsay", source="tom", day=5),
+    )
+    assert belief.next_decay_day == 12.0
+    unchanged, changes = age(belief, 11.9, "t")
+    assert changes == [] and unchanged == belief
+    _, [change] = age(belief, 12.0, "t")
+    assert (change.confidence_before, change.confidence_after) == (66, 58)
+
+
+def test_rules_are_per_world_numbers() -> None:
+    """The numbers come from the Rules object: a world with other rules forms at other values."""
+    rules = Rules(firsthand_initial=90, reinforce_step=3)
+    belief, _ = revise(None, ev("clean"), rules)
+    belief, _ = revise(belief, ev("clean"), rules)
+    assert belief.confidence == 93
+    assert DEFAULT_RULES.firsthand_initial == 78
+    with pytest.raises(ValueError):
+        Rules(doubt_step=-1)
+    with pytest.raises(ValueError):
+        Rules(decay_period_days=0)

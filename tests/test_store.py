@@ -1,0 +1,365 @@
+"""The SQLite store: idempotency, refusal, batches, change numbering, constraints, migrations.
+
+Every test writes a real database file through :class:`sidecar.store.Writer` and inspects it
+with :class:`sidecar.store.Reader` or plain ``sqlite3``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from belief_builders import announce, intervene, observe, say, tick
+
+from sidecar.engine import ChangeKind, InvalidEvent, SourceKind, State, parse_event
+from sidecar.store import (
+    SCHEMA_VERSION,
+    Reader,
+    ResultStatus,
+    SchemaTooNew,
+    Writer,
+    migrate,
+    schema_version,
+)
+from sidecar.store.store import connect
+
+TABLES = ("worlds", "events", "residents", "evidence", "beliefs", "changes")
+
+
+@pytest.fixture
+def writer(db_path: Path) -> Iterator[Writer]:
+    w = Writer(db_path, synchronous="OFF")
+    yield w
+    w.close()
+
+
+def put(writer: Writer, *events: dict[str, Any], world: str = "w") -> list[ResultStatus]:
+    """Apply events as one batch to ``world``; return their statuses."""
+    return [r.status for r in writer.apply([(world, parse_event(e)) for e in events])]
+
+
+def dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table, in a stable order, read over a separate connection."""
+    conn = sqlite3.connect(path)
+    try:
+        return {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in TABLES}
+    finally:
+        conn.close()
+
+
+def reader(path: Path) -> Reader:
+    return Reader(path)
+
+
+# --------------------------------------------------------------------------- idempotency
+
+
+def test_duplicate_event_id_is_reported_and_changes_nothing(writer: Writer, db_path: Path) -> None:
+    """Re-sending an event id (even with new content) is DUPLICATE; every table stays as it was."""
+    assert put(writer, say(0, "bo", ["mira"], "r", 1, eid="e1")) == [ResultStatus.APPLIED]
+    before = dump(db_path)
+    results = writer.apply([("w", parse_event(observe(9, ["mira"], "r", 2, eid="e1")))])
+    assert [r.status for r in results] == [ResultStatus.DUPLICATE]
+    assert results[0].changes == ()
+    assert dump(db_path) == before
+
+
+def test_duplicate_within_one_batch(writer: Writer) -> None:
+    """The second copy of an event id inside the same batch is a DUPLICATE too."""
+    statuses = put(
+        writer, observe(1, ["mira"], "r", 1, eid="x"), observe(1, ["mira"], "r", 1, eid="x")
+    )
+    assert statuses == [ResultStatus.APPLIED, ResultStatus.DUPLICATE]
+    r = reader(writer.path)
+    assert r.belief("w", "mira", "r").confidence == 78  # type: ignore[union-attr]
+    r.close()
+
+
+def test_same_event_id_in_two_worlds_is_two_events(writer: Writer) -> None:
+    """Event ids are unique per world, not globally."""
+    assert put(writer, observe(1, ["mira"], "r", 1, eid="x"), world="a") == [ResultStatus.APPLIED]
+    assert put(writer, observe(1, ["mira"], "r", 1, eid="x"), world="b") == [ResultStatus.APPLIED]
+
+
+# --------------------------------------------------------------------------- refusal
+
+
+def test_rejected_event_stores_nothing(writer: Writer, db_path: Path) -> None:
+    """A refused event (soften, no belief) leaves no event row, evidence, change or belief."""
+    put(writer, say(0, "bo", ["mira"], "r", 1))
+    before = dump(db_path)
+    # 30 days later: aging would be due, and kai is a new resident; none of it may be stored.
+    [result] = writer.apply([("w", parse_event(intervene(30, "kai", "soften", "r", eid="bad")))])
+    assert result.status is ResultStatus.REJECTED
+    assert isinstance(result.error, InvalidEvent)
+    assert dump(db_path) == before
+    r = reader(db_path)
+    assert "bad" not in r.event_ids("w")
+    assert not r.is_resident("w", "kai")
+    assert r.world_day("w") == 0
+    r.close()
+
+
+def test_rejected_event_id_can_be_sent_again_once_valid(writer: Writer) -> None:
+    """A refused event is not recorded, so its id is free for a corrected resend."""
+    bad = intervene(1, "mira", "suppress", "r", eid="e")
+    assert put(writer, bad) == [ResultStatus.REJECTED]
+    assert put(writer, observe(1, ["mira"], "r", 1, eid="e")) == [ResultStatus.APPLIED]
+
+
+def test_batch_with_rejected_event_in_the_middle_commits_the_others(
+    writer: Writer, db_path: Path
+) -> None:
+    """APPLIED, REJECTED, APPLIED: the good events of the batch are committed, with gapless seqs."""
+    statuses = put(
+        writer,
+        observe(1, ["mira"], "key", "counter", eid="a"),
+        intervene(2, "kai", "distort", "key", "floor", eid="b"),
+        observe(3, ["kai"], "key", "counter", eid="c"),
+    )
+    assert statuses == [ResultStatus.APPLIED, ResultStatus.REJECTED, ResultStatus.APPLIED]
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("SELECT seq, event_id FROM events ORDER BY seq").fetchall() == [
+        (1, "a"),
+        (2, "c"),
+    ]
+    assert conn.execute("SELECT count(*) FROM evidence WHERE event_id = 'b'").fetchone() == (0,)
+    conn.close()
+    r = reader(db_path)
+    assert [b.resident for b in r.on_root("w", "key")] == ["kai", "mira"]
+    assert r.latest_seq("w") == 2
+    r.close()
+
+
+# --------------------------------------------------------------------------- numbering
+
+
+def test_change_seq_is_gapless_and_independent_per_world(writer: Writer) -> None:
+    """Change seqs run 1..N in each world, however events of two worlds interleave in batches."""
+    writer.apply(
+        [
+            ("north", parse_event(say(0, "bo", ["mira", "kai"], "r", 1))),
+            ("south", parse_event(observe(0, ["tom"], "r", 1))),
+            ("north", parse_event(tick(7))),
+        ]
+    )
+    writer.apply(
+        [
+            ("south", parse_event(observe(1, ["tom", "ann"], "r", 2))),
+            ("north", parse_event(observe(8, ["mira"], "r", 2))),
+        ]
+    )
+    r = reader(writer.path)
+    north = [c.seq for c in r.all_changes("north")]
+    south = [c.seq for c in r.all_changes("south")]
+    assert north == list(range(1, len(north) + 1)) and len(north) == 5
+    assert south == [1, 2, 3]
+    assert (r.latest_seq("north"), r.latest_seq("south")) == (5, 3)
+    r.close()
+
+
+def test_apply_returns_committed_changes_with_their_seq(writer: Writer) -> None:
+    """The changes an event returns carry the seq under which they were committed."""
+    put(writer, observe(0, ["a"], "r", 1))
+    [result] = writer.apply([("w", parse_event(say(0, "a", ["b", "c"], "r", 1)))])
+    assert [(c.seq, c.resident, c.kind) for c in result.changes] == [
+        (2, "b", ChangeKind.FORMED),
+        (3, "c", ChangeKind.FORMED),
+    ]
+    r = reader(writer.path)
+    assert r.changes_after("w", 1) == list(result.changes)
+    r.close()
+
+
+def test_writer_reopened_continues_clock_seqs_and_residents(db_path: Path) -> None:
+    """A new Writer on an existing file continues the world clock, seq counters and residents."""
+    w = Writer(db_path)
+    put(w, observe(0, ["mira", "kai"], "r", 1), say(0, "bo", ["mira"], "q", 1))
+    w.close()
+    w = Writer(db_path)
+    put(w, announce(7, "tom", "*", "news", "fair"))  # reaches residents known before reopening
+    w.close()
+    r = reader(db_path)
+    holders = [b.resident for b in r.on_root("w", "news")]
+    assert holders == ["bo", "kai", "mira"]
+    assert r.belief("w", "mira", "q").confidence == 50  # type: ignore[union-attr]  # aged at day 7
+    assert [c.seq for c in r.all_changes("w")] == list(range(1, 8))
+    assert [e.event_id for e in r.events("w")][-1].startswith("ann")
+    r.close()
+
+
+def test_evidence_ids_do_not_collide_when_ids_contain_slashes(writer: Writer) -> None:
+    """Event 'a/b' seen by 'c' and event 'a' seen by 'b/c' are both stored (ids do not clash)."""
+    statuses = put(
+        writer,
+        observe(1, ["c"], "r", 1, eid="a/b"),
+        observe(1, ["b/c"], "r", 1, eid="a"),
+    )
+    assert statuses == [ResultStatus.APPLIED, ResultStatus.APPLIED]
+
+
+def test_correction_keeps_old_value_in_history(writer: Writer) -> None:
+    """After a correction the belief holds the new value and the change history the old one."""
+    put(
+        writer,
+        say(0, "bo", ["mira"], "well", "poisoned"),
+        observe(1, ["mira"], "well", "clean"),
+        observe(2, ["mira"], "well", "clean"),
+    )
+    r = reader(writer.path)
+    belief = r.belief("w", "mira", "well")
+    assert belief is not None and (belief.value, belief.state) == ("clean", State.CORRECTED)
+    history = r.history("w", "mira", "well")
+    assert [(c.kind, c.value_before, c.value_after) for c in history] == [
+        (ChangeKind.FORMED, None, "poisoned"),
+        (ChangeKind.DOUBTED, "poisoned", "poisoned"),
+        (ChangeKind.CORRECTED, "poisoned", "clean"),
+    ]
+    evidence = r.evidence("w", "mira", "well")
+    assert [(e["relation"], e["event_kind"]) for e in evidence] == [
+        ("forms", "say"),
+        ("contradicts", "observe"),
+        ("contradicts", "observe"),
+    ]
+    r.close()
+
+
+def test_bool_and_int_values_survive_the_database(writer: Writer) -> None:
+    """True and 1 stay distinct through JSON columns: observing 1 doubts a belief in True."""
+    put(writer, observe(1, ["mira"], "door", True), observe(2, ["mira"], "door", 1))
+    r = reader(writer.path)
+    belief = r.belief("w", "mira", "door")
+    assert belief is not None and belief.value is True and belief.state is State.DOUBTFUL
+    r.close()
+
+
+# --------------------------------------------------------------------------- constraints
+
+
+def _belief_row(db_path: Path) -> tuple[sqlite3.Connection, dict[str, Any]]:
+    w = Writer(db_path)
+    put(w, say(0, "bo", ["mira"], "r", 1))
+    w.close()
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    row = dict(conn.execute("SELECT * FROM beliefs").fetchone())
+    return conn, row
+
+
+def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> None:
+    cols = ", ".join(row)
+    marks = ", ".join("?" * len(row))
+    conn.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", tuple(row.values()))
+
+
+def test_check_constraint_rejects_confidence_101(db_path: Path) -> None:
+    """The beliefs table itself refuses confidence 101 (a valid copy of the row inserts fine)."""
+    conn, row = _belief_row(db_path)
+    _insert(conn, "beliefs", {**row, "root": "copy"})  # control: the row as such is valid
+    with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+        _insert(conn, "beliefs", {**row, "root": "bad", "confidence": 101})
+    with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+        conn.execute("UPDATE beliefs SET confidence = -1 WHERE root = 'copy'")
+    conn.close()
+
+
+def test_check_constraint_rejects_hearsay_without_source(db_path: Path) -> None:
+    """A hearsay belief row without source_resident is refused by SQLite."""
+    conn, row = _belief_row(db_path)
+    assert row["source_kind"] == "hearsay"
+    with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+        _insert(conn, "beliefs", {**row, "root": "bad", "source_resident": None})
+    conn.close()
+
+
+def test_check_constraint_rejects_decay_schedule_on_firsthand(db_path: Path) -> None:
+    """Only influencing hearsay may carry a next_decay_day."""
+    conn, row = _belief_row(db_path)
+    firsthand = {**row, "root": "bad", "source_kind": "firsthand", "source_resident": None}
+    assert firsthand["next_decay_day"] is not None
+    with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+        _insert(conn, "beliefs", firsthand)
+    _insert(conn, "beliefs", {**firsthand, "next_decay_day": None})  # without it: fine
+    conn.close()
+
+
+def test_check_constraint_rejects_bad_change_rows(db_path: Path) -> None:
+    """Change rows: an unknown kind, or a 'formed' that has a state before, are refused."""
+    conn, _ = _belief_row(db_path)
+    change = dict(conn.execute("SELECT * FROM changes").fetchone())
+    assert change["kind"] == "formed"
+    with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+        _insert(conn, "changes", {**change, "seq": 2, "kind": "forgotten"})
+    with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+        _insert(conn, "changes", {**change, "seq": 2, "state_before": "influencing"})
+    _insert(conn, "changes", {**change, "seq": 2})  # control
+    conn.close()
+
+
+# --------------------------------------------------------------------------- migrations
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def test_version_1_database_is_migrated_by_opening_a_writer(db_path: Path) -> None:
+    """A database at schema version 1 is brought to SCHEMA_VERSION when a Writer opens it."""
+    conn = connect(db_path)
+    assert migrate(conn, upto=1) == ["0001_initial"]
+    assert schema_version(conn) == 1
+    assert "subject_before" not in _columns(conn, "changes")
+    conn.close()
+    assert SCHEMA_VERSION > 1
+    w = Writer(db_path)
+    assert w.migrations_applied == ["0002_audit_subjects"]
+    assert schema_version(w.conn) == SCHEMA_VERSION
+    put(w, observe(1, ["mira"], "r", "x", subject="the thing"))
+    w.close()
+    conn = connect(db_path)
+    assert {"subject_before", "subject_after"} <= _columns(conn, "changes")
+    assert conn.execute("SELECT subject_after FROM changes").fetchone()[0] == "the thing"
+    conn.close()
+    w = Writer(db_path)  # a second open applies nothing
+    assert w.migrations_applied == []
+    w.close()
+
+
+def test_database_from_a_newer_version_is_refused(db_path: Path) -> None:
+    """A database holding a migration this version does not know raises SchemaTooNew."""
+    Writer(db_path).close()
+    conn = sqlite3.connect(db_path)
+    conn.execute("INSERT INTO _migrations (name) VALUES ('9999_from_the_future')")
+    conn.commit()
+    conn.close()
+    with pytest.raises(SchemaTooNew):
+        Writer(db_path)
+
+
+# --------------------------------------------------------------------------- aging by index
+
+
+def test_aging_reads_due_beliefs_through_the_beliefs_due_index(writer: Writer) -> None:
+    """The due-beliefs query the writer actually runs on a clock advance uses index beliefs_due."""
+    put(writer, *(say(0, "bo", [f"r{i}"], f"root{i % 7}", i) for i in range(40)))
+    put(writer, *(observe(0, [f"f{i}"], "seen", i) for i in range(40)))
+    statements: list[str] = []
+    writer.conn.set_trace_callback(statements.append)
+    try:
+        put(writer, tick(7))
+    finally:
+        writer.conn.set_trace_callback(None)
+    due = [s for s in statements if "next_decay_day <=" in s]
+    assert len(due) == 1, statements
+    plan = writer.conn.execute(f"EXPLAIN QUERY PLAN {due[0]}").fetchall()
+    details = " | ".join(row["detail"] for row in plan)
+    assert "SEARCH beliefs USING INDEX beliefs_due" in details, details
+    assert not any(row["detail"].startswith("SCAN") for row in plan), details
+    r = reader(writer.path)
+    aged = [c for c in r.all_changes("w") if c.kind is ChangeKind.DECAYED]
+    assert len(aged) == 40
+    assert all(c.source_kind is SourceKind.HEARSAY for c in aged)
+    r.close()
