@@ -323,6 +323,7 @@ def belief_frame(change: Change) -> dict[str, Any]:
         "source_kind": str(change.source_kind),
         "source": change.source_resident_id,
         "subject": change.subject_after,
+        "prev_subject": change.subject_before,
         "event_id": change.event_id,
         "evidence_id": change.evidence_id,
         "day": change.day,
