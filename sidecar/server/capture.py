@@ -45,10 +45,10 @@ class CaptureWriter:
             {"conn": conn, "t": time.time(), "text": isinstance(data, str), "data": data},
             use_bin_type=True,
         )
+        # One write per record, flushed: a crash of the sidecar loses no captured frame.
         self.file.write(_LEN.pack(len(body)) + body)
+        self.file.flush()
         self.records += 1
-        if self.records % 64 == 0:
-            self.file.flush()
 
     def close(self) -> None:
         self.file.flush()
