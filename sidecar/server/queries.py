@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import msgpack
+import orjson
 
 from protocol import (
     MAX_OUTBOUND,
@@ -36,7 +37,12 @@ _PAGE_BUDGET = MAX_OUTBOUND - 4096
 
 
 def _size(value: Any) -> int:
-    return len(msgpack.packb(value, use_bin_type=True))
+    """Bytes of ``value`` in the larger of the two wire encodings: msgpack or JSON text.
+
+    A reply is paged before it is encoded for its connection, and JSON can be much larger
+    than msgpack (quotes, escapes), so a page must fit in both.
+    """
+    return max(len(msgpack.packb(value, use_bin_type=True)), len(orjson.dumps(value)))
 
 
 def paginate(head: dict[str, Any], lists: dict[str, list[Any]]) -> list[dict[str, Any]]:
