@@ -171,7 +171,10 @@ class Connection:
     async def _read_loop(self) -> None:
         async for message in self.ws:
             if self.app.stopping:
-                break  # not read = not acknowledged; the client resends after reconnecting
+                # Not read = not acknowledged; the client resends after reconnecting. Keep
+                # reading (a break would end the handler: close 1000 and cancel the acks
+                # still owed) until shutdown() has answered what was accepted and closes 1001.
+                continue
             self.frames_in += 1
             self._capture(message)
             as_json = isinstance(message, str)
