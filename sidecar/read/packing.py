@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from .items import Item, compact_line, full_line
 from .wording import SECTIONS, Words
@@ -139,10 +140,11 @@ def _protected(items: list[Item], words: Words, room: int) -> Layout:
         if found is not None:
             return found
     longest = max((len(i.belief.subject) for i in items), default=MIN_SUBJECT)
-    lo, hi, best = MIN_SUBJECT, max(MIN_SUBJECT, longest), None
+    lo, hi = MIN_SUBJECT, max(MIN_SUBJECT, longest)
+    best: Layout | None = None
     while lo <= hi:  # the longest cut at which everything fits
         mid = (lo + hi) // 2
-        found = fitting(lines(lambda i, cut=mid: compact_line(i, words, clip=cut)), True)
+        found = fitting(lines(partial(compact_line, words=words, clip=mid)), True)
         if found is not None:
             best, lo = found, mid + 1
         else:
