@@ -45,6 +45,8 @@ def _rid(frame: dict[str, Any]) -> object:
     rid = frame.get("rid")
     if rid is not None and not isinstance(rid, str | int | float | bool):
         raise _fail("'rid' must be a scalar (string, number or boolean)")
+    if isinstance(rid, str) and len(rid) > MAX_ID:  # echoed in every reply: keep it small
+        raise _fail(f"'rid' must be at most {MAX_ID} characters")
     return rid
 
 
@@ -231,7 +233,9 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
         try:
             event = parse_event(frame)
         except InvalidEvent as exc:
-            event_id = frame.get("event_id") if isinstance(frame.get("event_id"), str) else None
+            event_id = frame.get("event_id")
+            if not isinstance(event_id, str) or len(event_id) > MAX_ID:
+                event_id = None  # only a well-formed id is echoed back
             raise ProtocolError(ErrorCode.INVALID_EVENT, str(exc), rid=rid, event_id=event_id) from None
         return EventFrame(event=event, rid=rid)
     if kind == "subscribe":
