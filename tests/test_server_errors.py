@@ -157,3 +157,36 @@ async def test_refused_event_of_a_burst_stores_nothing_of_itself_only(sc: Sideca
     assert db_rows(sc.config.db, "SELECT count(*) FROM evidence WHERE event_id = ?", (bad,)) == [
         (0,)
     ]
+
+
+HUGE = "x" * 100_000
+
+ECHOING: list[tuple[str, Frame, str]] = [
+    ("a huge unknown type", {"type": HUGE}, "unknown_type"),
+    (
+        "a huge event kind",
+        {"type": "event", "event_id": "k", "day": 1, "kind": HUGE},
+        "invalid_event",
+    ),
+    (
+        "a huge event id",
+        {"type": "event", "event_id": HUGE, "day": 1, "kind": "tick"},
+        "invalid_event",
+    ),
+    ("a huge rid", {"type": "beliefs", "resident": "mira", "rid": HUGE}, "invalid_frame"),
+]
+
+
+@pytest.mark.parametrize(("what", "frame", "code"), ECHOING, ids=[w for w, _, _ in ECHOING])
+async def test_error_quoting_huge_input_still_fits_a_frame(
+    sc: Sidecar, what: str, frame: Frame, code: str
+) -> None:
+    """An error about a 100 KB field is still sent, under 60 KiB, and the connection goes on."""
+    async with WsClient(sc.url) as c:
+        await c.send(frame)
+        got = await c.next_received(lambda f: f.get("type") == "error")
+        assert got.frame["code"] == code
+        assert got.size < 60 * 1024
+        assert (await c.event("tick", day=1))["type"] == "ack"
+        reply = await c.request({"type": "beliefs", "resident": "nobody"})
+        assert reply["code"] == "not_found"
