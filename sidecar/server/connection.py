@@ -105,6 +105,9 @@ class Connection:
         except ConnectionClosed:
             self._leave_hub()
             return
+        except BaseException:
+            self._leave_hub()  # joined during the handshake; never leave a dead peer there
+            raise
         log.info(
             "conn %d open from %s world=%r client=%r role=%s",
             self.id, self.peer, self.world, hello.client, self.role,
