@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from wsclient import Frame, WsClient, db_rows, observe, running, say
+from wsclient import Frame, WsClient, db_rows, observe, running, say, within
 
 from sidecar.server import Sidecar
 from sidecar.server.connection import Connection
@@ -253,3 +254,22 @@ async def test_subscribe_in_hello_while_events_stream_in_misses_nothing(sc: Side
                     continue
                 got = await b.beliefs_until(final, 30)
                 assert seqs(got) == list(range(b.welcome["seq"] + 1, final + 1))
+
+
+async def test_peers_that_vanish_mid_handshake_leave_no_trace_in_the_hub(sc: Sidecar) -> None:
+    """Clients that send hello and drop at once are gone from the hub and the connection set."""
+    for _ in range(20):
+        c = WsClient(sc.url, hello=False)
+        async with c:
+            await c.send({"type": "hello", "protocol": 1, "world": "town", "subscribe": "*"})
+
+    async def drained() -> None:
+        while sc.connections:
+            await asyncio.sleep(0.01)
+
+    await within(drained())
+    assert all(not conns for conns in sc.hub.values())
+    async with WsClient(sc.url) as writer, WsClient(sc.url, subscribe="*") as live:
+        ack = await writer.event("observe", **observe(["mira"], "well", "clean"))
+        assert (await live.next_of("belief"))["seq"] == ack["seq"]
+        assert sum(len(conns) for conns in sc.hub.values()) == 2
