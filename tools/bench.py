@@ -46,6 +46,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,7 @@ class BenchConfig:
     small: int = 10_000
     large: int = 1_000_000
     scale_events: int = 1000
-    scale_rounds: int = 3
+    scale_rounds: int = 5
     ticks: int = 5
     aged_per_tick: int = 200
     stall_events: int = 40_000
@@ -99,8 +100,8 @@ class BenchConfig:
     @classmethod
     def for_args(cls, *, quick: bool, events: int | None, clients: int | None) -> BenchConfig:
         config = cls(
-            events=800, rounds=3, large=100_000, scale_events=300, ticks=3, aged_per_tick=100,
-            stall_events=12_000, stall_seconds=15.0, quick=True,
+            events=800, rounds=3, large=100_000, scale_events=300, scale_rounds=3, ticks=3,
+            aged_per_tick=100, stall_events=12_000, stall_seconds=15.0, quick=True,
         ) if quick else cls()  # fmt: skip
         if events is not None:
             config.events = events
@@ -455,6 +456,12 @@ class Stall:
     events: int = 0
     peak_mib: float = 0.0
     baseline_mib: float = 0.0
+    server_closed_at: float | None = None  # when the sidecar logged the 4008 close (s)
+
+    @property
+    def closed_slow(self) -> bool:
+        """The sidecar closed the subscriber as a slow consumer (its log, or the close code)."""
+        return self.server_closed_at is not None or self.close_code == 4008
 
     @property
     def bounded(self) -> bool:
@@ -465,7 +472,23 @@ class Stall:
         half = len(self.samples) // 2
         first = max(s[2] for s in self.samples[: max(1, half)])
         last = max(s[2] for s in self.samples[half:])
-        return self.close_code == 4008 and last <= first * 1.10
+        return self.closed_slow and last <= first * 1.10
+
+
+# The sidecar logs a connection's end once its close handshake is over (or timed out).
+_SLOW_CLOSE = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO credence\.server: conn \d+ closed "
+    r"code=4008 .*\(slow consumer\)",
+    re.MULTILINE,
+)
+
+
+def _slow_close_time(log: str) -> float | None:
+    """Unix time of the first slow-consumer close in a sidecar log at INFO level."""
+    found = _SLOW_CLOSE.search(log)
+    if found is None:
+        return None
+    return datetime.strptime(found[1], "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
 
 async def _stalled_subscriber(url: str) -> Any:
@@ -488,10 +511,10 @@ async def _stalled_subscriber(url: str) -> Any:
 
 async def run_stall(config: BenchConfig, db: Path) -> Stall:
     stall = Stall()
-    with ServerProcess(db) as server:
+    with ServerProcess(db, log_level="INFO") as server:
         sub = await _stalled_subscriber(server.url)
         town = Town(config.residents, seed=config.seed + 1, clients=config.clients)
-        t0 = time.perf_counter()
+        t0, wall0 = time.perf_counter(), time.time()
         progress: list[DriveResult] = []
 
         def tick(r: DriveResult) -> None:
@@ -538,6 +561,12 @@ async def run_stall(config: BenchConfig, db: Path) -> Stall:
         stall.close_code = sub.close_code
         with contextlib.suppress(Exception):
             await sub.close()
+        for _ in range(60):  # the log line follows the close handshake (bounded: 15 s)
+            closed = _slow_close_time(server.log_tail(400))
+            if closed is not None:
+                stall.server_closed_at = closed - wall0
+                break
+            await asyncio.sleep(0.25)
     return stall
 
 
@@ -692,11 +721,17 @@ def render(res: BenchResult) -> str:
             shown.append(st.samples[-1])
         for t, acked, rss in shown:
             lines.append(f"  {t:>5.1f}    {acked:>12}    {rss:>12.1f}")
-        close = f"closed {st.close_code}" + (
-            " with a slow_consumer error" if st.slow_consumer_frame else ""
+        seen = "with a slow_consumer error frame" if st.slow_consumer_frame else "without one"
+        server_side = (
+            "not closed as a slow consumer"
+            if st.server_closed_at is None
+            else "closed 4008 slow_consumer by the sidecar (logged at "
+            f"t={st.server_closed_at:.1f} s, once its close handshake ended)"
         )
         lines += [
-            f"  subscriber: {close}; {st.drained} frames left to read at the end",
+            f"  subscriber: {server_side}",
+            f"  subscriber, reading at the end: {st.drained} frames still buffered, then close "
+            f"{st.close_code} {seen}",
             f"  RSS: baseline {st.baseline_mib:.1f} MiB, peak {st.peak_mib:.1f} MiB "
             f"over {st.events} events   bounded   {_verdict(st.bounded)}",
         ]
@@ -721,6 +756,7 @@ def to_json(res: BenchResult) -> dict[str, Any]:
         "stall": None if st is None else {
             "samples": st.samples, "close_code": st.close_code, "events": st.events,
             "slow_consumer_frame": st.slow_consumer_frame, "peak_mib": st.peak_mib,
+            "server_closed_at_s": st.server_closed_at,
             "baseline_mib": st.baseline_mib, "bounded": st.bounded,
         },
     }  # fmt: skip
