@@ -195,5 +195,10 @@ _HANDLERS: dict[type, Callable[[Reader, str, Any], list[dict[str, Any]]]] = {
 
 def answer(reader: Reader, world: str, query: object) -> list[dict[str, Any]]:
     """The reply frames for one query (runs in a reader thread)."""
+    from ..read import NotFound
+
     handler = _HANDLERS[type(query)]
-    return handler(reader, world, query)
+    try:
+        return handler(reader, world, query)
+    except NotFound as exc:  # the read side's own lookups (graph, narrative)
+        raise _not_found(str(exc), getattr(query, "rid", None)) from None
