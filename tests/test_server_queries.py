@@ -210,3 +210,21 @@ async def test_json_paged_reply_frames_stay_under_60_kib(sc: Sidecar) -> None:
         beliefs = [b for p in parts for b in p.frame["beliefs"]]
         assert [b["root"] for b in beliefs] == [f"road:{i:03d}" for i in range(40)]
         assert all(b["subject"] == subject for b in beliefs)
+
+
+async def test_graph_of_unknown_resident_or_root_is_not_found(sc: Sidecar) -> None:
+    """graph of an unknown resident, or of a root nobody holds, is not_found, not internal_error."""
+    async with WsClient(sc.url) as c:
+        await well_story(c)
+        for query in (
+            {"type": "graph", "resident": "nobody"},
+            {"type": "graph", "root": "no:such:root"},
+            {"type": "graph", "resident": "mira", "root": "no:such:root"},
+        ):
+            reply = await c.request(query)
+            assert (reply["type"], reply["code"], reply["rid"]) == (
+                "error",
+                "not_found",
+                query["rid"],
+            )
+        assert (await c.request({"type": "graph", "resident": "mira"}))["type"] == "graph"
