@@ -59,6 +59,7 @@ __all__ = ["Connection"]
 log = logging.getLogger("credence.server")
 
 _BACKFILL_PAGE = 500
+_SLOW_MESSAGE = "stopped reading; reconnect with resume set to the last seq you received"
 _DONE = object()
 
 
@@ -309,7 +310,8 @@ class Connection:
         for task in self.tasks:
             task.cancel()
         asyncio.get_running_loop().create_task(
-            self._fatal(ProtocolError(ErrorCode.SLOW_CONSUMER, f"stopped reading; resume from seq {self.cursor}"))
+            # No seq in the message: the cursor already counts the notifications just discarded.
+            self._fatal(ProtocolError(ErrorCode.SLOW_CONSUMER, _SLOW_MESSAGE))
         )
 
     async def _fatal(self, exc: ProtocolError) -> None:
