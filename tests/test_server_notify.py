@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -218,6 +219,8 @@ async def test_slow_consumer_is_closed_bounded_and_resumes_without_loss(tmp_path
         last = got[-1]["seq"]
         latest = all_seqs(sc.config.db)[-1]
         assert last < latest
+        named = [int(n) for n in re.findall(r"\d+", frames[-1]["message"])]
+        assert all(n <= last for n in named), "never advise resuming past what was received"
 
         async with WsClient(sc.url, subscribe="*", resume=last) as again:
             backlog = await again.beliefs_until(latest, 60)
