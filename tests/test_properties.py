@@ -229,3 +229,7 @@ def test_aging_only_touches_uncorroborated_influencing_hearsay(
             assert belief.state is State.INFLUENCING and belief.confidence > 34
             assert len(belief.heard_from) <= 2
             assert belief.next_decay_day > belief.last_evidence_day
+    # A tick that moves the clock on leaves nothing overdue: aging caught up with it.
+    world.apply(parse_event(tick(world.day + 1, eid="final-tick")))
+    overdue = [b for b in world.beliefs.values() if (b.next_decay_day or 1e18) <= world.day]
+    assert overdue == []
