@@ -139,7 +139,8 @@ def test_bench_quick_prints_consistent_figures() -> None:
     assert limit == pytest.approx(1 / (1 / a + 1 / b), rel=1e-3)
     assert limit < min(a, b)
     assert ratio == pytest.approx(c / limit, abs=2e-3)
-    for name, median in (("a", a), ("b", b), ("c", c)):
+    (w,) = figure(out, rf"\(w\) reference: Writer.apply, no network\s+{NUMBER} events/s")
+    for name, median in (("a", a), ("b", b), ("c", c), ("w", w)):
         found = re.search(rf"\s{name}: ((?:\d+ ?)+)\n", out)
         assert found, name
         rounds = [float(x) for x in found[1].split()]

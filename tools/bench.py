@@ -55,7 +55,14 @@ import orjson
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from sidecar.engine import DEFAULT_RULES, Evidence, MemoryWorld, Relation, parse_event
+from sidecar.engine import (
+    DEFAULT_RULES,
+    Evidence,
+    MemoryWorld,
+    Relation,
+    WorldEvent,
+    parse_event,
+)
 from sidecar.store import Writer, migrate
 from sidecar.store import connect as db_connect
 from sidecar.store.rows import (
@@ -214,6 +221,20 @@ def run_storage(plan: list[_Rows], path: Path, batch: int, world: str = WORLD) -
     finally:
         conn.close()
     return len(plan) / elapsed
+
+
+def run_writer(events: list[WorldEvent], path: Path, batch: int, world: str = WORLD) -> float:
+    """The store's own :class:`~sidecar.store.Writer` (engine, reads and the same rows), no
+    network: events per second in transactions of ``batch`` events, ``synchronous=FULL``."""
+    writer = Writer(path, synchronous="FULL")
+    try:
+        t0 = time.perf_counter()
+        for start in range(0, len(events), batch):
+            writer.apply([(world, e) for e in events[start : start + batch]])
+        elapsed = time.perf_counter() - t0
+    finally:
+        writer.close()
+    return len(events) / elapsed
 
 
 # --------------------------------------------------------------------------- (a) and (c)
@@ -579,6 +600,7 @@ class BenchResult:
     transport: list[float] = field(default_factory=list)
     storage: list[float] = field(default_factory=list)
     sidecar: list[float] = field(default_factory=list)
+    writer: list[float] = field(default_factory=list)
     mean_batch: list[float] = field(default_factory=list)
     storage_batch: int = 0
     paced_rate: float = 0.0
@@ -613,15 +635,20 @@ async def run_bench(config: BenchConfig) -> BenchResult:
     result.storage_batch = config.clients * config.window
     with tempfile.TemporaryDirectory(prefix="credence-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        runs = ("a", "b", "c")
+        runs = ("a", "b", "w", "c")
+        parsed = [parse_event(e) for e in in_order]
         for r in range(config.rounds):
-            order = runs[r % 3 :] + runs[: r % 3]
+            order = runs[r % 4 :] + runs[: r % 4]
             for which in order:
                 if which == "a":
                     result.transport.append(await run_transport(frames, config))
                 elif which == "b":
                     path = tmp / f"storage-{r}.db"
                     result.storage.append(run_storage(plan, path, result.storage_batch))
+                    _remove_db(path)
+                elif which == "w":
+                    path = tmp / f"writer-{r}.db"
+                    result.writer.append(run_writer(parsed, path, result.storage_batch))
                     _remove_db(path)
                 else:
                     path = tmp / f"sidecar-{r}.db"
@@ -632,7 +659,8 @@ async def run_bench(config: BenchConfig) -> BenchResult:
                     _remove_db(path)
             _log(
                 f"round {r + 1}/{config.rounds}: transport {result.transport[-1]:.0f}, "
-                f"storage {result.storage[-1]:.0f}, sidecar {result.sidecar[-1]:.0f} events/s"
+                f"storage {result.storage[-1]:.0f}, writer {result.writer[-1]:.0f}, "
+                f"sidecar {result.sidecar[-1]:.0f} events/s"
             )
         result.paced_rate = result.c / 2
         _log(f"paced run at {result.paced_rate:.0f} events/s …")
@@ -670,6 +698,7 @@ def render(res: BenchResult) -> str:
     a, b, c, lim = res.a, res.b, res.c, res.serial_limit
     ratio = c / lim
     batch = f"{statistics.mean(res.mean_batch):.1f}" if res.mean_batch else "?"
+    w = statistics.median(res.writer)
     lines = [
         f"credence bench{' --quick' if cfg.quick else ''}: {cfg.events} town events over "
         f"{cfg.clients} connections (window {cfg.window} each), {cfg.rounds} interleaved rounds, "
@@ -685,6 +714,9 @@ def render(res: BenchResult) -> str:
         f"  rounds (events/s)  a: {' '.join(f'{x:.0f}' for x in res.transport)}",
         f"                     b: {' '.join(f'{x:.0f}' for x in res.storage)}",
         f"                     c: {' '.join(f'{x:.0f}' for x in res.sidecar)}",
+        f"                     w: {' '.join(f'{x:.0f}' for x in res.writer)}",
+        f"  (w) reference: Writer.apply, no network   {w:>12.1f} events/s"
+        "   (engine + reads + b's rows)",
         f"  sidecar mean group-commit batch: {batch} events",
         "",
         f"ack latency at half peak (paced at {res.paced_rate:.1f} events/s, "
@@ -744,7 +776,9 @@ def to_json(res: BenchResult) -> dict[str, Any]:
         "config": dataclasses.asdict(res.config),
         "transport_per_s": res.a, "storage_per_s": res.b, "sidecar_per_s": res.c,
         "serial_limit_per_s": res.serial_limit, "ratio": res.c / res.serial_limit,
-        "rounds": {"transport": res.transport, "storage": res.storage, "sidecar": res.sidecar},
+        "writer_per_s": statistics.median(res.writer),
+        "rounds": {"transport": res.transport, "storage": res.storage, "sidecar": res.sidecar,
+                   "writer": res.writer},
         "storage_batch": res.storage_batch, "sidecar_mean_batch": res.mean_batch,
         "paced_rate_per_s": res.paced_rate, "paced_achieved_per_s": res.paced_achieved,
         "paced_ack_latency_ms": res.paced,
