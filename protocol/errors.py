@@ -49,6 +49,9 @@ class CloseCode(IntEnum):
     INTERNAL_ERROR = 4011
 
 
+#: Longest ``message`` an error frame carries; longer ones are cut (the frame must fit).
+MAX_MESSAGE = 1000
+
 #: Errors that end the connection, and the close code each one uses.
 FATAL: dict[ErrorCode, CloseCode] = {
     ErrorCode.HELLO_REQUIRED: CloseCode.HELLO_REQUIRED,
@@ -85,7 +88,10 @@ class ProtocolError(Exception):
         return self._close if self._close is not None else FATAL.get(self.code)
 
     def to_frame(self) -> dict[str, object]:
-        frame: dict[str, object] = {"type": "error", "code": str(self.code), "message": self.message}
+        message = self.message
+        if len(message) > MAX_MESSAGE:  # it may quote the peer's input, which can be huge
+            message = message[: MAX_MESSAGE - 1] + "…"
+        frame: dict[str, object] = {"type": "error", "code": str(self.code), "message": message}
         if self.rid is not None:
             frame["rid"] = self.rid
         if self.event_id is not None:

@@ -54,6 +54,8 @@ def _rid(frame: dict[str, Any]) -> object:
     rid = frame.get("rid")
     if rid is not None and not isinstance(rid, str | int | float | bool):
         raise _fail("'rid' must be a scalar (string, number or boolean)")
+    if isinstance(rid, str) and len(rid) > MAX_ID:  # echoed in every reply: keep it small
+        raise _fail(f"'rid' must be at most {MAX_ID} characters")
     return rid
 
 
@@ -239,8 +241,9 @@ def _subscribe(frame: dict[str, Any], rid: object) -> Subscribe:
 
 
 def _event_id(frame: dict[str, Any]) -> str | None:
+    """The frame's event_id, echoed in errors only when it is well formed."""
     value = frame.get("event_id")
-    return value if isinstance(value, str) else None
+    return value if isinstance(value, str) and len(value) <= MAX_ID else None
 
 
 def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:

@@ -18,6 +18,8 @@ COMMANDS: dict[str, str] = {
     "explain": "explain",
     "graph": "graph",
     "replay": "replay",
+    "load": "load",
+    "bench": "bench",
 }
 
 

@@ -588,6 +588,50 @@ def test_softened_hearsay_at_or_below_34_does_not_decay() -> None:
     assert belief.next_decay_day is None
 
 
+@pytest.mark.parametrize(
+    "stale",
+    [
+        {"state": State.DOUBTFUL},
+        {"intervention": Intervention.DISTORTED},
+        {"heard_from": ("a", "b", "c")},
+    ],
+    ids=["doubtful", "distorted", "three-sources"],
+)
+def test_aging_rechecks_a_scheduled_belief(stale: dict[str, Any]) -> None:
+    """age() re-checks eligibility: a belief that no longer ages drops a stale schedule, no step."""
+    belief = hearsay_on(0.0, **stale)
+    assert belief.next_decay_day == 7.0
+    aged, changes = age(belief, 30.0, "t")
+    assert changes == []
+    assert aged.next_decay_day is None and aged.confidence == 58
+
+
+def test_support_does_not_put_a_distorted_belief_back_on_the_clock() -> None:
+    """A new source supporting a distorted hearsay belief reinforces it but schedules no aging."""
+    belief, _ = run(
+        ev("poisoned", kind="hearsay", source="bo", day=0),
+        implanted("cursed", op="distort", day=1),
+        ev("cursed", kind="hearsay", source="tom", day=2),
+    )
+    assert (belief.confidence, belief.heard_from) == (66, ("tom",))
+    assert belief.next_decay_day is None
+
+
+def test_softening_into_doubt_stops_aging() -> None:
+    """With a higher soften_doubt_at, a hearsay belief softened into doubt (41) is not scheduled."""
+    rules = Rules(soften_doubt_at=50)
+    belief: Belief | None = None
+    for one in (
+        ev("poisoned", kind="hearsay", source="bo", day=0),
+        ev("poisoned", kind="hearsay", source="tom", day=0),
+        implanted(op="soften", day=1),
+    ):
+        belief, _ = revise(belief, one, rules)
+    assert belief is not None
+    assert (belief.confidence, belief.state) == (41, State.DOUBTFUL)
+    assert belief.next_decay_day is None
+
+
 def test_reinforcement_restarts_the_aging_clock() -> None:
     """Support from a second source on day 5 moves the next step from day 7 to day 12."""
     belief, _ = run(

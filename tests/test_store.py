@@ -20,6 +20,7 @@ from sidecar.store import (
     Reader,
     ResultStatus,
     SchemaTooNew,
+    StorageFailure,
     Writer,
     migrate,
     schema_version,
@@ -131,6 +132,45 @@ def test_batch_with_rejected_event_in_the_middle_commits_the_others(
     r = reader(db_path)
     assert [b.resident for b in r.on_root("w", "key")] == ["kai", "mira"]
     assert r.latest_seq("w") == 2
+    r.close()
+
+
+def test_sqlite_refusing_one_event_rolls_back_only_that_event(
+    writer: Writer, db_path: Path
+) -> None:
+    """If SQLite refuses an event's rows (a trigger here), only that event is undone: REJECTED."""
+    conn = sqlite3.connect(db_path)
+    conn.execute(
+        "CREATE TRIGGER refuse_doomed BEFORE INSERT ON changes WHEN NEW.resident = 'doomed' "
+        "BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
+    )
+    conn.commit()
+    conn.close()
+    results = writer.apply(
+        [
+            ("w", parse_event(observe(1, ["mira"], "r", 1, eid="a"))),
+            ("w", parse_event(observe(2, ["kai", "doomed"], "r", 1, eid="b"))),
+            ("w", parse_event(observe(3, ["kai"], "r", 1, eid="c"))),
+        ]
+    )
+    assert [r.status for r in results] == [
+        ResultStatus.APPLIED,
+        ResultStatus.REJECTED,
+        ResultStatus.APPLIED,
+    ]
+    assert isinstance(results[1].error, StorageFailure)
+    assert [c.seq for c in results[2].changes] == [2]
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("SELECT event_id FROM events ORDER BY seq").fetchall() == [("a",), ("c",)]
+    assert conn.execute("SELECT count(*) FROM evidence WHERE event_id = 'b'").fetchone() == (0,)
+    assert conn.execute("SELECT resident FROM residents ORDER BY 1").fetchall() == [
+        ("kai",),
+        ("mira",),
+    ]
+    conn.close()
+    r = reader(db_path)
+    kai = r.belief("w", "kai", "r")
+    assert kai is not None and kai.confidence == 78 and len(kai.evidence_refs) == 1
     r.close()
 
 
@@ -352,11 +392,12 @@ def test_aging_reads_due_beliefs_through_the_beliefs_due_index(writer: Writer) -
         put(writer, tick(7))
     finally:
         writer.conn.set_trace_callback(None)
-    due = [s for s in statements if "next_decay_day <=" in s]
+    due = [s for s in statements if s.startswith("SELECT") and "next_decay_day" in s]
     assert len(due) == 1, statements
     plan = writer.conn.execute(f"EXPLAIN QUERY PLAN {due[0]}").fetchall()
     details = " | ".join(row["detail"] for row in plan)
     assert "SEARCH beliefs USING INDEX beliefs_due" in details, details
+    assert "next_decay_day<?" in details, details  # a range on the due day, not the whole world
     assert not any(row["detail"].startswith("SCAN") for row in plan), details
     r = reader(writer.path)
     aged = [c for c in r.all_changes("w") if c.kind is ChangeKind.DECAYED]

@@ -461,7 +461,7 @@ def _hello_message(script: Script, first: Record, token: str | None) -> bytes | 
         }
         if token:
             frame["token"] = token
-        return msgpack.packb(frame, use_bin_type=True)
+        return _encode_like(frame, text=False)
     if own.frame is None:
         return own.data
     frame = dict(own.frame)

@@ -35,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--speed",
         type=float,
         metavar="X",
-        help="pace frames by their recorded receive times divided by X",
+        help="pace a capture by its recorded receive times divided by X (scenarios carry no times)",
     )
     pace.add_argument(
         "--max",

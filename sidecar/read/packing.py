@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from .items import Item, compact_line, full_line
 from .wording import SECTIONS, Words
@@ -139,10 +140,11 @@ def _protected(items: list[Item], words: Words, room: int) -> Layout:
         if found is not None:
             return found
     longest = max((len(i.belief.subject) for i in items), default=MIN_SUBJECT)
-    lo, hi, best = MIN_SUBJECT, max(MIN_SUBJECT, longest), None
+    lo, hi = MIN_SUBJECT, max(MIN_SUBJECT, longest)
+    best: Layout | None = None
     while lo <= hi:  # the longest cut at which everything fits
         mid = (lo + hi) // 2
-        found = fitting(lines(lambda i, cut=mid: compact_line(i, words, clip=cut)), True)
+        found = fitting(lines(partial(compact_line, words=words, clip=mid)), True)
         if found is not None:
             best, lo = found, mid + 1
         else:
@@ -153,13 +155,25 @@ def _protected(items: list[Item], words: Words, room: int) -> Layout:
 _COUNTED = ("doubts", "anomalies", "corrections")
 
 
-def _more(words: Words, section: str, n: int) -> str:
+def _count_line(words: Words, section: str, n: int, shown: int) -> str:
+    """ "(and 3 more things I doubt)" after some lines, "(12 things I doubt, ...)" alone."""
     forms = {
-        "doubts": words.more_doubts,
-        "anomalies": words.more_anomalies,
-        "corrections": words.more_corrections,
+        "doubts": (words.more_doubts, words.all_doubts),
+        "anomalies": (words.more_anomalies, words.all_anomalies),
+        "corrections": (words.more_corrections, words.all_corrections),
     }[section]
-    return words.count(forms, n)
+    return words.count(forms[0] if shown else forms[1], n)
+
+
+def _round_robin(items: list[Item]) -> list[Item]:
+    """Interleave sections (first doubt, first anomaly, first correction, second doubt, ...)
+    so that when only a few lines fit, each kind of protected belief gets some."""
+    rank: dict[str, int] = {}
+    keyed = []
+    for item in items:  # already in priority order
+        rank[item.section] = rank.get(item.section, -1) + 1
+        keyed.append((rank[item.section], item.key, item))
+    return [item for *_, item in sorted(keyed, key=lambda k: (k[0], k[1]))]
 
 
 def _counted(items: list[Item], words: Words, room: int) -> Layout:
@@ -167,11 +181,15 @@ def _counted(items: list[Item], words: Words, room: int) -> Layout:
     totals = {s: sum(1 for i in items if i.section == s) for s in _COUNTED}
     layout = Layout(words, short=True)
     for section, n in totals.items():
-        if n:
-            layout.add_count(section, _more(words, section, n))
+        if n:  # reserve the longest count line this section could end with
+            longest = max(
+                (_count_line(words, section, k, shown) for k in {1, n} for shown in (0, 1)),
+                key=len,
+            )
+            layout.add_count(section, longest)
     if layout.used > room:
         return _summary(items, words)
-    for item in items:  # already in priority order
+    for item in _round_robin(items):
         text = compact_line(item, words, clip=MIN_SUBJECT)
         if layout.fits(item.section, text, room):
             layout.add(_single(item, text))
@@ -181,7 +199,9 @@ def _counted(items: list[Item], words: Words, room: int) -> Layout:
             if shown[section] == n:
                 del layout.counts[section]
             else:
-                layout.counts[section] = _more(words, section, n - shown[section])
+                layout.counts[section] = _count_line(
+                    words, section, n - shown[section], shown[section]
+                )
     return layout
 
 

@@ -68,6 +68,9 @@ class Words:
     more_doubts: tuple[str, str]
     more_anomalies: tuple[str, str]
     more_corrections: tuple[str, str]
+    all_doubts: tuple[str, str]
+    all_anomalies: tuple[str, str]
+    all_corrections: tuple[str, str]
     summary_doubts: tuple[str, str]
     summary_anomalies: tuple[str, str]
     summary_corrections: tuple[str, str]
@@ -150,6 +153,15 @@ EN = Words(
     more_doubts=("(and 1 more thing I doubt)", "(and {n} more things I doubt)"),
     more_anomalies=("(and 1 more thing that seems wrong)", "(and {n} more things that seem wrong)"),
     more_corrections=("(and 1 more corrected belief)", "(and {n} more corrected beliefs)"),
+    all_doubts=("(1 thing I doubt, not spelled out)", "({n} things I doubt, too many to list)"),
+    all_anomalies=(
+        "(1 thing that seems wrong, not spelled out)",
+        "({n} things that seem wrong, too many to list)",
+    ),
+    all_corrections=(
+        "(1 corrected belief, not spelled out)",
+        "({n} corrected beliefs, too many to list)",
+    ),
     summary_doubts=("I doubt 1 thing", "I doubt {n} things"),
     summary_anomalies=("1 thing strikes me as wrong", "{n} things strike me as wrong"),
     summary_corrections=("I have corrected 1 belief", "I have corrected {n} beliefs"),
@@ -214,6 +226,9 @@ ZH_HANT = Words(
     more_doubts=("（另有{n}件我懷疑的事）",) * 2,
     more_anomalies=("（另有{n}件讓我覺得不對勁的事）",) * 2,
     more_corrections=("（另有{n}件我糾正過的看法）",) * 2,
+    all_doubts=("（我懷疑的事有{n}件，無法一一列出）",) * 2,
+    all_anomalies=("（讓我覺得不對勁的事有{n}件，無法一一列出）",) * 2,
+    all_corrections=("（我糾正過的看法有{n}件，無法一一列出）",) * 2,
     summary_doubts=("我懷疑的事有{n}件",) * 2,
     summary_anomalies=("不對勁的事有{n}件",) * 2,
     summary_corrections=("糾正過的看法有{n}件",) * 2,

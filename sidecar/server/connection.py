@@ -60,6 +60,7 @@ __all__ = ["Connection"]
 log = logging.getLogger("credence.server")
 
 _BACKFILL_PAGE = 500
+_SLOW_MESSAGE = "stopped reading; reconnect with resume set to the last seq you received"
 _DONE = object()
 
 
@@ -100,21 +101,30 @@ class Connection:
             hello = await self._handshake()
         except ProtocolError as exc:
             log.info("conn %d from %s refused: %s (%s)", self.id, self.peer, exc.code, exc.message)
+            self._leave_hub()
             await self._fatal(exc)
             return
         except ConnectionClosed:
+            self._leave_hub()
             return
+        except BaseException:
+            self._leave_hub()  # joined during the handshake; never leave a dead peer there
+            raise
         log.info(
             "conn %d open from %s world=%r client=%r role=%s",
             self.id, self.peer, self.world, hello.client, self.role,
         )  # fmt: skip
-        self.app.hub.setdefault(self.world, set()).add(self)
         self.tasks = [
             asyncio.create_task(self._sender(), name=f"conn{self.id}-sender"),
             asyncio.create_task(self._responder(), name=f"conn{self.id}-responder"),
         ]
-        if hello.resume is not None:
-            self.tasks.append(asyncio.create_task(self._backfill(), name=f"conn{self.id}-backfill"))
+        if hello.resume is not None or self.missed > self.cursor:
+            # A resume, or changes committed during the handshake: catch up from SQLite
+            # (live changes stay held back until then). Only a resume is told `resumed`.
+            backfill = self._backfill(announce=hello.resume is not None)
+            self.tasks.append(asyncio.create_task(backfill, name=f"conn{self.id}-backfill"))
+        else:
+            self.backfilling = False
         try:
             await self._read_loop()
         except ConnectionClosed:
@@ -139,6 +149,10 @@ class Connection:
         if role is None:
             raise ProtocolError(ErrorCode.UNAUTHORIZED, f"token not valid for world {hello.world!r}", rid=hello.rid)
         self.world, self.role = hello.world, role
+        # Join the hub before reading the latest seq, with live delivery held back
+        # (backfilling): a change committed meanwhile is caught up from SQLite, not lost.
+        self.backfilling = True
+        self.app.hub.setdefault(self.world, set()).add(self)
         latest = await self.app.read(lambda r: r.latest_seq(hello.world))
         self.cursor = latest if hello.resume is None else hello.resume
         if hello.subscribe is not None or hello.subscribe_all:
@@ -162,7 +176,10 @@ class Connection:
     async def _read_loop(self) -> None:
         async for message in self.ws:
             if self.app.stopping:
-                break  # not read = not acknowledged; the client resends after reconnecting
+                # Not read = not acknowledged; the client resends after reconnecting. Keep
+                # reading (a break would end the handler: close 1000 and cancel the acks
+                # still owed) until shutdown() has answered what was accepted and closes 1001.
+                continue
             self.frames_in += 1
             self._capture(message)
             as_json = isinstance(message, str)
@@ -220,8 +237,11 @@ class Connection:
                 kept.append(Subscribe(residents=rest, roots=sub.roots, changes=sub.changes, crossing=sub.crossing))
         self.subscriptions = kept
 
-    async def _finish(self) -> None:
+    def _leave_hub(self) -> None:
         self.app.hub.get(self.world, set()).discard(self)
+
+    async def _finish(self) -> None:
+        self._leave_hub()
         for task in self.tasks:
             task.cancel()
         for task in self.tasks:
@@ -294,7 +314,8 @@ class Connection:
         for task in self.tasks:
             task.cancel()
         asyncio.get_running_loop().create_task(
-            self._fatal(ProtocolError(ErrorCode.SLOW_CONSUMER, f"stopped reading; resume from seq {self.cursor}"))
+            # No seq in the message: the cursor already counts the notifications just discarded.
+            self._fatal(ProtocolError(ErrorCode.SLOW_CONSUMER, _SLOW_MESSAGE))
         )
 
     async def _fatal(self, exc: ProtocolError) -> None:
@@ -391,7 +412,7 @@ class Connection:
                 if self.slow:
                     return
 
-    async def _backfill(self) -> None:
+    async def _backfill(self, *, announce: bool = True) -> None:
         """Resume: every change after the client's seq, from SQLite, then live ones."""
         self.backfilling = True
         sent = 0
@@ -409,7 +430,8 @@ class Connection:
                     break
         finally:
             self.backfilling = False
-        self.push({"type": "resumed", "seq": self.cursor, "sent": sent})
+        if announce:
+            self.push({"type": "resumed", "seq": self.cursor, "sent": sent})
 
     def _capture(self, message: bytes | str) -> None:
         if self.app.capture is not None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import msgpack
+import orjson
 
 from protocol import (
     MAX_OUTBOUND,
@@ -38,7 +39,12 @@ _PAGE_BUDGET = MAX_OUTBOUND - 4096
 
 
 def _size(value: Any) -> int:
-    return len(msgpack.packb(value, use_bin_type=True))
+    """Bytes of ``value`` in the larger of the two wire encodings: msgpack or JSON text.
+
+    A reply is paged before it is encoded for its connection, and JSON can be much larger
+    than msgpack (quotes, escapes), so a page must fit in both.
+    """
+    return max(len(msgpack.packb(value, use_bin_type=True)), len(orjson.dumps(value)))
 
 
 def paginate(head: dict[str, Any], lists: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -216,5 +222,10 @@ _HANDLERS: dict[type, Callable[[Reader, str, Any], list[dict[str, Any]]]] = {
 
 def answer(reader: Reader, world: str, query: object) -> list[dict[str, Any]]:
     """The reply frames for one query (runs in a reader thread)."""
+    from ..read import NotFound
+
     handler = _HANDLERS[type(query)]
-    return handler(reader, world, query)
+    try:
+        return handler(reader, world, query)
+    except NotFound as exc:  # the read side's own lookups (graph, narrative)
+        raise _not_found(str(exc), getattr(query, "rid", None)) from None

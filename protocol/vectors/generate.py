@@ -1,0 +1,1449 @@
+"""Write ``protocol/vectors/vectors.json``: example frames as JSON beside their msgpack bytes.
+
+Run ``python -m protocol.vectors.generate`` (``--check`` compares without writing and exits 1
+if the file is stale). Every vector is checked against the real code while it is built: a
+client vector must decode and parse (or fail with exactly its ``error_code``), and every server
+vector of the scripted session is what the sidecar's own store, query and frame builders
+produce. ``tests/test_vectors.py`` replays the same session against a running sidecar and
+compares every frame it receives with :func:`build`'s transcript.
+
+A vector is a map::
+
+    name, description    what it shows
+    direction            "client" (game → sidecar) or "server" (sidecar → game)
+    context              client vectors: "handshake" (the first frame of a connection) or
+                         "session" (after the welcome); null for server vectors
+    valid                true: decodes and is accepted; false: refused with error_code
+    error_code           the error frame's code for an invalid vector, else null
+    close_code           the WebSocket close code the refusal ends the connection with, or
+                         null when the connection stays open
+    canonical            true when msgpack_hex is exactly msgpack.packb(json, use_bin_type=True)
+    json                 the frame as a JSON value (null when it has no JSON form)
+    msgpack_hex          the binary WebSocket message, lowercase hex
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from protocol import (
+    PROTOCOL_VERSION,
+    BeliefsQuery,
+    CloseCode,
+    DistributionQuery,
+    ErrorCode,
+    EventFrame,
+    ExplainQuery,
+    GraphQuery,
+    NarrativeQuery,
+    ProtocolError,
+    Subscribe,
+    Unsubscribe,
+    belief_frame,
+    decode,
+    encode,
+    parse_client_frame,
+    parse_hello,
+)
+from sidecar import __version__
+from sidecar.engine import Change
+from sidecar.server.app import ServerConfig
+from sidecar.server.queries import answer
+from sidecar.store import EventResult, Reader, ResultStatus, Writer
+
+__all__ = ["OUTPUT", "Step", "build", "main", "render"]
+
+OUTPUT = Path(__file__).with_name("vectors.json")
+WORLD = "town"
+MAX_SAFE = 2**53 - 1
+
+Frame = dict[str, Any]
+
+
+def pack(value: Any, **options: Any) -> bytes:
+    """The canonical encoding: ``msgpack.packb(value, use_bin_type=True)``."""
+    data: bytes = msgpack.packb(value, use_bin_type=True, **options)
+    return data
+
+
+def _wire(frame: Frame) -> Frame:
+    """A frame as the sidecar sends it: a ``rid`` of nil is left out (connection._encode)."""
+    return {k: v for k, v in frame.items() if not (k == "rid" and v is None)}
+
+
+def _nest(levels: int) -> Any:
+    """``levels`` lists around a 0: ``[[0]]`` for 2."""
+    value: Any = 0
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+# ----------------------------------------------------------------------- the simulated peer
+
+
+@dataclass(slots=True)
+class Step:
+    """One message a client sends in the scripted session, and every frame it then receives."""
+
+    conn: int
+    send: bytes
+    expect: list[Frame]
+
+
+class _Sidecar:
+    """What one sidecar connection answers, computed with the sidecar's own store and builders.
+
+    It mirrors ``sidecar/server/connection.py`` for a client that waits for each reply before
+    sending the next frame (so the answer does not depend on timing). The test suite checks
+    this mirror against a real running sidecar, frame for frame.
+    """
+
+    def __init__(self, db: Path) -> None:
+        self.writer = Writer(db)
+        self.reader = Reader(db)
+        self.cursor = 0
+        self.subscriptions: list[Subscribe] = []
+        self.excluded: set[str] = set()
+        self.steps: list[Step] = []
+
+    def close(self) -> None:
+        self.writer.close()
+        self.reader.close()
+
+    def hello(self, conn: int, data: bytes) -> list[Frame]:
+        hello = parse_hello(decode(data))
+        latest = self.reader.latest_seq(WORLD)
+        frames: list[Frame] = [
+            _wire(
+                {
+                    "type": "welcome",
+                    "rid": hello.rid,
+                    "protocol": PROTOCOL_VERSION,
+                    "world": hello.world,
+                    "seq": latest,
+                    "server": f"credence/{__version__}",
+                    "role": "writer",
+                    "auth": "open",
+                    "max_frame": ServerConfig().max_frame,
+                }
+            )
+        ]
+        subs = []
+        if hello.subscribe is not None or hello.subscribe_all:
+            subs.append(Subscribe(residents=None if hello.subscribe_all else hello.subscribe))
+        if conn == 1:
+            self.subscriptions = subs
+            self.cursor = latest
+        if hello.resume is not None:
+            sent = 0
+            cursor = hello.resume
+            for change in self.reader.changes_after(WORLD, hello.resume, limit=-1):
+                cursor = change.seq or cursor
+                if any(s.matches(change) for s in subs):
+                    frames.append(belief_frame(change))
+                    sent += 1
+            frames.append({"type": "resumed", "seq": cursor, "sent": sent})
+        self.steps.append(Step(conn, data, frames))
+        return frames
+
+    def receive(self, data: bytes) -> list[Frame]:
+        """Everything connection 1 receives after sending ``data`` (notifications, reply)."""
+        try:
+            frame = parse_client_frame(decode(data))
+        except ProtocolError as exc:
+            frames = [exc.to_frame()]
+        else:
+            frames = self._answer(frame)
+        frames = [_wire(f) for f in frames]
+        self.steps.append(Step(1, data, frames))
+        return frames
+
+    def _wants(self, change: Change) -> bool:
+        if change.resident in self.excluded:
+            return False
+        return any(sub.matches(change) for sub in self.subscriptions)
+
+    def _answer(self, frame: object) -> list[Frame]:
+        if isinstance(frame, EventFrame):
+            [result] = self.writer.apply([(WORLD, frame.event)])
+            out = []
+            for change in result.changes:
+                self.cursor = change.seq or self.cursor
+                if self._wants(change):
+                    out.append(belief_frame(change))
+            return [*out, _ack(result, frame.rid)]
+        if isinstance(frame, Subscribe):
+            self.subscriptions.append(frame)
+            if frame.residents is None:
+                self.excluded.clear()
+            else:
+                self.excluded.difference_update(frame.residents)
+            return [{"type": "subscribed", "rid": frame.rid, "seq": self.cursor}]
+        if isinstance(frame, Unsubscribe):
+            if frame.residents is None:
+                self.subscriptions.clear()
+                self.excluded.clear()
+            else:
+                gone = set(frame.residents)
+                kept = []
+                for sub in self.subscriptions:
+                    if sub.residents is None:
+                        kept.append(sub)
+                        self.excluded |= gone
+                    elif rest := tuple(r for r in sub.residents if r not in gone):
+                        kept.append(
+                            Subscribe(
+                                residents=rest,
+                                roots=sub.roots,
+                                changes=sub.changes,
+                                crossing=sub.crossing,
+                            )
+                        )
+                self.subscriptions = kept
+            return [{"type": "unsubscribed", "rid": frame.rid}]
+        assert isinstance(
+            frame, BeliefsQuery | ExplainQuery | DistributionQuery | NarrativeQuery | GraphQuery
+        )
+        try:
+            return answer(self.reader, WORLD, frame)
+        except ProtocolError as exc:
+            exc.rid = frame.rid
+            return [exc.to_frame()]
+
+
+def _ack(result: EventResult, rid: object) -> Frame:
+    if result.status is ResultStatus.REJECTED:
+        code = ErrorCode(getattr(result.error, "code", ErrorCode.INTERNAL_ERROR))
+        return ProtocolError(code, str(result.error), rid=rid, event_id=result.event_id).to_frame()
+    ack: Frame = {
+        "type": "ack",
+        "event_id": result.event_id,
+        "duplicate": result.status is ResultStatus.DUPLICATE,
+        "changes": len(result.changes),
+    }
+    if result.changes:
+        ack["seq"] = result.changes[-1].seq
+    if rid is not None:
+        ack["rid"] = rid
+    return ack
+
+
+# ----------------------------------------------------------------------- building vectors
+
+
+@dataclass(slots=True)
+class _Vectors:
+    sidecar: _Sidecar
+    items: list[Frame] = field(default_factory=list)
+    names: set[str] = field(default_factory=set)
+
+    def _add(
+        self,
+        name: str,
+        description: str,
+        direction: str,
+        *,
+        json_value: Any,
+        data: bytes,
+        context: str | None = None,
+        error_code: ErrorCode | None = None,
+        close_code: int | None = None,
+    ) -> None:
+        assert name not in self.names, f"duplicate vector name {name}"
+        self.names.add(name)
+        self.items.append(
+            {
+                "name": name,
+                "description": description,
+                "direction": direction,
+                "context": context,
+                "valid": error_code is None,
+                "error_code": None if error_code is None else str(error_code),
+                "close_code": close_code,
+                "canonical": json_value is not None and pack(json_value) == data,
+                "json": json_value,
+                "msgpack_hex": data.hex(),
+            }
+        )
+
+    # -- client, first frame of a connection
+
+    def handshake(
+        self,
+        name: str,
+        description: str,
+        frame: Frame | None,
+        *,
+        data: bytes | None = None,
+        error: ErrorCode | None = None,
+    ) -> bytes:
+        data = pack(frame) if data is None else data
+        close: int | None = None
+        try:
+            parse_hello(decode(data))
+        except ProtocolError as exc:
+            assert exc.code == error, f"{name}: expected {error}, the code says {exc.code}"
+            close = int(exc.close_code or CloseCode.INTERNAL_ERROR)  # connection._fatal
+        else:
+            assert error is None, f"{name}: expected {error}, but it parses"
+        self._add(
+            name,
+            description,
+            "client",
+            json_value=frame,
+            data=data,
+            context="handshake",
+            error_code=error,
+            close_code=close,
+        )
+        return data
+
+    # -- client, after the welcome: also sent to the simulated sidecar
+
+    def session(
+        self,
+        name: str,
+        description: str,
+        frame: Frame | None,
+        *,
+        data: bytes | None = None,
+        error: ErrorCode | None = None,
+    ) -> list[Frame]:
+        data = pack(frame) if data is None else data
+        try:
+            parse_client_frame(decode(data))
+        except ProtocolError as exc:
+            assert exc.code == error, f"{name}: expected {error}, the code says {exc.code}"
+        else:
+            assert error is None, f"{name}: expected {error}, but it parses"
+        self._add(
+            name,
+            description,
+            "client",
+            json_value=frame,
+            data=data,
+            context="session",
+            error_code=error,
+        )
+        return self.sidecar.receive(data)
+
+    # -- server
+
+    def server(self, name: str, description: str, frame: Frame) -> None:
+        data = encode(frame)  # raises if it would break the 60 KiB outbound limit
+        assert decode(data) == frame
+        self._add(name, description, "server", json_value=frame, data=data)
+
+
+def _only(frames: list[Frame], kind: str, **match: Any) -> Frame:
+    found = [
+        f for f in frames if f["type"] == kind and all(f.get(k) == v for k, v in match.items())
+    ]
+    assert len(found) == 1, f"expected one {kind} {match}, got {found}"
+    return found[0]
+
+
+def _event(event_id: str, day: float, kind: str, rid: object = None, **fields: Any) -> Frame:
+    frame: Frame = {"type": "event", "event_id": event_id, "day": day, "kind": kind, **fields}
+    if rid is not None:
+        frame["rid"] = rid
+    return frame
+
+
+def _claim(root: str, value: Any) -> Frame:
+    return {"root": root, "value": value}
+
+
+def _beliefs(rid: object, **extra: Any) -> Frame:
+    return {"type": "beliefs", "resident": "mira", "rid": rid, **extra}
+
+
+def build() -> tuple[list[Frame], list[Step]]:
+    """Every vector, in file order, and the scripted session's transcript."""
+    with tempfile.TemporaryDirectory(prefix="credence-vectors-") as tmp:
+        sidecar = _Sidecar(Path(tmp) / "vectors.db")
+        try:
+            v = _Vectors(sidecar)
+            _handshakes(v)
+            _story(v)
+            _encodings(v)
+            _refusals(v)
+            _queries(v)
+            _subscriptions(v)
+            _resume(v)
+            _literal_errors(v)
+        finally:
+            sidecar.close()
+    return v.items, sidecar.steps
+
+
+SESSION_HELLO: Frame = {
+    "type": "hello",
+    "protocol": 1,
+    "world": WORLD,
+    "client": "example-game/1.0 (Godot 4.3)",
+    "subscribe": "*",
+    "rid": "hello-1",
+}
+RESUME_HELLO: Frame = {
+    "type": "hello",
+    "protocol": 1,
+    "world": WORLD,
+    "token": "town-writer-secret",
+    "client": "example-game/1.0 (Godot 4.3)",
+    "resume": 4,
+    "subscribe": ["mira"],
+    "rid": "hello-2",
+}
+
+
+def _handshakes(v: _Vectors) -> None:
+    h = v.handshake
+    h(
+        "client.hello.minimal",
+        "The smallest hello: protocol 1 and a world.",
+        {"type": "hello", "protocol": 1, "world": WORLD},
+    )
+    data = h(
+        "client.hello.subscribe_all",
+        "A hello that subscribes to every resident of the world, with a rid (echoed in welcome). "
+        "This is the first frame of the scripted session.",
+        SESSION_HELLO,
+    )
+    welcome = v.sidecar.hello(1, data)
+    v.server(
+        "server.welcome",
+        "The reply to a valid hello: protocol, world, the world's latest change seq, the "
+        "server's name, this connection's role, the auth mode and the inbound frame limit.",
+        _only(welcome, "welcome"),
+    )
+    h(
+        "client.hello.resume",
+        "A hello with a token, resuming after change seq 4 for one resident (sent on a second "
+        "connection of the session).",
+        RESUME_HELLO,
+    )
+    h(
+        "client.hello.nil_optionals",
+        "Every optional field given as nil: the same as leaving it out.",
+        {
+            "type": "hello",
+            "protocol": 1,
+            "world": WORLD,
+            "token": None,
+            "client": None,
+            "resume": None,
+            "subscribe": None,
+            "rid": None,
+        },
+    )
+    h(
+        "client.hello.unknown_keys",
+        "Keys the sidecar does not know are ignored, whatever their value.",
+        {
+            "type": "hello",
+            "protocol": 1,
+            "world": WORLD,
+            "x-engine": "unity",
+            "future": {"nested": [1, 2.5, None]},
+        },
+    )
+    bad = ErrorCode
+    h(
+        "handshake.not_hello",
+        "The first frame of a connection must be hello.",
+        {"type": "beliefs", "resident": "mira"},
+        error=bad.HELLO_REQUIRED,
+    )
+    h(
+        "handshake.protocol_2",
+        "Only protocol 1 is spoken.",
+        {"type": "hello", "protocol": 2, "world": WORLD},
+        error=bad.UNSUPPORTED_PROTOCOL,
+    )
+    h(
+        "handshake.protocol_missing",
+        "protocol is required (absent is not 1).",
+        {"type": "hello", "world": WORLD},
+        error=bad.UNSUPPORTED_PROTOCOL,
+    )
+    h(
+        "handshake.protocol_string",
+        'protocol is the integer 1, not the string "1".',
+        {"type": "hello", "protocol": "1", "world": WORLD},
+        error=bad.UNSUPPORTED_PROTOCOL,
+    )
+    h(
+        "handshake.world_missing",
+        "world is required.",
+        {"type": "hello", "protocol": 1},
+        error=bad.INVALID_FRAME,
+    )
+    h(
+        "handshake.world_too_long",
+        "world is at most 200 characters (code points).",
+        {"type": "hello", "protocol": 1, "world": "w" * 201},
+        error=bad.INVALID_FRAME,
+    )
+    h(
+        "handshake.resume_negative",
+        "resume is a non-negative integer.",
+        {"type": "hello", "protocol": 1, "world": WORLD, "resume": -1},
+        error=bad.INVALID_FRAME,
+    )
+    h(
+        "handshake.resume_float",
+        "resume is an integer: a float, even 3.0, is refused.",
+        {"type": "hello", "protocol": 1, "world": WORLD, "resume": 3.0},
+        error=bad.INVALID_FRAME,
+    )
+    h(
+        "handshake.subscribe_not_list",
+        'subscribe is a list of resident ids or "*".',
+        {"type": "hello", "protocol": 1, "world": WORLD, "subscribe": "mira"},
+        error=bad.INVALID_FRAME,
+    )
+    h(
+        "handshake.truncated",
+        "A hello cut short: not a msgpack map at all.",
+        None,
+        data=pack({"type": "hello", "protocol": 1, "world": WORLD})[:-3],
+        error=bad.BAD_FRAME,
+    )
+
+
+def _story(v: _Vectors) -> None:
+    """The town story: every event kind, with the notifications and acks it causes."""
+    s = v.session
+    out = s(
+        "client.event.say",
+        "Bo tells Mira and Kai the well is poisoned: hearsay for each listener, Bo the source.",
+        _event(
+            "e-1",
+            1,
+            "say",
+            rid=1,
+            speaker="bo",
+            listeners=["mira", "kai"],
+            claim=_claim("water:well", "poisoned"),
+            subject="The well is poisoned",
+            topic="well",
+        ),
+    )
+    v.server(
+        "server.belief.formed_hearsay",
+        "A belief formed from hearsay: 58, influencing, the speaker as source; prev_* are nil for "
+        "a new belief.",
+        _only(out, "belief", resident="mira"),
+    )
+    v.server(
+        "server.ack",
+        "The ack of an event that caused two changes; seq is the last of them, rid is echoed.",
+        _only(out, "ack"),
+    )
+    out = s(
+        "client.event.observe",
+        "Mira sees the doctor drink from the well, unharmed: firsthand evidence for every "
+        "witness, with every optional field of observe.",
+        _event(
+            "e-2",
+            3.5,
+            "observe",
+            witnesses=["mira"],
+            claim=_claim("water:well", "clean"),
+            subject="The doctor drank from the well and is fine",
+            interpretations={"mira": "Maybe Bo was wrong about the well"},
+            people=["doctor"],
+            places=["well"],
+            topics=["health"],
+            importance=0.8,
+        ),
+    )
+    v.server(
+        "server.belief.doubted",
+        "Contradicting evidence: doubted, 58 → 38, doubtful; value and subject stay.",
+        _only(out, "belief"),
+    )
+    out = s(
+        "client.event.observe_minimal",
+        "An observe event with only its required fields.",
+        _event(
+            "e-3",
+            4,
+            "observe",
+            witnesses=["mira"],
+            claim=_claim("water:well", "clean"),
+            subject="Mira drew a bucket; the water is clear",
+        ),
+    )
+    v.server(
+        "server.belief.corrected",
+        "A doubtful belief meets contradicting firsthand evidence: corrected, value and subject "
+        "replaced, 72.",
+        _only(out, "belief"),
+    )
+    out = s(
+        "client.event.act",
+        "Mira fetches water while Kai watches. The claim is derived: action:mira:fetch_water = "
+        "completed; the actor always witnesses.",
+        _event(
+            "e-4",
+            4,
+            "act",
+            actor="mira",
+            action="fetch_water",
+            status="completed",
+            witnesses=["kai"],
+        ),
+    )
+    v.server(
+        "server.belief.formed_firsthand",
+        "A belief formed firsthand: 78; the subject of an act without one is generated.",
+        _only(out, "belief", resident="kai"),
+    )
+    s(
+        "client.event.announce_all",
+        'The mayor announces to everyone the world knows (audience "*"): hearsay for each, '
+        "the speaker excluded.",
+        _event(
+            "e-5",
+            5,
+            "announce",
+            speaker="mayor",
+            audience="*",
+            claim=_claim("festival:day", 12),
+            subject="The harvest festival is on day 12",
+            places=["square"],
+        ),
+    )
+    out = s(
+        "client.event.intervene_implant",
+        "A player implants a memory in Kai: implanted evidence, value required.",
+        _event(
+            "e-6",
+            5,
+            "intervene",
+            resident="kai",
+            op="implant",
+            claim=_claim("secret:door", True),
+            subject="There is a secret door under the mill",
+        ),
+    )
+    v.server(
+        "server.belief.formed_implant",
+        "An implanted belief: 65, source_kind implanted, detail names the op.",
+        _only(out, "belief"),
+    )
+    out = s(
+        "client.event.intervene_distort",
+        "A player distorts Kai's belief on the festival day: value and subject replaced.",
+        _event(
+            "e-7",
+            5,
+            "intervene",
+            resident="kai",
+            op="distort",
+            claim=_claim("festival:day", 13),
+            subject="The harvest festival is on day 13",
+        ),
+    )
+    v.server(
+        "server.belief.intervened_distort",
+        "An intervention: change intervened, detail distort.",
+        _only(out, "belief"),
+    )
+    out = s(
+        "client.event.intervene_soften",
+        "A player softens Kai's implanted belief: only the claim root is needed.",
+        _event("e-8", 6, "intervene", resident="kai", op="soften", claim={"root": "secret:door"}),
+    )
+    v.server(
+        "server.belief.intervened_soften",
+        "Soften: confidence − 25 (65 → 40).",
+        _only(out, "belief"),
+    )
+    s(
+        "client.event.intervene_suppress",
+        "A player suppresses Kai's memory of the fetched water (a value, if given, is ignored).",
+        _event(
+            "e-9",
+            6,
+            "intervene",
+            resident="kai",
+            op="suppress",
+            claim={"root": "action:mira:fetch_water", "value": "ignored"},
+        ),
+    )
+    out = s(
+        "client.event.tick",
+        "The clock jumps to day 22: hearsay that nobody repeated ages, one step per full 7 days, "
+        "before anything else.",
+        _event("e-10", 22, "tick", rid="tick-22"),
+    )
+    v.server(
+        "server.belief.decayed",
+        "Hearsay aging: decayed, − 8; evidence_id is nil and day is the day the step fell due.",
+        out[0],
+    )
+    v.server(
+        "server.belief.faded",
+        "The aging step that reaches 34 fades the belief: state past.",
+        _only(out, "belief", change="faded"),
+    )
+    v.server(
+        "server.ack.tick",
+        "The ack of a tick counts every aging change it caused.",
+        _only(out, "ack"),
+    )
+    s(
+        "client.event.announce_list",
+        "Mira announces to a listed audience.",
+        _event(
+            "e-11",
+            22,
+            "announce",
+            speaker="mira",
+            audience=["kai", "bo"],
+            claim=_claim("relation:bo", "liar"),
+            subject="Bo lied about the well",
+            people=["bo"],
+        ),
+    )
+    out = s(
+        "client.event.duplicate",
+        "e-1 sent again (with another rid): acknowledged as a duplicate, nothing changes.",
+        _event(
+            "e-1",
+            1,
+            "say",
+            rid=2,
+            speaker="bo",
+            listeners=["mira", "kai"],
+            claim=_claim("water:well", "poisoned"),
+            subject="The well is poisoned",
+            topic="well",
+        ),
+    )
+    v.server(
+        "server.ack.duplicate",
+        "A duplicate event_id: duplicate true, changes 0, no seq.",
+        _only(out, "ack"),
+    )
+
+
+def _encodings(v: _Vectors) -> None:
+    """Valid frames that exercise the cross-language rules."""
+    s = v.session
+    s(
+        "client.event.int_max_safe",
+        "The largest integer every language carries exactly, 2^53−1, as a claim value.",
+        _event(
+            "e-20",
+            22,
+            "observe",
+            witnesses=["ana"],
+            claim=_claim("counter:max", MAX_SAFE),
+            subject="The counter shows its largest value",
+        ),
+    )
+    s(
+        "client.event.int_min_safe",
+        "The smallest integer allowed, −(2^53−1).",
+        _event(
+            "e-21",
+            22,
+            "observe",
+            witnesses=["ana"],
+            claim=_claim("counter:min", -MAX_SAFE),
+            subject="The counter shows its smallest value",
+        ),
+    )
+    s(
+        "client.event.day_integer",
+        "A float field (day) given as an integer; an earlier day than the clock is accepted and "
+        "does not move it back.",
+        _event(
+            "e-22",
+            3,
+            "observe",
+            witnesses=["ana"],
+            claim=_claim("weather:day3", "rain"),
+            subject="It rained on day 3",
+        ),
+    )
+    frame = _event(
+        "e-23",
+        22.5,
+        "observe",
+        witnesses=["ana"],
+        claim=_claim("weather:now", "fog"),
+        subject="Fog",
+    )
+    s(
+        "client.event.day_float32",
+        "day as a msgpack float 32 (0xca): accepted like float 64. Not canonical (the canonical "
+        "form is float 64).",
+        frame,
+        data=pack(frame, use_single_float=True),
+    )
+    s(
+        "client.event.bool_value",
+        "A boolean claim value; false is not 0 (values only match if their types match).",
+        _event(
+            "e-24",
+            22.5,
+            "observe",
+            witnesses=["ana"],
+            claim=_claim("door:mill", False),
+            subject="The mill door is closed",
+        ),
+    )
+    s(
+        "client.event.unicode",
+        "UTF-8 text: emoji outside the BMP, CJK, a combining accent (e + U+0301, not normalised "
+        "to é) and RTL text; ids too.",
+        _event(
+            "e-25",
+            22.5,
+            "say",
+            speaker="小明",
+            listeners=["ana", "Zoë"],
+            claim=_claim("rumour:井", "有毒 ☠️"),
+            subject="井水有毒 🐍☠️ — Cafe\u0301 owner says so; שלום 👋🏽",
+        ),
+    )
+    s(
+        "client.event.id_200_code_points",
+        "An id of 200 characters is the limit; lengths count Unicode code points (here 200 emoji "
+        "= 800 UTF-8 bytes = 400 UTF-16 units).",
+        _event(
+            "e-26",
+            22.5,
+            "observe",
+            witnesses=["🐍" * 200],
+            claim=_claim("snake", True),
+            subject="s",
+        ),
+    )
+    s(
+        "client.event.nil_optionals",
+        "Optional fields given as nil are the same as absent (interpretations, importance, lists, "
+        "rid).",
+        _event(
+            "e-27",
+            22.5,
+            "observe",
+            witnesses=["ana"],
+            claim=_claim("weather:wind", "calm"),
+            subject="No wind",
+            interpretations=None,
+            importance=None,
+            people=None,
+            places=None,
+            topics=None,
+            rid=None,
+        ),
+    )
+    s(
+        "client.event.unknown_keys",
+        "Unknown keys are ignored, and a nil claim on an act is the same as none.",
+        _event(
+            "e-28",
+            22.5,
+            "act",
+            actor="ana",
+            action="open_door",
+            status="rejected",
+            witnesses=None,
+            subject="Ana tried the mill door",
+            claim=None,
+            engine_tick=88123,
+            extra={"a": [1, 2]},
+        ),
+    )
+    data = (
+        b"\x83"
+        + b"\xd9\x04type"  # str 8 where fixstr would do
+        + b"\xda\x00\x07beliefs"  # str 16
+        + b"\xa8resident\xa3ana"
+        + b"\xa3rid\xcf\x00\x00\x00\x00\x00\x00\x00\x07"  # uint 64 holding 7
+    )
+    out = s(
+        "client.beliefs.wide_encodings",
+        "Wider encodings than needed (str 8, str 16, uint 64 for 7) decode the same. Not "
+        "canonical.",
+        {"type": "beliefs", "resident": "ana", "rid": 7},
+        data=data,
+    )
+    assert out[-1]["type"] == "beliefs"
+    s(
+        "client.beliefs.depth_16",
+        "A value 16 levels below the frame map (the limit), in an unknown key.",
+        {"type": "beliefs", "resident": "ana", "rid": 8, "x": _nest(15)},
+    )
+
+
+def _refusals(v: _Vectors) -> None:
+    """Frames refused after the handshake; the connection stays open."""
+    s = v.session
+    b = ErrorCode.BAD_FRAME
+    base = {"type": "beliefs", "resident": "mira"}
+    out = s(
+        "invalid.bin_instead_of_str",
+        "Text sent as msgpack bin (0xc4) instead of str.",
+        None,
+        data=pack({"type": "beliefs", "resident": b"mira"}),
+        error=b,
+    )
+    v.server(
+        "server.error.bad_frame",
+        "The reply to a frame that breaks the encoding rules (no rid: the frame was not read).",
+        out[0],
+    )
+    s(
+        "invalid.ext_type",
+        "A msgpack ext type (here type 1).",
+        None,
+        data=pack({**base, "x": msgpack.ExtType(1, b"hello")}),
+        error=b,
+    )
+    s(
+        "invalid.timestamp_ext",
+        "The msgpack timestamp ext type (−1) is an ext type too.",
+        None,
+        data=pack({**base, "at": msgpack.Timestamp(1_700_000_000, 0)}),
+        error=b,
+    )
+    s(
+        "invalid.non_string_key",
+        "A map key that is not a string (the integer 1).",
+        None,
+        data=pack({**base, 1: "one"}),
+        error=b,
+    )
+    s(
+        "invalid.int_above_max_safe",
+        "2^53 (uint 64): beyond ±(2^53−1). Send ids as strings.",
+        None,
+        data=pack({**base, "rid": 2**53}),
+        error=b,
+    )
+    s(
+        "invalid.int_below_min_safe",
+        "−2^53 (int 64).",
+        None,
+        data=pack({**base, "rid": -(2**53)}),
+        error=b,
+    )
+    s("invalid.uint64_max", "2^64−1.", None, data=pack({**base, "rid": 2**64 - 1}), error=b)
+    s(
+        "invalid.trailing_bytes",
+        "A valid map followed by one more byte (nil): one message is exactly one map.",
+        None,
+        data=pack(base) + b"\xc0",
+        error=b,
+    )
+    s("invalid.two_maps", "Two maps in one message.", None, data=pack(base) + pack(base), error=b)
+    s("invalid.truncated", "A map cut short by one byte.", None, data=pack(base)[:-1], error=b)
+    s("invalid.empty_message", "An empty binary message.", None, data=b"", error=b)
+    s("invalid.nan", "NaN (float 64).", None, data=pack({**base, "x": float("nan")}), error=b)
+    s(
+        "invalid.infinity",
+        "Infinity (float 64).",
+        None,
+        data=pack({**base, "x": float("-inf")}),
+        error=b,
+    )
+    s(
+        "invalid.nan_float32",
+        "NaN as float 32.",
+        None,
+        data=pack({**base, "x": float("nan")}, use_single_float=True),
+        error=b,
+    )
+    s(
+        "invalid.bad_utf8",
+        "A str whose bytes are not UTF-8.",
+        None,
+        data=b"\x82\xa4type\xa7beliefs\xa8resident\xa3\xff\xfe\xfd",
+        error=b,
+    )
+    s("invalid.not_a_map", "A frame must be a map, not an array.", ["beliefs", "mira"], error=b)
+    s("invalid.reserved_byte", "0xc1 is never used in msgpack.", None, data=b"\xc1", error=b)
+    s(
+        "invalid.depth_17",
+        "A value 17 levels below the frame map.",
+        {**base, "rid": 9, "x": _nest(16)},
+        error=b,
+    )
+    s(
+        "invalid.missing_type",
+        "Every frame needs a string type (the rid is still echoed).",
+        {"resident": "mira", "rid": 10},
+        error=b,
+    )
+    s("invalid.type_not_string", "type must be a string.", {"type": 7, "rid": 11}, error=b)
+    out = s(
+        "invalid.unknown_type",
+        "A type this sidecar does not know.",
+        {"type": "teleport", "resident": "mira", "rid": 12},
+        error=ErrorCode.UNKNOWN_TYPE,
+    )
+    v.server("server.error.unknown_type", "The reply to a frame of unknown type.", out[0])
+    f = ErrorCode.INVALID_FRAME
+    out = s(
+        "invalid.beliefs_no_resident",
+        "A beliefs query without its resident.",
+        {"type": "beliefs", "rid": 13},
+        error=f,
+    )
+    v.server(
+        "server.error.invalid_frame",
+        "The reply to a known frame with a missing or bad field; rid echoed.",
+        out[0],
+    )
+    s(
+        "invalid.hello_again",
+        "hello is only valid as the first frame.",
+        {"type": "hello", "protocol": 1, "world": WORLD, "rid": 14},
+        error=f,
+    )
+    s(
+        "invalid.rid_map",
+        "rid must be a scalar (string, number or boolean).",
+        {**base, "rid": {"id": 1}},
+        error=f,
+    )
+    s(
+        "invalid.resident_empty",
+        "Ids are non-empty strings.",
+        {"type": "beliefs", "resident": "", "rid": 15},
+        error=f,
+    )
+    s(
+        "invalid.explain_no_root",
+        "explain needs resident and root.",
+        {"type": "explain", "resident": "mira", "rid": 16},
+        error=f,
+    )
+    s(
+        "invalid.narrative_budget_low",
+        "budget is 200..50000.",
+        {"type": "narrative", "resident": "mira", "budget": 199, "rid": 17},
+        error=f,
+    )
+    s(
+        "invalid.narrative_budget_high",
+        "budget is 200..50000.",
+        {"type": "narrative", "resident": "mira", "budget": 50001, "rid": 18},
+        error=f,
+    )
+    s(
+        "invalid.narrative_budget_float",
+        "budget is an integer.",
+        {"type": "narrative", "resident": "mira", "budget": 600.0, "rid": 19},
+        error=f,
+    )
+    s(
+        "invalid.narrative_lang",
+        "lang is en or zh-Hant.",
+        {"type": "narrative", "resident": "mira", "lang": "fr", "rid": 20},
+        error=f,
+    )
+    s(
+        "invalid.graph_neither",
+        "A graph query needs resident, root or both.",
+        {"type": "graph", "rid": 21},
+        error=f,
+    )
+    s(
+        "invalid.subscribe_no_residents",
+        'subscribe needs residents (a list or "*").',
+        {"type": "subscribe", "roots": ["water:"], "rid": 22},
+        error=f,
+    )
+    s(
+        "invalid.subscribe_change_kind",
+        "changes may only hold change kinds.",
+        {"type": "subscribe", "residents": "*", "changes": ["exploded"], "rid": 23},
+        error=f,
+    )
+    s(
+        "invalid.subscribe_crossing",
+        "crossing is a confidence 0..100.",
+        {"type": "subscribe", "residents": "*", "crossing": 101, "rid": 24},
+        error=f,
+    )
+    e = ErrorCode.INVALID_EVENT
+    good = {"witnesses": ["ana"], "claim": _claim("r", "v"), "subject": "s"}
+    out = s(
+        "invalid.event.claim_float",
+        "A claim value is a string, integer or boolean, never a float.",
+        _event(
+            "x-1", 23, "observe", rid=25, witnesses=["ana"], claim=_claim("r", 1.5), subject="s"
+        ),
+        error=e,
+    )
+    v.server(
+        "server.error.invalid_event",
+        "An event refused whole: nothing of it is stored; event_id and rid echoed.",
+        out[0],
+    )
+    s(
+        "invalid.event.no_event_id",
+        "event_id is required (the error then has no event_id).",
+        {"type": "event", "day": 23, "kind": "tick", "rid": 26},
+        error=e,
+    )
+    s(
+        "invalid.event.no_day",
+        "day is required.",
+        {"type": "event", "event_id": "x-2", "kind": "tick"},
+        error=e,
+    )
+    s("invalid.event.day_negative", "day is 0..1e12.", _event("x-3", -1, "tick"), error=e)
+    s("invalid.event.day_too_large", "day is 0..1e12.", _event("x-4", 1e12 + 1, "tick"), error=e)
+    s("invalid.event.day_bool", "A boolean is not a number.", _event("x-5", True, "tick"), error=e)  # type: ignore[arg-type]
+    s(
+        "invalid.event.unknown_kind",
+        "kind is one of observe, say, announce, act, intervene, tick.",
+        _event("x-6", 23, "dream", **good),
+        error=e,
+    )
+    s(
+        "invalid.event.no_value",
+        "claim.value is required (except for suppress and soften).",
+        _event("x-7", 23, "observe", witnesses=["ana"], claim={"root": "r"}, subject="s"),
+        error=e,
+    )
+    s(
+        "invalid.event.no_subject",
+        "subject is required for observe, say and announce.",
+        _event("x-8", 23, "observe", witnesses=["ana"], claim=_claim("r", "v")),
+        error=e,
+    )
+    s(
+        "invalid.event.empty_subject",
+        "A required text field must not be empty.",
+        _event("x-9", 23, "observe", witnesses=["ana"], claim=_claim("r", "v"), subject=""),
+        error=e,
+    )
+    s(
+        "invalid.event.subject_4001",
+        "Text fields are at most 4000 characters (code points).",
+        _event(
+            "x-10", 23, "observe", witnesses=["ana"], claim=_claim("r", "v"), subject="s" * 4001
+        ),
+        error=e,
+    )
+    s(
+        "invalid.event.nul_in_subject",
+        "Text must not contain NUL (U+0000).",
+        _event("x-11", 23, "observe", witnesses=["ana"], claim=_claim("r", "v"), subject="a\x00b"),
+        error=e,
+    )
+    s(
+        "invalid.event.no_witnesses",
+        "observe needs at least one witness.",
+        _event("x-12", 23, "observe", witnesses=[], claim=_claim("r", "v"), subject="s"),
+        error=e,
+    )
+    s(
+        "invalid.event.witness_star",
+        'A resident id may not be "*".',
+        _event("x-13", 23, "observe", witnesses=["*"], claim=_claim("r", "v"), subject="s"),
+        error=e,
+    )
+    s(
+        "invalid.event.id_201_code_points",
+        "Ids are at most 200 characters (code points).",
+        _event("x-14", 23, "observe", witnesses=["🐍" * 201], claim=_claim("r", "v"), subject="s"),
+        error=e,
+    )
+    s(
+        "invalid.event.interpretation_stranger",
+        "interpretations may only be given for witnesses.",
+        _event("x-15", 23, "observe", **good, interpretations={"bo": "nonsense"}),
+        error=e,
+    )
+    s(
+        "invalid.event.speaker_listens",
+        "A speaker cannot be its own listener.",
+        _event(
+            "x-16",
+            23,
+            "say",
+            speaker="bo",
+            listeners=["bo", "ana"],
+            claim=_claim("r", "v"),
+            subject="s",
+        ),
+        error=e,
+    )
+    s(
+        "invalid.event.announce_to_self",
+        "An announcement needs an audience besides its speaker.",
+        _event(
+            "x-17",
+            23,
+            "announce",
+            speaker="bo",
+            audience=["bo"],
+            claim=_claim("r", "v"),
+            subject="s",
+        ),
+        error=e,
+    )
+    s(
+        "invalid.event.act_with_claim",
+        "An act event's claim is derived; it must not carry one.",
+        _event(
+            "x-18", 23, "act", actor="ana", action="run", status="completed", claim=_claim("r", "v")
+        ),
+        error=e,
+    )
+    s(
+        "invalid.event.act_status",
+        "status is completed, rejected, interrupted or replaced.",
+        _event("x-19", 23, "act", actor="ana", action="run", status="done"),
+        error=e,
+    )
+    s(
+        "invalid.event.implant_no_value",
+        "implant and distort need claim.value and subject.",
+        _event(
+            "x-20", 23, "intervene", resident="ana", op="implant", claim={"root": "r"}, subject="s"
+        ),
+        error=e,
+    )
+    s(
+        "invalid.event.intervene_op",
+        "op is implant, distort, suppress or soften.",
+        _event("x-21", 23, "intervene", resident="ana", op="erase", claim=_claim("r", "v")),
+        error=e,
+    )
+
+
+def _queries(v: _Vectors) -> None:
+    s = v.session
+    out = s("client.beliefs", "Every belief of one resident, in root order.", _beliefs(30))
+    v.server("server.beliefs", "The beliefs reply (one part here: part 0, more false).", out[0])
+    out = s(
+        "client.beliefs.after",
+        "Beliefs after a root (exclusive), to list from where a previous listing stopped.",
+        _beliefs(31, after="festival:day"),
+    )
+    v.server("server.beliefs.after", "The beliefs whose root sorts after festival:day.", out[0])
+    out = s(
+        "client.beliefs.unknown_resident",
+        "A resident the world has never heard of.",
+        {"type": "beliefs", "resident": "nobody", "rid": 32},
+    )
+    v.server("server.error.not_found", "The reply for an unknown resident.", out[0])
+    out = s(
+        "client.explain",
+        "Why Mira believes what she believes about the well.",
+        {"type": "explain", "resident": "mira", "root": "water:well", "rid": 33},
+    )
+    v.server(
+        "server.explanation",
+        "The belief, every piece of evidence behind it and its change history.",
+        out[0],
+    )
+    out = s(
+        "client.distribution",
+        "Who believes what about the festival day.",
+        {"type": "distribution", "root": "festival:day", "rid": 34},
+    )
+    v.server(
+        "server.distribution",
+        "Values with counts, mean confidence and states; one row per resident.",
+        out[0],
+    )
+    out = s(
+        "client.narrative",
+        "Mira's beliefs as prompt text, at most 600 characters, in English.",
+        {"type": "narrative", "resident": "mira", "budget": 600, "lang": "en", "rid": 35},
+    )
+    v.server("server.narrative", "The narrative text and its sections.", out[0])
+    out = s(
+        "client.narrative.zh_hant",
+        "The same in Traditional Chinese, 200 characters (the smallest budget).",
+        {"type": "narrative", "resident": "kai", "budget": 200, "lang": "zh-Hant", "rid": 36},
+    )
+    v.server(
+        "server.narrative.zh_hant", "A narrative in zh-Hant, compressed to fit its budget.", out[0]
+    )
+    s(
+        "client.narrative.defaults",
+        "budget and lang left out: 2000 characters, English.",
+        {"type": "narrative", "resident": "bo", "rid": 37},
+    )
+    out = s(
+        "client.graph",
+        "The graph of one belief of one resident.",
+        {"type": "graph", "resident": "mira", "root": "water:well", "rid": 38},
+    )
+    v.server("server.graph", "Nodes and edges of Mira's belief about the well.", out[0])
+    s(
+        "client.graph.root",
+        "One root across every resident.",
+        {"type": "graph", "root": "secret:door", "rid": 39},
+    )
+
+
+def _subscriptions(v: _Vectors) -> None:
+    s = v.session
+    out = s(
+        "client.subscribe",
+        "Notifications for Mira and Kai, roots starting water: or festival:, only doubted or "
+        "corrected changes that cross confidence 50.",
+        {
+            "type": "subscribe",
+            "residents": ["mira", "kai"],
+            "roots": ["water:", "festival:"],
+            "changes": ["doubted", "corrected"],
+            "crossing": 50,
+            "rid": 40,
+        },
+    )
+    v.server(
+        "server.subscribed",
+        "The reply to subscribe: seq is where the new filter starts (changes after it).",
+        out[0],
+    )
+    out = s(
+        "client.unsubscribe",
+        "Stop notifications about Kai, from every subscription.",
+        {"type": "unsubscribe", "residents": ["kai"], "rid": 41},
+    )
+    v.server("server.unsubscribed", "The reply to unsubscribe.", out[0])
+    s(
+        "client.unsubscribe.all",
+        "No residents: drop every subscription.",
+        {"type": "unsubscribe", "rid": 42},
+    )
+    s(
+        "client.subscribe.all",
+        "Every resident, every root, every change.",
+        {"type": "subscribe", "residents": "*", "rid": 43},
+    )
+
+
+def _resume(v: _Vectors) -> None:
+    frames = v.sidecar.hello(2, pack(RESUME_HELLO))
+    v.server(
+        "server.belief.resumed",
+        "A notification sent while resuming: the same belief frame as live ones.",
+        frames[1],
+    )
+    v.server(
+        "server.resumed",
+        "After the backlog of a resume: seq is the last change looked at, sent how many "
+        "notifications it held.",
+        frames[-1],
+    )
+
+
+def _literal_errors(v: _Vectors) -> None:
+    """Error frames the scripted session does not reach, built as connection.py builds them."""
+    code = ErrorCode
+    cases: list[tuple[str, str, Callable[[], ProtocolError]]] = [
+        (
+            "server.error.hello_required",
+            "No hello within the hello timeout (then close 4003); a first frame that is not hello "
+            "gets the same code and close 4000.",
+            lambda: ProtocolError(code.HELLO_REQUIRED, "no 'hello' within the hello timeout"),
+        ),
+        (
+            "server.error.unsupported_protocol",
+            "hello.protocol is not 1 (then close 4002).",
+            lambda: _hello_error({"type": "hello", "protocol": 2, "world": WORLD, "rid": "h"}),
+        ),
+        (
+            "server.error.unauthorized",
+            "The token is missing, wrong or another world's (then close 4001).",
+            lambda: ProtocolError(
+                code.UNAUTHORIZED, f"token not valid for world {WORLD!r}", rid="h"
+            ),
+        ),
+        (
+            "server.error.forbidden",
+            "A read-only connection sent an event; nothing stored, the connection stays open.",
+            lambda: ProtocolError(
+                code.FORBIDDEN, "a read-only token cannot send events", rid=5, event_id="e-99"
+            ),
+        ),
+        (
+            "server.error.slow_consumer",
+            "The client stopped reading notifications (then close 4008).",
+            lambda: ProtocolError(code.SLOW_CONSUMER, "stopped reading; resume from seq 1234"),
+        ),
+        (
+            "server.error.too_large",
+            "One entry of a reply cannot fit in a 60 KiB frame.",
+            lambda: ProtocolError(code.TOO_LARGE, "one beliefs entry is too large to send", rid=7),
+        ),
+        (
+            "server.error.internal_error",
+            "A bug or storage failure on the sidecar's side; an event was not stored.",
+            lambda: ProtocolError(code.INTERNAL_ERROR, "event was not stored; retry", rid=8),
+        ),
+    ]
+    for name, description, make in cases:
+        v.server(name, description, make().to_frame())
+
+
+def _hello_error(frame: Frame) -> ProtocolError:
+    try:
+        parse_hello(frame)
+    except ProtocolError as exc:
+        return exc
+    raise AssertionError("the hello was accepted")
+
+
+# ----------------------------------------------------------------------- output
+
+
+def render(vectors: list[Frame]) -> str:
+    """The exact text of ``vectors.json``."""
+    return json.dumps(vectors, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m protocol.vectors.generate", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="compare with the file; exit 1 if stale"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=OUTPUT, help="where to write (default: %(default)s)"
+    )
+    args = parser.parse_args(argv)
+    vectors, _ = build()
+    text = render(vectors)
+    if args.check:
+        current = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+        if current != text:
+            print(f"{args.out} is stale: run python -m protocol.vectors.generate", file=sys.stderr)
+            return 1
+        print(f"{args.out} is up to date ({len(vectors)} vectors)")
+        return 0
+    args.out.write_text(text, encoding="utf-8")
+    print(f"wrote {len(vectors)} vectors to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

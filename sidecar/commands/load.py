@@ -1,0 +1,71 @@
+"""``credence load``: simulated game clients driving a synthetic town (see ``tools/load.py``)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "load",
+        help="drive a sidecar with simulated game clients and report throughput and latency",
+        description="Simulated game clients send a synthetic town's events (sightings, "
+        "conversations, contradictions, lies, ticks); one more connection subscribed to '*' "
+        "receives the notifications. Without --url a sidecar is started on a temporary database.",
+    )
+    p.add_argument("--url", help="sidecar to drive (default: start one on a temporary database)")
+    p.add_argument("--token", help="token for hello (and for the sidecar this tool starts)")
+    p.add_argument("--world", default="load", help="world to write to (default load)")
+    p.add_argument(
+        "--clients", type=_positive_int, default=4, help="client connections (default 4)"
+    )
+    p.add_argument("--residents", type=int, default=50, help="residents of the town (default 50)")
+    bound = p.add_mutually_exclusive_group()
+    bound.add_argument("--events", type=_positive_int, help="events to send in all (default 2000)")
+    bound.add_argument(
+        "--duration", type=_positive_float, help="send for this many seconds instead"
+    )
+    p.add_argument(
+        "--rate", type=_positive_float, help="events per second in all (default unlimited)"
+    )
+    p.add_argument("--seed", type=int, default=1, help="seed of the town's events (default 1)")
+    p.add_argument(
+        "--window",
+        type=_positive_int,
+        default=64,
+        help="unacknowledged events per client (default 64)",
+    )
+    p.add_argument(
+        "--timeout", type=_positive_float, help="give up waiting after this many seconds"
+    )
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tools.load import LoadConfig, main
+
+    if args.residents < 4:
+        print("credence load: --residents must be at least 4")
+        return 2
+    config = LoadConfig(
+        url=args.url, token=args.token, world=args.world, clients=args.clients,
+        residents=args.residents, events=None if args.duration else (args.events or 2000),
+        duration=args.duration, rate=args.rate, seed=args.seed, window=args.window,
+        timeout=args.timeout,
+    )  # fmt: skip
+    return main(config, as_json=args.json)

@@ -1,0 +1,166 @@
+"""Belief graphs: JSON shape, edge semantics, and DOT that Graphviz can parse."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from read_world import WORLD, build, observe, open_reader, say, story
+
+from sidecar.read import EDGE_TYPES, NODE_TYPES, NotFound, graph, to_dot
+from sidecar.read.graph import claim_id
+from sidecar.store import Reader
+
+_ID = r'"((?:[^"\\]|\\.)*)"'
+_NODE = re.compile(rf"^\s*{_ID}\s*\[")
+_EDGE = re.compile(rf"^\s*{_ID}\s*->\s*{_ID}\s*\[")
+
+
+@pytest.fixture(scope="module")
+def village(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The story world plus a rumour bob tells two residents and a root with awkward quoting."""
+    events = [
+        *story(),
+        say(40, "bob", ["carol", "erin"], "bridge:state", "broken", "the bridge is broken"),
+        observe(41, ["erin"], 'quote"d\\root', "x", 'a "quoted" \\ subject\nover two lines'),
+    ]
+    return build(tmp_path_factory.mktemp("village") / "v.db", events)
+
+
+@pytest.fixture(scope="module")
+def reader(village: Path) -> Reader:
+    """A reader on the village."""
+    return open_reader(village)
+
+
+def _check_shape(g: dict[str, list[dict[str, Any]]]) -> None:
+    ids = [n["id"] for n in g["nodes"]]
+    assert len(ids) == len(set(ids))
+    assert {n["type"] for n in g["nodes"]} <= set(NODE_TYPES)
+    assert {e["type"] for e in g["edges"]} <= set(EDGE_TYPES)
+    for e in g["edges"]:
+        assert e["source"] in ids and e["target"] in ids
+
+
+def _parse_dot(text: str) -> tuple[set[str], list[tuple[str, str]]]:
+    """Structural parse: node declarations and edges, one statement per line."""
+    assert text.startswith("digraph ")
+    assert text.count("{") == text.count("}")
+    nodes, edges = set(), []
+    for line in text.splitlines():
+        if m := _EDGE.match(line):
+            edges.append((m.group(1), m.group(2)))
+        elif m := _NODE.match(line):
+            nodes.add(m.group(1))
+    return nodes, edges
+
+
+def _unescape(dot_id: str) -> str:
+    return re.sub(r"\\(.)", r"\1", dot_id)
+
+
+def test_resident_graph_shape(reader: Reader) -> None:
+    """A resident's graph: allowed node/edge types only, every endpoint a node."""
+    g = graph(reader, WORLD, resident="alice")
+    _check_shape(g)
+    claims = [n for n in g["nodes"] if n["type"] == "claim"]
+    assert {n["resident"] for n in claims} == {"alice"}
+    assert len(claims) == len(reader.beliefs(WORLD, "alice"))
+    assert json.loads(json.dumps(g)) == g
+
+
+def test_edge_semantics(reader: Reader) -> None:
+    """Corrections, contradictions, hearsay sources, witnesses and places become typed edges."""
+    g = graph(reader, WORLD, resident="alice")
+    edges = {(e["source"], e["type"], e["target"]): e for e in g["edges"]}
+    well = claim_id("alice", "well:water")
+    (fix,) = [e for (s, t, _), e in edges.items() if s == well and t == "corrected_by"]
+    assert fix["value_before"] == "poisoned"
+    bridge = claim_id("alice", "bridge:state")
+    assert (bridge, "heard_from", "person:bob") in edges
+    assert (bridge, "heard_from", "person:carol") not in edges  # carol said otherwise
+    assert any(t == "contradicts" and tgt == bridge for (_, t, tgt) in edges)
+    assert any(s == "person:alice" and t == "witnessed" for (s, t, _) in edges)
+    assert (claim_id("alice", "key:where"), "about", "place:cafe") in edges
+    mayor = claim_id("alice", "mayor:mood")
+    assert {"person:bob", "person:gina"} <= {
+        tgt for (s, t, tgt) in edges if s == mayor and t == "heard_from"
+    }
+
+
+def test_root_graph_across_residents(reader: Reader) -> None:
+    """With only a root: every resident's belief on it, and whom each heard it from."""
+    g = graph(reader, WORLD, root="bridge:state")
+    _check_shape(g)
+    holders = {n["resident"]: n for n in g["nodes"] if n["type"] == "claim"}
+    assert set(holders) == {"alice", "carol", "erin"}
+    heard = {(e["source"], e["target"]) for e in g["edges"] if e["type"] == "heard_from"}
+    for who in ("carol", "erin"):
+        assert (claim_id(who, "bridge:state"), "person:bob") in heard
+    assert holders["alice"]["state"] == "doubtful"
+
+
+def test_single_belief_and_world_graphs(reader: Reader) -> None:
+    """Resident plus root narrows to one claim; neither gives the whole world."""
+    one = graph(reader, WORLD, resident="alice", root="well:water")
+    _check_shape(one)
+    assert [n["id"] for n in one["nodes"] if n["type"] == "claim"] == [
+        claim_id("alice", "well:water")
+    ]
+    world = graph(reader, WORLD)
+    _check_shape(world)
+    assert sum(n["type"] == "claim" for n in world["nodes"]) == len(reader.all_beliefs(WORLD))
+
+
+def test_not_found(reader: Reader) -> None:
+    """Unknown residents and roots nobody holds are NotFound."""
+    with pytest.raises(NotFound):
+        graph(reader, WORLD, resident="nobody")
+    with pytest.raises(NotFound):
+        graph(reader, WORLD, root="no:such:root")
+    with pytest.raises(NotFound):
+        graph(reader, WORLD, resident="alice", root="no:such:root")
+
+
+def test_claim_ids_do_not_collide() -> None:
+    """A colon in a resident id cannot make two different beliefs share a node id."""
+    assert claim_id("a:b", "c") != claim_id("a", "b:c")
+
+
+def test_dot_parses_structurally(reader: Reader) -> None:
+    """DOT starts with digraph, balances braces and declares every edge endpoint, quotes and all."""
+    for g in (graph(reader, WORLD), graph(reader, WORLD, resident="alice")):
+        nodes, edges = _parse_dot(to_dot(g))
+        assert edges, "expected edges"
+        assert {_unescape(n) for n in nodes} == {n["id"] for n in g["nodes"]}
+        for a, b in edges:
+            assert a in nodes and b in nodes
+        assert len(edges) == len(g["edges"])
+    text = to_dot(graph(reader, WORLD, resident="erin"))
+    assert '\\"quoted\\"' in text and "\\n" in text and "\nover" not in text
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "sidecar.cli", *args], capture_output=True, timeout=60
+    )
+
+
+def test_cli_graph(village: Path, tmp_path: Path) -> None:
+    """`credence graph` writes DOT or JSON, to stdout or --out; unknown residents exit 2."""
+    base = ["graph", "--db", str(village), "--world", WORLD]
+    out = tmp_path / "g.dot"
+    done = _cli(*base, "--resident", "alice", "--format", "dot", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    nodes, edges = _parse_dot(out.read_text(encoding="utf-8"))
+    assert all(a in nodes and b in nodes for a, b in edges)
+    js = _cli(*base, "--root", "bridge:state", "--format", "json")
+    assert js.returncode == 0, js.stderr
+    _check_shape(json.loads(js.stdout))
+    bad = _cli(*base, "--resident", "nobody", "--format", "json")
+    assert bad.returncode == 2 and "unknown" in bad.stderr.decode()

@@ -1,0 +1,278 @@
+"""End-to-end: belief notifications, subscription filters, resume without gaps, slow consumers."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from wsclient import Frame, WsClient, db_rows, observe, running, say, within
+
+from sidecar.server import Sidecar
+from sidecar.server.connection import Connection
+
+
+@pytest.fixture
+async def sc(tmp_path: Path) -> AsyncIterator[Sidecar]:
+    async with running(tmp_path) as sidecar:
+        yield sidecar
+
+
+def seqs(frames: list[Frame]) -> list[int]:
+    return [f["seq"] for f in frames]
+
+
+def all_seqs(db: Path, world: str = "town", after: int = 0) -> list[int]:
+    """Every change seq of ``world`` after ``after``, from the SQLite file."""
+    rows = db_rows(
+        db, "SELECT seq FROM changes WHERE world = ? AND seq > ? ORDER BY seq", (world, after)
+    )
+    return [r[0] for r in rows]
+
+
+def server_side(sc: Sidecar, c: WsClient) -> Connection:
+    """The server's Connection object for client ``c`` (matched by the client's local port)."""
+    port = c.ws.local_address[1]
+    found = [conn for conn in sc.connections if conn.ws.remote_address[1] == port]
+    assert len(found) == 1
+    return found[0]
+
+
+async def test_subscribers_get_only_their_residents_and_their_world(sc: Sidecar) -> None:
+    """A mira subscriber gets mira's changes only; "*" gets all; another world gets nothing."""
+    async with (
+        WsClient(sc.url) as writer,
+        WsClient(sc.url, subscribe=["mira"]) as mira,
+        WsClient(sc.url, subscribe="*") as everyone,
+        WsClient(sc.url, world="village", subscribe="*") as village,
+        WsClient(sc.url) as nobody,
+    ):
+        await writer.event("observe", **observe(["mira", "bo"], "well", "clean"))
+        await writer.event("say", **say("bo", ["kai"], "well", "clean"))
+        await writer.event("observe", **observe(["bo"], "mill", "burnt"))
+        last = await writer.event("say", **say("bo", ["mira"], "mill", "burnt"))
+        for c in (mira, everyone, village, nobody):
+            await c.sync()
+        got = mira.untaken("belief")
+        assert [(n["resident"], n["root"]) for n in got] == [("mira", "well"), ("mira", "mill")]
+        assert seqs(everyone.untaken("belief")) == list(range(1, last["seq"] + 1))
+        assert {n["resident"] for n in everyone.untaken("belief")} == {"mira", "bo", "kai"}
+        assert village.untaken("belief") == []
+        assert nobody.untaken("belief") == []
+
+
+async def test_subscribe_filters_roots_and_change_kinds(sc: Sidecar) -> None:
+    """roots filters by prefix and changes by kind; each subscribe is answered by subscribed."""
+    async with (
+        WsClient(sc.url) as writer,
+        WsClient(sc.url) as roots,
+        WsClient(sc.url) as kinds,
+    ):
+        reply = await roots.request({"type": "subscribe", "residents": "*", "roots": ["water:"]})
+        assert reply["type"] == "subscribed"
+        reply = await kinds.request(
+            {"type": "subscribe", "residents": ["mira"], "changes": ["doubted", "corrected"]}
+        )
+        assert reply["type"] == "subscribed"
+        await writer.event("observe", **observe(["mira"], "water:well", "clean"))
+        await writer.event("observe", **observe(["mira"], "water:river", "high"))
+        await writer.event("observe", **observe(["mira"], "weather", "rain"))
+        await writer.event("say", **say("bo", ["mira"], "water:well", "poisoned"))
+        await writer.event("say", **say("bo", ["mira"], "water:well", "poisoned"))
+        await writer.event("say", **say("bo", ["mira", "kai"], "weather", "dry"))
+        await roots.sync()
+        await kinds.sync()
+        assert [(n["root"], n["change"]) for n in roots.untaken("belief")] == [
+            ("water:well", "formed"),
+            ("water:river", "formed"),
+            ("water:well", "doubted"),
+            ("water:well", "doubted"),
+        ]
+        assert [(n["resident"], n["root"], n["change"]) for n in kinds.untaken("belief")] == [
+            ("mira", "water:well", "doubted"),
+            ("mira", "water:well", "doubted"),
+            ("mira", "weather", "doubted"),
+        ]
+
+
+async def test_subscribe_crossing_only_sends_changes_that_cross_the_threshold(sc: Sidecar) -> None:
+    """With crossing 60, only changes moving confidence across 60, up or down, are sent."""
+    async with WsClient(sc.url) as writer, WsClient(sc.url) as c:
+        await c.request({"type": "subscribe", "residents": ["mira"], "crossing": 60})
+        steps = [
+            ("bo", "poisoned"),  # formed 58: stays below
+            ("tom", "poisoned"),  # 58 → 66: crosses up
+            ("kai", "poisoned"),  # 66 → 74: stays above
+            ("ann", "clean"),  # 74 → 54: crosses down
+            ("lee", "clean"),  # 54 → 34: stays below
+        ]
+        for speaker, value in steps:
+            await writer.event("say", **say(speaker, ["mira"], "well", value))
+        await c.sync()
+        got = [(n["prev_confidence"], n["confidence"]) for n in c.untaken("belief")]
+        assert got == [(58, 66), (74, 54)]
+
+
+async def test_unsubscribe_stops_notifications(sc: Sidecar) -> None:
+    """unsubscribe of one resident keeps the others; unsubscribe with no residents stops all."""
+    async with WsClient(sc.url) as writer, WsClient(sc.url, subscribe=["mira", "bo"]) as c:
+        reply = await c.request({"type": "unsubscribe", "residents": ["mira"]})
+        assert reply["type"] == "unsubscribed"
+        await writer.event("observe", **observe(["mira", "bo"], "well", "clean"))
+        await c.sync()
+        assert [n["resident"] for n in c.untaken("belief")] == ["bo"]
+        await c.request({"type": "unsubscribe"})
+        await writer.event("observe", **observe(["mira", "bo"], "mill", "open"))
+        await c.sync()
+        assert [n["resident"] for n in c.untaken("belief")] == ["bo"]
+    async with WsClient(sc.url) as writer, WsClient(sc.url, subscribe="*") as star:
+        await star.request({"type": "unsubscribe", "residents": ["bo"]})
+        await writer.event("observe", **observe(["mira", "bo"], "bridge", "safe"))
+        await star.sync()
+        assert [n["resident"] for n in star.untaken("belief")] == ["mira"]
+
+
+async def test_resume_after_disconnect_has_no_gap_or_duplicate(sc: Sidecar) -> None:
+    """Resume from seq N sends exactly the changes after N in order, then resumed, then live."""
+    async with WsClient(sc.url) as writer:
+        async with WsClient(sc.url, subscribe="*") as a:
+            for i in range(5):
+                await writer.event("observe", **observe(["mira", "bo", "kai"], f"k{i}", i))
+            got = await a.beliefs_until(7)
+            last = got[-1]["seq"]
+            assert seqs(got) == list(range(1, last + 1))
+        for i in range(5, 10):
+            await writer.event("observe", **observe(["mira", "bo", "kai"], f"k{i}", i))
+        latest = all_seqs(sc.config.db)[-1]
+        async with WsClient(sc.url, subscribe="*", resume=last) as b:
+            backlog = await b.beliefs_until(latest)
+            resumed = await b.next_of("resumed")
+            assert (resumed["seq"], resumed["sent"]) == (latest, len(backlog))
+            assert seqs(backlog) == list(range(last + 1, latest + 1))
+            live = await writer.event("observe", **observe(["mira"], "live", True))
+            after = await b.beliefs_until(live["seq"])
+            assert seqs(after) == [latest + 1]
+            order = [
+                r.frame["type"] for r in b.received if r.frame["type"] in ("belief", "resumed")
+            ]
+            assert order == ["belief"] * len(backlog) + ["resumed", "belief"]
+
+
+async def test_resume_while_events_stream_in_is_contiguous(sc: Sidecar) -> None:
+    """A client resuming while another connection streams events sees every seq exactly once."""
+    async with WsClient(sc.url) as writer:
+        for i in range(20):
+            await writer.event("observe", **observe(["mira", "bo"], f"k{i}", i))
+        for attempt in range(25):
+            start = all_seqs(sc.config.db)[-1]
+            resume_from = start - 10
+            sent = [
+                await writer.send_event("observe", **observe(["mira", "bo"], f"s{attempt}-{i}", i))
+                for i in range(60)
+            ]
+            async with WsClient(sc.url, subscribe="*", resume=resume_from) as b:
+                acks = [await writer.ack_of(e) for e in sent]
+                final = max(a["seq"] for a in acks)
+                got = await b.beliefs_until(final, 30)
+                assert seqs(got) == list(range(resume_from + 1, final + 1))
+                await b.next_of("resumed")
+
+
+async def test_slow_consumer_is_closed_bounded_and_resumes_without_loss(tmp_path: Path) -> None:
+    """A "*" subscriber that stops reading is closed 4008, outbox bounded; resume loses nothing."""
+    limit = 64 * 1024
+    async with (
+        running(tmp_path, outbox_limit=limit) as sc,
+        WsClient(sc.url) as writer,
+        WsClient(sc.url, subscribe="*") as slow,
+    ):
+        crowd = [f"r{i}" for i in range(40)]
+        await writer.event("observe", **observe(crowd, "seed", 0))
+        await slow.beliefs_until(len(crowd))
+        conn = server_side(sc, slow)
+        slow.pause_reading()
+        subject = "the well is poisoned, " * 15  # ~500 bytes per notification, ~20 KB per event
+        peak = 0
+        for n in range(5000):
+            ack = await writer.event(
+                "announce", speaker="crier", audience="*", claim={"root": f"news{n}", "value": n},
+                subject=subject,
+            )  # fmt: skip
+            assert ack["type"] == "ack"
+            if conn.slow:
+                break
+            peak = max(peak, conn.outbox_bytes)
+        assert conn.slow, "the subscriber was never declared slow"
+        assert 0 < peak <= limit  # it did queue for the slow peer, and never past the bound
+        assert conn.outbox_bytes <= limit
+        for _ in range(20):  # the stream goes on after the slow one is dropped
+            await writer.event("observe", **observe(crowd[:3], "after", True))
+
+        code = await slow.wait_closed(60)
+        assert code == 4008
+        frames = [r.frame for r in slow.received]
+        assert frames[-1]["type"] == "error" and frames[-1]["code"] == "slow_consumer"
+        got = [f for f in frames if f["type"] == "belief"]
+        assert seqs(got) == list(range(1, len(got) + 1))
+        last = got[-1]["seq"]
+        latest = all_seqs(sc.config.db)[-1]
+        assert last < latest
+        named = [int(n) for n in re.findall(r"\d+", frames[-1]["message"])]
+        assert all(n <= last for n in named), "never advise resuming past what was received"
+
+        async with WsClient(sc.url, subscribe="*", resume=last) as again:
+            backlog = await again.beliefs_until(latest, 60)
+            assert seqs(backlog) == all_seqs(sc.config.db, after=last)
+            resumed = await again.next_of("resumed")
+            assert resumed["sent"] == len(backlog)
+            assert again.close_code is None
+
+
+async def test_notifications_are_json_for_a_json_hello(sc: Sidecar) -> None:
+    """Notifications follow the encoding of hello, whatever the encoding of later requests."""
+    async with WsClient(sc.url) as writer, WsClient(sc.url, json=True) as c:
+        await c.send({"type": "subscribe", "residents": "*", "rid": "s"}, json=False)
+        reply = await c.next_received(lambda f: f.get("rid") == "s")
+        assert reply.frame["type"] == "subscribed" and not reply.text  # the reply: as asked
+        await writer.event("observe", **observe(["mira"], "well", "clean"))
+        got = await c.next_received(lambda f: f.get("type") == "belief")
+        assert got.text and got.frame["resident"] == "mira"  # notifications: as hello
+
+
+async def test_subscribe_in_hello_while_events_stream_in_misses_nothing(sc: Sidecar) -> None:
+    """A hello with subscribe during a stream of events gets every change after welcome.seq."""
+    async with WsClient(sc.url) as writer:
+        for attempt in range(25):
+            sent = [
+                await writer.send_event("observe", **observe(["mira", "bo"], f"s{attempt}-{i}", i))
+                for i in range(60)
+            ]
+            async with WsClient(sc.url, subscribe="*") as b:
+                assert b.welcome is not None
+                acks = [await writer.ack_of(e) for e in sent]
+                final = max(a["seq"] for a in acks)
+                if final == b.welcome["seq"]:
+                    continue
+                got = await b.beliefs_until(final, 30)
+                assert seqs(got) == list(range(b.welcome["seq"] + 1, final + 1))
+
+
+async def test_peers_that_vanish_mid_handshake_leave_no_trace_in_the_hub(sc: Sidecar) -> None:
+    """Clients that send hello and drop at once are gone from the hub and the connection set."""
+    for _ in range(20):
+        c = WsClient(sc.url, hello=False)
+        async with c:
+            await c.send({"type": "hello", "protocol": 1, "world": "town", "subscribe": "*"})
+
+    async def drained() -> None:
+        while sc.connections:
+            await asyncio.sleep(0.01)
+
+    await within(drained())
+    assert all(not conns for conns in sc.hub.values())
+    async with WsClient(sc.url) as writer, WsClient(sc.url, subscribe="*") as live:
+        ack = await writer.event("observe", **observe(["mira"], "well", "clean"))
+        assert (await live.next_of("belief"))["seq"] == ack["seq"]
+        assert sum(len(conns) for conns in sc.hub.values()) == 2

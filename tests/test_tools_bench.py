@@ -1,0 +1,176 @@
+"""The load and bench tools: they run end to end and print consistent figures (never speed)."""
+
+from __future__ import annotations
+
+import random
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from sidecar.engine import EngineError, MemoryWorld, parse_event
+from tools.bench import prefill, scale_events, storage_plan
+from tools.town import deal
+
+NUMBER = r"(-?\d+(?:\.\d+)?)"
+
+
+def credence(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run ``credence ARGS`` as a child process with this interpreter."""
+    return subprocess.run(
+        [sys.executable, "-m", "sidecar.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def figure(text: str, pattern: str) -> list[float]:
+    """The numbers captured by ``pattern`` (one match required) in ``text``."""
+    found = re.search(pattern, text)
+    assert found, f"no match for {pattern!r} in:\n{text}"
+    return [float(x) for x in found.groups()]
+
+
+def test_town_is_deterministic_and_always_valid() -> None:
+    """The same seed deals the same events; every event applies, in any client interleaving."""
+    first = deal(30, 1500, seed=3, clients=3)
+    assert first == deal(30, 1500, seed=3, clients=3)
+    assert first != deal(30, 1500, seed=4, clients=3)
+    kinds = {e["kind"] for stream in first for e in stream}
+    assert kinds == {"observe", "say", "announce", "act", "intervene", "tick"}
+    rng = random.Random(0)
+    world = MemoryWorld()
+    cursors = [0, 0, 0]
+    refused: list[str] = []
+    while any(c < len(s) for c, s in zip(cursors, first, strict=True)):
+        i = rng.choice([i for i in range(3) if cursors[i] < len(first[i])])
+        event = first[i][cursors[i]]
+        cursors[i] += 1
+        try:
+            world.apply(parse_event(event))
+        except EngineError as exc:
+            refused.append(f"{event['event_id']}: {exc}")
+    assert refused == []
+    kinds_of_change = {str(c.kind) for c in world.changes}
+    assert {"formed", "reinforced", "doubted", "corrected", "decayed"} <= kinds_of_change
+
+
+def test_storage_plan_numbers_every_change_once() -> None:
+    """The storage bench's rows: one event row per event, change seqs 1..n without gaps."""
+    streams = deal(20, 200, seed=1, clients=2)
+    events = [streams[k % 2][k // 2] for k in range(200)]
+    plan = storage_plan(events)
+    assert [rows.event[1] for rows in plan] == list(range(1, 201))
+    seqs = [change[1] for rows in plan for change in rows.changes]
+    assert seqs == list(range(1, len(seqs) + 1))
+    assert all(rows.evidence or rows.event[4] == "tick" for rows in plan)
+
+
+def test_prefill_makes_exactly_the_due_beliefs(tmp_path: Path) -> None:
+    """A prefilled database has the asked number of beliefs and that many due per coming day."""
+    import sqlite3
+
+    path = tmp_path / "pre.db"
+    prefill(path, 2_000, ticks=3, due_per_tick=25)
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT count(*) FROM beliefs").fetchone() == (2_000,)
+        per_day = conn.execute(
+            "SELECT CAST(next_decay_day AS INTEGER), count(*) FROM beliefs "
+            "WHERE next_decay_day < 1003 GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+        assert per_day == [(1000, 25), (1001, 25), (1002, 25)]
+        touched = {e["claim"]["root"] for e in scale_events(100, "t") if "claim" in e}
+        due_roots = {r for (r,) in conn.execute(
+            "SELECT DISTINCT root FROM beliefs WHERE next_decay_day < 1003"
+        )}  # fmt: skip
+        assert not touched & due_roots
+    finally:
+        conn.close()
+
+
+def test_load_json_reports_every_figure() -> None:
+    """credence load --events 300 --json: all acked, every change notified, sane latencies."""
+    done = credence("load", "--events", "300", "--json", timeout=180)
+    assert done.returncode == 0, done.stderr
+    fig = orjson.loads(done.stdout)
+    assert fig["events_sent"] == fig["events_acked"] == 300
+    assert fig["errors"] == {}
+    assert fig["duplicates"] == 0
+    assert fig["changes_acked"] > 0
+    assert fig["notifications"] == fig["changes_acked"]
+    for key in ("sent_per_s", "acked_per_s", "notifications_per_s", "duration_s"):
+        assert isinstance(fig[key], float) and fig[key] > 0, key
+    for key in ("ack_latency_ms", "notify_latency_ms"):
+        p = fig[key]
+        assert 0 < p["p50"] <= p["p95"] <= p["p99"] <= p["max"], (key, p)
+    assert isinstance(fig["sidecar_peak_rss_mib"], float)
+    assert fig["sidecar_peak_rss_mib"] >= fig["sidecar_rss_mib"] > 0
+
+
+def test_load_against_a_url_with_a_wrong_token_fails_cleanly(tmp_path: Path) -> None:
+    """Refused by the sidecar, load exits 2 with the refusal on stderr and no traceback."""
+    from tools.harness import ServerProcess
+
+    with ServerProcess(tmp_path / "x.db", tokens=["town=right"]) as server:
+        done = credence("load", "--url", server.url, "--world", "town", "--token", "wrong",
+                        "--events", "10", timeout=60)  # fmt: skip
+    assert done.returncode == 2
+    assert "unauthorized" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_bench_quick_prints_consistent_figures() -> None:
+    """credence bench --quick prints every figure, and L, c/L and the ratios follow from them."""
+    done = credence("bench", "--quick", timeout=600)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    (a,) = figure(out, rf"\(a\) transport:.*?{NUMBER} events/s")
+    (b,) = figure(out, rf"\(b\) storage:.*?{NUMBER} events/s")
+    (c,) = figure(out, rf"\(c\) sidecar:.*?{NUMBER} events/s")
+    (limit,) = figure(out, rf"serial limit L = 1/\(1/a \+ 1/b\)\s+{NUMBER} events/s")
+    (ratio,) = figure(out, rf"c / L\s+{NUMBER}")
+    assert min(a, b, c) > 0
+    assert limit == pytest.approx(1 / (1 / a + 1 / b), rel=1e-3)
+    assert limit < min(a, b)
+    assert ratio == pytest.approx(c / limit, abs=2e-3)
+    (w,) = figure(out, rf"\(w\) reference: Writer.apply, no network\s+{NUMBER} events/s")
+    for name, median in (("a", a), ("b", b), ("c", c), ("w", w)):
+        found = re.search(rf"\s{name}: ((?:\d+ ?)+)\n", out)
+        assert found, name
+        rounds = [float(x) for x in found[1].split()]
+        assert len(rounds) == 3 and min(rounds) > 0
+        assert statistics.median(rounds) == pytest.approx(median, abs=1)
+
+    (paced, achieved) = figure(out, rf"paced at {NUMBER} events/s, achieved {NUMBER}\)")
+    assert paced == pytest.approx(c / 2, rel=1e-3) and achieved > 0
+    (p50,) = figure(out, rf"\n  p50\s+{NUMBER} ms")
+    (p99,) = figure(out, rf"\n  p99\s+{NUMBER} ms")
+    assert 0 < p50 <= p99
+
+    assert "(10k → 100k;" in out
+    for what in ("per event", "per tick "):
+        small, large, grew = figure(
+            out, rf"{what} @10k\s+{NUMBER} µs\s+@100k\s+{NUMBER} µs\s+ratio {NUMBER}"
+        )
+        assert small > 0 and large > 0
+        assert grew == pytest.approx(large / small, abs=2e-3)
+    assert "beliefs aged per tick: 10k [100, 100, 100], 100k [100, 100, 100]" in out
+
+    samples = re.findall(rf"\n\s+{NUMBER}\s+(\d+)\s+{NUMBER}(?=\n)", out)
+    assert len(samples) >= 3
+    times = [float(t) for t, _, _ in samples]
+    acked = [int(n) for _, n, _ in samples]
+    assert times == sorted(times) and acked == sorted(acked) and acked[-1] > 0
+    baseline, peak = figure(out, rf"RSS: baseline {NUMBER} MiB, peak {NUMBER} MiB")
+    assert 0 < baseline <= peak
+    assert max(float(rss) for _, _, rss in samples) <= peak + 0.1
+    assert re.search(r"subscriber: (closed 4008 slow_consumer by|not closed as a slow)", out)
+    assert re.search(r"frames still buffered, then close \d+", out)
+    for target in ("≥ 0.6", "≤ 25 ms", "≤ 1.5", "bounded"):
+        assert target in out

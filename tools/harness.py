@@ -1,0 +1,237 @@
+"""Shared plumbing of the load, bench and drill tools: a sidecar subprocess, RSS, percentiles.
+
+:class:`ServerProcess` starts a server as a child process (by default ``python -m
+sidecar.cli serve``) on a free loopback port, waits until it accepts TCP connections, and
+stops it with SIGTERM (graceful) or SIGKILL (a crash). Port 0 cannot be reported by a child,
+so a free port is picked first by binding a socket to ``127.0.0.1:0``; if another process
+takes it before the child binds, the start is retried on a new port.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+
+__all__ = [
+    "ServerProcess",
+    "free_port",
+    "percentiles",
+    "read_memory",
+    "sidecar_command",
+]
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((LOOPBACK, 0))
+        return int(s.getsockname()[1])
+
+
+def read_memory(pid: int) -> tuple[float, float] | None:
+    """``(VmHWM, VmRSS)`` of a process in MiB from ``/proc/<pid>/status``; None if gone."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("VmHWM", "VmRSS"):
+            values[key] = int(rest.split()[0]) / 1024  # kB -> MiB
+    if "VmHWM" not in values or "VmRSS" not in values:
+        return None
+    return values["VmHWM"], values["VmRSS"]
+
+
+def percentiles(
+    samples: Sequence[float], points: Sequence[float] = (50, 95, 99)
+) -> dict[str, float]:
+    """Nearest-rank percentiles and the maximum, keyed ``p50``…, ``max`` (0 when empty)."""
+    out: dict[str, float] = {}
+    ordered = sorted(samples)
+    n = len(ordered)
+    for p in points:
+        key = f"p{p:g}"
+        out[key] = ordered[max(0, math.ceil(p / 100 * n) - 1)] if n else 0.0
+    out["max"] = ordered[-1] if n else 0.0
+    return out
+
+
+def sidecar_command(
+    port: int,
+    db: Path,
+    *,
+    tokens: Sequence[str] = (),
+    read_tokens: Sequence[str] = (),
+    extra: Sequence[str] = (),
+    log_level: str = "WARNING",
+) -> list[str]:
+    """The argv of ``credence serve`` as a child process with this interpreter."""
+    argv = [
+        sys.executable, "-m", "sidecar.cli", "serve", "--host", LOOPBACK, "--port", str(port),
+        "--db", str(db), "--log-level", log_level,
+    ]  # fmt: skip
+    for t in tokens:
+        argv += ["--token", t]
+    for t in read_tokens:
+        argv += ["--read-token", t]
+    return [*argv, *extra]
+
+
+class ServerProcess:
+    """A server child process on a free loopback port. Use as a context manager or
+    call :meth:`start` / :meth:`stop`.
+
+    ``argv_for(port)`` builds the command line; the default runs ``credence serve`` on ``db``.
+    The child's stdout and stderr go to a log file (never a pipe, which could fill up and
+    block it); :meth:`log_tail` shows its end when something goes wrong.
+    """
+
+    def __init__(
+        self,
+        db: Path | None = None,
+        *,
+        tokens: Sequence[str] = (),
+        read_tokens: Sequence[str] = (),
+        extra: Sequence[str] = (),
+        log_level: str = "WARNING",
+        argv_for: Callable[[int], list[str]] | None = None,
+        log_path: Path | None = None,
+        start_timeout: float = 30.0,
+    ) -> None:
+        self.db = db
+        self.tokens = tuple(tokens)
+        self.read_tokens = tuple(read_tokens)
+        self.extra = tuple(extra)
+        self.log_level = log_level
+        self._argv_for = argv_for
+        self.start_timeout = start_timeout
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        if log_path is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="credence-proc-")
+            log_path = Path(self._tmp.name) / "server.log"
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+
+    def argv(self, port: int) -> list[str]:
+        if self._argv_for is not None:
+            return self._argv_for(port)
+        assert self.db is not None, "a sidecar needs a database path"
+        return sidecar_command(
+            port, self.db, tokens=self.tokens, read_tokens=self.read_tokens, extra=self.extra,
+            log_level=self.log_level,
+        )  # fmt: skip
+
+    @property
+    def url(self) -> str:
+        return f"ws://{LOOPBACK}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None, "not started"
+        return self.proc.pid
+
+    def memory(self) -> tuple[float, float] | None:
+        """``(peak, current)`` resident set size of the child in MiB."""
+        return None if self.proc is None else read_memory(self.proc.pid)
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def start(self) -> ServerProcess:
+        """Start the child and wait until it accepts connections (bounded, 3 tries)."""
+        last = ""
+        for _attempt in range(3):
+            self.port = free_port()
+            log = self.log_path.open("ab")
+            try:
+                self.proc = subprocess.Popen(
+                    self.argv(self.port), stdout=log, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                )  # fmt: skip
+            finally:
+                log.close()
+            if self._wait_ready():
+                return self
+            last = self.log_tail()
+            self.kill()
+            if "address already in use" not in last.lower():
+                break
+        raise RuntimeError(f"server did not start on port {self.port}:\n{last}")
+
+    def _wait_ready(self) -> bool:
+        assert self.proc is not None
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            with contextlib.suppress(OSError), socket.create_connection((LOOPBACK, self.port), 0.5):
+                return True
+            time.sleep(0.05)
+        return False
+
+    def signal(self, sig: int) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+
+    def wait(self, timeout: float) -> int | None:
+        """Wait for the child to exit; its return code, or None if it is still running."""
+        if self.proc is None:
+            return None
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self, timeout: float = 30.0) -> int | None:
+        """SIGTERM, wait up to ``timeout``, then SIGKILL. Returns the exit code."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.signal(signal.SIGTERM)
+            if self.wait(timeout) is None:
+                self.kill()
+        return self.proc.returncode
+
+    def kill(self) -> int | None:
+        """SIGKILL (a crash: nothing gets to run) and reap the child."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+        return self.proc.returncode
+
+    def close(self) -> None:
+        self.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,539 @@
+"""``credence load``: simulated game clients driving a synthetic town against a sidecar.
+
+N client connections send the events of a :class:`~tools.town.Town` (client ``i`` sends
+events ``i, i+N, …``), each with up to ``window`` events awaiting their ack, optionally paced
+to a total rate. One more connection, subscribed to ``"*"``, receives the ``belief``
+notifications. Replies on a connection come in request order, so the k-th reply answers the
+k-th event sent on it: that gives the ack latency without matching ids. A notification names
+its ``event_id``, which gives the event → notification latency.
+
+Without ``--url`` the tool starts its own sidecar (``python -m sidecar.cli serve``) as a
+child process on a temporary database and samples its peak memory (``VmHWM`` in
+``/proc/<pid>/status``); against a ``--url`` the memory is reported as ``n/a``.
+
+Everything is bounded: the number of events (``--events``) or the sending time
+(``--duration``, with a hard cap of events too), and every wait by ``--timeout``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import sys
+import tempfile
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import msgpack
+import orjson
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from .harness import ServerProcess, percentiles, read_memory
+from .town import Dealer, Town, encode_event
+
+__all__ = [
+    "DriveResult",
+    "FrameSource",
+    "ListSource",
+    "LoadConfig",
+    "TownSource",
+    "drive",
+    "render",
+    "run_load",
+]
+
+#: Events per run when neither --events nor a rate bounds a --duration run.
+DURATION_EVENT_CAP = 5_000_000
+
+
+class FrameSource(Protocol):
+    """Where each client's next event frame comes from: ``(event_id, msgpack bytes)``."""
+
+    def take(self, client: int) -> tuple[str, bytes] | None: ...
+
+
+class TownSource:
+    """Town events, generated lazily and dealt to clients deterministically."""
+
+    def __init__(self, town: Town, limit: int | None) -> None:
+        self.dealer = Dealer(town, limit)
+
+    def take(self, client: int) -> tuple[str, bytes] | None:
+        event = self.dealer.take(client)
+        return None if event is None else (event["event_id"], encode_event(event))
+
+
+class ListSource:
+    """Pre-encoded frames, one list per client (the bench sends the same ones to each server)."""
+
+    def __init__(self, frames: list[list[tuple[str, bytes]]]) -> None:
+        self.frames = frames
+        self.next = [0] * len(frames)
+
+    def take(self, client: int) -> tuple[str, bytes] | None:
+        i = self.next[client]
+        if i >= len(self.frames[client]):
+            return None
+        self.next[client] = i + 1
+        return self.frames[client][i]
+
+
+@dataclass(slots=True)
+class DriveResult:
+    """What a run measured. Times are ``time.perf_counter`` seconds; latencies in seconds."""
+
+    clients: int
+    start: float = 0.0
+    last_send: float = 0.0
+    last_reply: float = 0.0
+    last_notification: float = 0.0
+    sent: int = 0
+    acked: int = 0
+    duplicates: int = 0
+    changes: int = 0
+    max_seq: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    ack_latency: list[float] = field(default_factory=list)
+    notifications: int = 0
+    notify_latency: list[float] = field(default_factory=list)
+    notified_seq: int = 0
+    acked_ids: list[str] = field(default_factory=list)
+
+    def rate(self, count: int, until: float) -> float:
+        span = until - self.start
+        return count / span if span > 0 and count else 0.0
+
+    @property
+    def sent_per_s(self) -> float:
+        return self.rate(self.sent, self.last_send)
+
+    @property
+    def acked_per_s(self) -> float:
+        return self.rate(self.acked, self.last_reply)
+
+    @property
+    def notifications_per_s(self) -> float:
+        return self.rate(self.notifications, self.last_notification)
+
+    @property
+    def duration(self) -> float:
+        return max(self.last_reply, self.last_send, self.last_notification) - self.start
+
+
+async def open_client(
+    url: str,
+    world: str,
+    token: str | None,
+    *,
+    subscribe: str | None = None,
+    client: str = "credence-load",
+) -> ClientConnection:
+    """Connect and complete the handshake; raise ``RuntimeError`` if the server refuses."""
+    ws = await asyncio.wait_for(
+        connect(url, proxy=None, compression=None, ping_interval=None, max_size=8 * 1024 * 1024,
+                close_timeout=5, open_timeout=10),
+        15,
+    )  # fmt: skip
+    hello: dict[str, Any] = {"type": "hello", "protocol": 1, "world": world, "client": client}
+    if token:
+        hello["token"] = token
+    if subscribe is not None:
+        hello["subscribe"] = subscribe
+    await ws.send(msgpack.packb(hello))
+    reply = msgpack.unpackb(await asyncio.wait_for(ws.recv(), 15), raw=False)
+    if reply.get("type") != "welcome":
+        await ws.close()
+        raise RuntimeError(f"hello refused: {reply.get('code')}: {reply.get('message')}")
+    return ws
+
+
+async def _client(
+    i: int,
+    ws: ClientConnection,
+    source: FrameSource,
+    result: DriveResult,
+    *,
+    window: int,
+    rate: float | None,
+    stop_at: float | None,
+    sent_at: dict[str, float] | None,
+    keep_ids: bool,
+) -> None:
+    pending: deque[tuple[float, str]] = deque()
+    slots = asyncio.Semaphore(window)
+    closed = asyncio.Event()
+    state = {"done": False}
+
+    async def receive() -> None:
+        try:
+            async for message in ws:
+                now = time.perf_counter()
+                frame = msgpack.unpackb(message, raw=False)
+                if not pending:
+                    result.errors[f"unexpected {frame.get('type')} frame"] += 1
+                    continue
+                t0, event_id = pending.popleft()
+                slots.release()
+                result.last_reply = now
+                kind = frame.get("type")
+                if kind == "ack":
+                    result.acked += 1
+                    result.ack_latency.append(now - t0)
+                    result.changes += frame.get("changes", 0)
+                    result.duplicates += bool(frame.get("duplicate"))
+                    result.max_seq = max(result.max_seq, frame.get("seq") or 0)
+                    if keep_ids:
+                        result.acked_ids.append(event_id)
+                elif kind == "error":
+                    result.errors[str(frame.get("code"))] += 1
+                else:
+                    result.errors[f"unexpected {kind} frame"] += 1
+                if state["done"] and not pending:
+                    return
+        except ConnectionClosed:
+            pass
+        code = ws.close_code
+        if not (state["done"] and not pending):
+            result.errors[f"closed {code} with {len(pending)} unanswered"] += 1
+        closed.set()
+        for _ in range(window + 1):  # wake the sender if it waits for a slot
+            slots.release()
+
+    receiver = asyncio.get_running_loop().create_task(receive())
+    per_client = rate / result.clients if rate else None
+    offset = i / rate if rate else 0.0
+    n = 0
+    try:
+        while not closed.is_set():
+            now = time.perf_counter()
+            if stop_at is not None and now >= stop_at:
+                break
+            item = source.take(i)
+            if item is None:
+                break
+            if per_client:
+                due = result.start + offset + n / per_client
+                if due > now:
+                    await asyncio.sleep(due - now)
+            await slots.acquire()
+            if closed.is_set():
+                break
+            event_id, data = item
+            now = time.perf_counter()
+            pending.append((now, event_id))
+            if sent_at is not None:
+                sent_at[event_id] = now
+            try:
+                await ws.send(data)
+            except ConnectionClosed:
+                break
+            n += 1
+            result.sent += 1
+            result.last_send = now
+        state["done"] = True
+        if not pending and not receiver.done():
+            receiver.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await receiver
+    finally:
+        receiver.cancel()
+        with contextlib.suppress(BaseException):
+            await ws.close()
+
+
+async def _observer(
+    ws: ClientConnection, result: DriveResult, sent_at: dict[str, float], progress: asyncio.Event
+) -> None:
+    try:
+        async for message in ws:
+            now = time.perf_counter()
+            frame = msgpack.unpackb(message, raw=False)
+            if frame.get("type") != "belief":
+                continue
+            result.notifications += 1
+            result.last_notification = now
+            result.notified_seq = max(result.notified_seq, frame.get("seq") or 0)
+            t0 = sent_at.get(frame.get("event_id", ""))
+            if t0 is not None:
+                result.notify_latency.append(now - t0)
+            progress.set()
+    except ConnectionClosed:
+        pass
+    if ws.close_code not in (None, 1000):
+        result.errors[f"observer closed {ws.close_code}"] += 1
+
+
+async def drive(
+    url: str,
+    source: FrameSource,
+    *,
+    clients: int,
+    world: str = "load",
+    token: str | None = None,
+    window: int = 64,
+    rate: float | None = None,
+    duration: float | None = None,
+    observe: bool = True,
+    timeout: float = 600.0,
+    keep_ids: bool = False,
+    on_tick: Callable[[DriveResult], None] | None = None,
+) -> DriveResult:
+    """Send every frame of ``source`` over ``clients`` connections; collect the figures.
+
+    Stops sending at ``duration`` seconds (if given) or when the source is exhausted, then
+    waits for every reply and (with ``observe``) for the notifications up to the last acked
+    seq — all within ``timeout`` seconds. A timeout is recorded as an error, not raised.
+    """
+    result = DriveResult(clients=clients)
+    sent_at: dict[str, float] | None = {} if observe else None
+    observer = (
+        await open_client(url, world, token, subscribe="*", client="credence-load-observer")
+        if observe
+        else None
+    )
+    conns = [await open_client(url, world, token) for _ in range(clients)]
+    result.start = time.perf_counter()
+    stop_at = result.start + duration if duration is not None else None
+    noted = asyncio.Event()
+    watch: asyncio.Task[None] | None = None
+    if observer is not None:
+        assert sent_at is not None
+        watch = asyncio.get_running_loop().create_task(_observer(observer, result, sent_at, noted))
+    ticker = asyncio.get_running_loop().create_task(_tick(result, on_tick)) if on_tick else None
+    deadline = result.start + timeout
+    tasks = [
+        asyncio.get_running_loop().create_task(
+            _client(i, ws, source, result, window=window, rate=rate, stop_at=stop_at,
+                    sent_at=sent_at, keep_ids=keep_ids)
+        )
+        for i, ws in enumerate(conns)
+    ]  # fmt: skip
+    try:
+        done, running = await asyncio.wait(tasks, timeout=max(0.0, deadline - time.perf_counter()))
+        if running:
+            result.errors["timeout waiting for acks"] += 1
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+        for task in done:
+            if task.exception() is not None:
+                result.errors[f"client failed: {task.exception()!r}"] += 1
+        if watch is not None and observer is not None:
+            while result.notified_seq < result.max_seq and not watch.done():
+                left = deadline - time.perf_counter()
+                if left <= 0:
+                    result.errors["timeout waiting for notifications"] += 1
+                    break
+                noted.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(noted.wait(), min(left, 1.0))
+            await observer.close()
+            await watch
+    finally:
+        if ticker is not None:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
+        for ws in conns:
+            with contextlib.suppress(Exception):
+                await ws.close()
+    if on_tick is not None:
+        on_tick(result)
+    return result
+
+
+async def _tick(result: DriveResult, on_tick: Callable[[DriveResult], None]) -> None:
+    while True:
+        await asyncio.sleep(0.2)
+        on_tick(result)
+
+
+# --------------------------------------------------------------------------- the command
+
+
+@dataclass(slots=True)
+class LoadConfig:
+    url: str | None = None
+    token: str | None = None
+    world: str = "load"
+    clients: int = 4
+    residents: int = 50
+    events: int | None = 2000
+    duration: float | None = None
+    rate: float | None = None
+    seed: int = 1
+    window: int = 64
+    timeout: float | None = None
+
+
+class _Progress:
+    """A one-line progress display on stderr (``\\r``), only when stderr is a terminal."""
+
+    def __init__(self, total: int | None, duration: float | None) -> None:
+        self.total, self.duration = total, duration
+        self.enabled = sys.stderr.isatty()
+        self.t0 = time.perf_counter()
+
+    def __call__(self, r: DriveResult) -> None:
+        if not self.enabled:
+            return
+        elapsed = time.perf_counter() - self.t0
+        frac = (
+            (r.sent / self.total)
+            if self.total
+            else (elapsed / self.duration if self.duration else 0)
+        )
+        frac = max(0.0, min(1.0, frac))
+        bar = "#" * int(frac * 24)
+        line = (
+            f"\r[{bar:<24}] {elapsed:6.1f}s sent {r.sent} acked {r.acked} "
+            f"notes {r.notifications} errors {sum(r.errors.values())}"
+        )
+        sys.stderr.write(line[:100].ljust(100))
+        sys.stderr.flush()
+
+    def end(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _ms(samples: list[float]) -> dict[str, float]:
+    return {k: round(v * 1000, 3) for k, v in percentiles(samples).items()}
+
+
+def report(
+    config: LoadConfig, r: DriveResult, memory: tuple[float, float] | None
+) -> dict[str, Any]:
+    """The figures of a run as a JSON-ready mapping (what ``--json`` prints)."""
+    return {
+        "config": {
+            "url": config.url, "world": config.world, "clients": config.clients,
+            "residents": config.residents, "events": config.events, "duration": config.duration,
+            "rate": config.rate, "seed": config.seed, "window": config.window,
+        },
+        "duration_s": round(r.duration, 3),
+        "events_sent": r.sent,
+        "events_acked": r.acked,
+        "duplicates": r.duplicates,
+        "sent_per_s": round(r.sent_per_s, 1),
+        "acked_per_s": round(r.acked_per_s, 1),
+        "changes_acked": r.changes,
+        "notifications": r.notifications,
+        "notifications_per_s": round(r.notifications_per_s, 1),
+        "ack_latency_ms": _ms(r.ack_latency),
+        "notify_latency_ms": _ms(r.notify_latency),
+        "errors": dict(sorted(r.errors.items())),
+        "sidecar_peak_rss_mib": "n/a" if memory is None else round(memory[0], 1),
+        "sidecar_rss_mib": "n/a" if memory is None else round(memory[1], 1),
+    }  # fmt: skip
+
+
+def render(fig: dict[str, Any]) -> str:
+    """The human-readable table of :func:`report`'s figures."""
+    c = fig["config"]
+    target = "own sidecar (temporary database)" if c["url"] is None else c["url"]
+    bound = f"{c['events']} events" if c["duration"] is None else f"{c['duration']} s"
+    rate = "unlimited" if c["rate"] is None else f"{c['rate']:g}/s"
+    lines = [
+        f"credence load: {c['clients']} clients, {c['residents']} residents, {bound}, "
+        f"rate {rate}, seed {c['seed']}, window {c['window']} — {target}",
+        "",
+        f"  {'duration':<24}{fig['duration_s']:>12.2f} s",
+        f"  {'events sent':<24}{fig['events_sent']:>12}   {fig['sent_per_s']:>10.1f} /s",
+        f"  {'events acknowledged':<24}{fig['events_acked']:>12}   {fig['acked_per_s']:>10.1f} /s"
+        + (f"   ({fig['duplicates']} duplicates)" if fig["duplicates"] else ""),
+        f"  {'notifications':<24}{fig['notifications']:>12}   "
+        f"{fig['notifications_per_s']:>10.1f} /s   ({fig['changes_acked']} changes acked)",
+        "",
+        f"  {'latency (ms)':<24}{'p50':>10}{'p95':>10}{'p99':>10}{'max':>10}",
+    ]
+    for label, key in (("ack", "ack_latency_ms"), ("event → notification", "notify_latency_ms")):
+        p = fig[key]
+        lines.append(
+            f"  {label:<24}{p['p50']:>10.2f}{p['p95']:>10.2f}{p['p99']:>10.2f}{p['max']:>10.2f}"
+        )
+    lines.append("")
+    errors = fig["errors"]
+    lines.append(f"  {'errors':<24}{'none' if not errors else ''}")
+    for code, n in errors.items():
+        lines.append(f"    {code:<38}{n:>8}")
+    peak, now = fig["sidecar_peak_rss_mib"], fig["sidecar_rss_mib"]
+    mem = (
+        "n/a (sidecar at --url)"
+        if peak == "n/a"
+        else f"{peak:.1f} MiB peak (VmHWM), {now:.1f} MiB at end"
+    )
+    lines.append(f"  {'sidecar memory':<24}{mem}")
+    return "\n".join(lines)
+
+
+async def _sample_memory(pid: int, peak: list[float]) -> None:
+    while True:
+        got = read_memory(pid)
+        if got is not None:
+            peak[0], peak[1] = max(peak[0], got[0]), got[1]
+        await asyncio.sleep(0.1)
+
+
+async def run_load(config: LoadConfig) -> dict[str, Any]:
+    """Run the load (starting a sidecar unless ``config.url``) and return :func:`report`."""
+    limit = config.events if config.duration is None else None
+    if config.duration is not None:
+        limit = (
+            DURATION_EVENT_CAP if config.rate is None else math.ceil(config.rate * config.duration)
+        )
+    timeout = config.timeout or ((config.duration or 0) + 600.0)
+    town = Town(config.residents, seed=config.seed, clients=config.clients)
+    source = TownSource(town, limit)
+    progress = _Progress(limit if config.duration is None else None, config.duration)
+    with contextlib.ExitStack() as stack:
+        url = config.url
+        server: ServerProcess | None = None
+        if url is None:
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="credence-load-")))
+            tokens = [config.token] if config.token else []
+            server = stack.enter_context(ServerProcess(tmp / "load.db", tokens=tokens))
+            url = server.url
+        peak = [0.0, 0.0]
+        sampler = None
+        if server is not None:
+            sampler = asyncio.get_running_loop().create_task(_sample_memory(server.pid, peak))
+        try:
+            result = await drive(
+                url, source, clients=config.clients, world=config.world, token=config.token,
+                window=config.window, rate=config.rate, duration=config.duration,
+                timeout=timeout, on_tick=progress,
+            )  # fmt: skip
+        finally:
+            progress.end()
+            if sampler is not None:
+                sampler.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sampler
+        memory = None
+        if server is not None:
+            got = server.memory()
+            if got is not None:
+                peak[0], peak[1] = max(peak[0], got[0]), got[1]
+            memory = (peak[0], peak[1])
+    return report(config, result, memory)
+
+
+def main(config: LoadConfig, *, as_json: bool = False) -> int:
+    try:
+        figures = asyncio.run(run_load(config))
+    except (OSError, RuntimeError, TimeoutError) as exc:
+        print(f"credence load: {exc}", file=sys.stderr)
+        return 2
+    if as_json:
+        print(orjson.dumps(figures, option=orjson.OPT_INDENT_2).decode())
+    else:
+        print(render(figures))
+    return 0 if figures["events_acked"] else 1
