@@ -28,11 +28,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--synchronous", choices=["FULL", "NORMAL"], default="FULL",
         help="SQLite fsync policy: FULL survives power loss, NORMAL only process crashes",
     )  # fmt: skip
+    p.add_argument(
+        "--mutable-prefix", action="append", default=[], metavar="PREFIX",
+        help="claim roots whose truth the world changes (e.g. location:), for worlds created now",
+    )  # fmt: skip
     p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..engine import Rules
     from ..server import ServerConfig, Sidecar
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -41,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
         host=args.host, port=args.port, db=args.db, writer_tokens=args.token,
         reader_tokens=args.read_token, capture=args.capture, max_frame=args.max_frame,
         synchronous=args.synchronous,
+        rules=Rules(mutable_prefixes=tuple(args.mutable_prefix)),
     )  # fmt: skip
     try:
         sidecar = Sidecar(config)

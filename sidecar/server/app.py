@@ -28,6 +28,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.http11 import Request, Response
 
 from .. import __version__
+from ..engine import DEFAULT_RULES, Rules
 from ..store import EventResult, Reader, Writer
 from .auth import Auth
 from .capture import CaptureWriter
@@ -56,6 +57,7 @@ class ServerConfig:
     ping_timeout: float | None = 20.0
     shutdown_timeout: float = 10.0
     synchronous: str = "FULL"
+    rules: Rules = DEFAULT_RULES  # for worlds created by this process; stored per world
     readers: int = 2
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -87,7 +89,7 @@ class Sidecar:
         self._local = threading.local()
         self._readers: list[Reader] = []
         self._read_pool = ThreadPoolExecutor(config.readers, thread_name_prefix="credence-reader")
-        self.writer = WriterService(Writer(config.db, synchronous=config.synchronous), self._publish)
+        self.writer = WriterService(Writer(config.db, rules=config.rules, synchronous=config.synchronous), self._publish)
         self.server: Server | None = None
         self.connections: set[Connection] = set()
 
