@@ -60,7 +60,16 @@ def mira_policy(belief: dict[str, Any]) -> str | None:
     return None
 
 
-def _line(n: dict[str, Any]) -> str:
+def _line(n: dict[str, Any]) -> str | None:
+    if n["root"].startswith("believes:"):
+        return None  # "Mira knows Bo said so": kept, queryable, but not news worth a line here
+    if n["change"] == "trust":
+        source = n["root"].split(":", 2)[1:]
+        about = f"{source[0]}" + (f" on {source[1]}" if len(source) > 1 else "")
+        return (
+            f"  trust  #{n['seq']:<3} {n['resident']} trusts {about}: "
+            f"{n['prev_value']:.2f} → {n['value']:.2f}"
+        )
     prev = "—" if n["prev_confidence"] is None else n["prev_confidence"]
     source = f" from {n['source']}" if n["source"] else ""
     return (
@@ -104,7 +113,9 @@ async def run_demo(out: Callable[[str], None] = print, db: Path | None = None) -
                         if frame["type"] == "ack":
                             pending_acks -= 1
                         elif frame["type"] == "belief":
-                            out(_line(frame))
+                            line = _line(frame)
+                            if line:
+                                out(line)
                             intent = mira_policy(frame)
                             if intent and (not intents or intents[-1] != intent):
                                 intents.append(intent)

@@ -139,7 +139,7 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
         if kind is EventKind.ACT:
             assert event.actor is not None
             witnesses = tuple(dict.fromkeys((event.actor, *witnesses)))  # the actor knows
-        subject = event.subject or f"{event.actor} {event.action}: {event.status}"
+        subject = event.subject or _act_subject(event)
         return [
             Evidence(
                 **base,
@@ -171,6 +171,14 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
         if about is not None:
             out.append(about)
     return out
+
+
+def _act_subject(event: WorldEvent) -> str:
+    """A readable default subject: "mira did fetch water", "bo's open door was rejected"."""
+    action = (event.action or "").replace("_", " ")
+    if event.status is not None and event.status.value == "completed":
+        return f"{event.actor} did {action}"
+    return f"{event.actor}'s {action} was {event.status}"
 
 
 def believes_root(speaker: str, root: str) -> str:

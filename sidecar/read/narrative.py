@@ -65,9 +65,12 @@ def project_items(reader: Reader, world: str, resident: str) -> list[Item]:
     beliefs = reader.beliefs(world, resident)
     fixes = corrections(reader, world, resident)
     counters = contradictions(reader, world, resident)
+    # "What I think Bo believes" repeats what the told/corrected lines already say
+    # ("bo told me…", "bo had told me so"); it stays queryable, it is not prompt material.
     return [
         classify(b, fixes.get((resident, b.root)), counters.get((resident, b.root)))
         for b in beliefs
+        if not b.root.startswith("believes:")
     ]
 
 
