@@ -47,6 +47,13 @@ SCRIPT: list[tuple[float, str, dict[str, Any]]] = [
 ]  # fmt: skip
 
 
+INTENT_SUBJECTS = {
+    "avoid_well": "I kept away from the well",
+    "inspect_well": "I went to look at the well myself",
+    "fetch_water": "I fetched water from the well",
+}
+
+
 def mira_policy(belief: dict[str, Any]) -> str | None:
     """A toy behaviour tree leaf: Mira's intent given her belief about the well."""
     if belief["resident"] != "mira" or belief["root"] != WELL:
@@ -124,6 +131,7 @@ async def run_demo(out: Callable[[str], None] = print, db: Path | None = None) -
                                 await game.send_event(day, {
                                     "kind": "act", "actor": "mira", "action": intent,
                                     "status": "completed", "witnesses": [],
+                                    "subject": INTENT_SUBJECTS[intent],
                                 })  # fmt: skip
                                 pending_acks += 1
                         elif frame["type"] == "error":
