@@ -27,7 +27,7 @@ from sidecar.store import (
 )
 from sidecar.store.store import connect
 
-TABLES = ("worlds", "events", "residents", "evidence", "beliefs", "changes")
+TABLES = ("worlds", "events", "residents", "evidence", "beliefs", "changes", "trust", "facts")
 
 
 @pytest.fixture
@@ -178,7 +178,12 @@ def test_sqlite_refusing_one_event_rolls_back_only_that_event(
 
 
 def test_change_seq_is_gapless_and_independent_per_world(writer: Writer) -> None:
-    """Change seqs run 1..N in each world, however events of two worlds interleave in batches."""
+    """Change seqs run 1..N in each world, however events of two worlds interleave in batches.
+
+    North: the say gives mira and kai hearsay on r and a firsthand belief on believes:bo:r
+    (4), the tick ages both hearsay beliefs (2), mira's look doubts hers (1) and lowers her
+    trust in bo (1): 8. South: 3 firsthand formations.
+    """
     writer.apply(
         [
             ("north", parse_event(say(0, "bo", ["mira", "kai"], "r", 1))),
@@ -195,9 +200,9 @@ def test_change_seq_is_gapless_and_independent_per_world(writer: Writer) -> None
     r = reader(writer.path)
     north = [c.seq for c in r.all_changes("north")]
     south = [c.seq for c in r.all_changes("south")]
-    assert north == list(range(1, len(north) + 1)) and len(north) == 5
+    assert north == list(range(1, len(north) + 1)) and len(north) == 8
     assert south == [1, 2, 3]
-    assert (r.latest_seq("north"), r.latest_seq("south")) == (5, 3)
+    assert (r.latest_seq("north"), r.latest_seq("south")) == (8, 3)
     r.close()
 
 
@@ -205,9 +210,11 @@ def test_apply_returns_committed_changes_with_their_seq(writer: Writer) -> None:
     """The changes an event returns carry the seq under which they were committed."""
     put(writer, observe(0, ["a"], "r", 1))
     [result] = writer.apply([("w", parse_event(say(0, "a", ["b", "c"], "r", 1)))])
-    assert [(c.seq, c.resident, c.kind) for c in result.changes] == [
-        (2, "b", ChangeKind.FORMED),
-        (3, "c", ChangeKind.FORMED),
+    assert [(c.seq, c.resident, c.root, c.kind) for c in result.changes] == [
+        (2, "b", "r", ChangeKind.FORMED),
+        (3, "b", "believes:a:r", ChangeKind.FORMED),
+        (4, "c", "r", ChangeKind.FORMED),
+        (5, "c", "believes:a:r", ChangeKind.FORMED),
     ]
     r = reader(writer.path)
     assert r.changes_after("w", 1) == list(result.changes)
@@ -226,7 +233,9 @@ def test_writer_reopened_continues_clock_seqs_and_residents(db_path: Path) -> No
     holders = [b.resident for b in r.on_root("w", "news")]
     assert holders == ["bo", "kai", "mira"]
     assert r.belief("w", "mira", "q").confidence == 50  # type: ignore[union-attr]  # aged at day 7
-    assert [c.seq for c in r.all_changes("w")] == list(range(1, 8))
+    # 2 observations, the say (q and believes:bo:q), one aging step, the announcement to
+    # three residents (news and believes:tom:news each): 11 changes, numbered on from 1.
+    assert [c.seq for c in r.all_changes("w")] == list(range(1, 12))
     assert [e.event_id for e in r.events("w")][-1].startswith("ann")
     r.close()
 
@@ -285,7 +294,7 @@ def _belief_row(db_path: Path) -> tuple[sqlite3.Connection, dict[str, Any]]:
     w.close()
     conn = sqlite3.connect(db_path, isolation_level=None)
     conn.row_factory = sqlite3.Row
-    row = dict(conn.execute("SELECT * FROM beliefs").fetchone())
+    row = dict(conn.execute("SELECT * FROM beliefs WHERE root = 'r'").fetchone())
     return conn, row
 
 
@@ -329,13 +338,14 @@ def test_check_constraint_rejects_decay_schedule_on_firsthand(db_path: Path) -> 
 def test_check_constraint_rejects_bad_change_rows(db_path: Path) -> None:
     """Change rows: an unknown kind, or a 'formed' that has a state before, are refused."""
     conn, _ = _belief_row(db_path)
-    change = dict(conn.execute("SELECT * FROM changes").fetchone())
+    change = dict(conn.execute("SELECT * FROM changes WHERE root = 'r'").fetchone())
     assert change["kind"] == "formed"
+    free = conn.execute("SELECT max(seq) FROM changes").fetchone()[0] + 1
     with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
-        _insert(conn, "changes", {**change, "seq": 2, "kind": "forgotten"})
+        _insert(conn, "changes", {**change, "seq": free, "kind": "forgotten"})
     with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
-        _insert(conn, "changes", {**change, "seq": 2, "state_before": "influencing"})
-    _insert(conn, "changes", {**change, "seq": 2})  # control
+        _insert(conn, "changes", {**change, "seq": free, "state_before": "influencing"})
+    _insert(conn, "changes", {**change, "seq": free})  # control
     conn.close()
 
 
@@ -355,7 +365,7 @@ def test_version_1_database_is_migrated_by_opening_a_writer(db_path: Path) -> No
     conn.close()
     assert SCHEMA_VERSION > 1
     w = Writer(db_path)
-    assert w.migrations_applied == ["0002_audit_subjects"]
+    assert w.migrations_applied == ["0002_audit_subjects", "0003_social_epistemics"]
     assert schema_version(w.conn) == SCHEMA_VERSION
     put(w, observe(1, ["mira"], "r", "x", subject="the thing"))
     w.close()
