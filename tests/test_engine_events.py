@@ -12,8 +12,10 @@ import pytest
 from belief_builders import act, announce, intervene, observe, say, tick
 
 from sidecar.engine import (
+    Change,
     ChangeKind,
     Claim,
+    ContractViolation,
     Evidence,
     InvalidEvent,
     InvalidEvidence,
@@ -34,6 +36,16 @@ def apply_all(*events: dict[str, Any]) -> MemoryWorld:
     for event in events:
         world.apply(parse_event(event))
     return world
+
+
+def core(world: MemoryWorld) -> list[Change]:
+    """The change records on claim roots, leaving out the derived social ones.
+
+    Every hearer of an utterance also forms a firsthand ``believes:<speaker>:<root>`` belief,
+    and firsthand evidence on hearsay moves ``trust:<source>``; tests about one claim's
+    lifecycle look only at the roots they are about.
+    """
+    return [c for c in world.changes if not c.root.startswith(("believes:", "trust:"))]
 
 
 # --------------------------------------------------------------------------- evidence rules
@@ -82,7 +94,10 @@ def test_announce_drops_the_speaker_from_its_audience() -> None:
     """A speaker listed in its own audience gets no evidence from its announcement."""
     event = parse_event(announce(1, "bo", ["bo", "mira"], "r", 1))
     assert event.audience == ("mira",)
-    assert [e.resident for e in derive_evidence(event)] == ["mira"]
+    assert [(e.resident, e.claim.root) for e in derive_evidence(event)] == [
+        ("mira", "r"),
+        ("mira", "believes:bo:r"),
+    ]
 
 
 def test_unknown_event_kind_is_invalid() -> None:
@@ -95,8 +110,10 @@ def test_act_with_claim_is_invalid() -> None:
     """An act event may not carry its own claim: it is derived from status."""
     event = act(1, "kai", "open_door", "rejected", ["mira"])
     event["claim"] = {"root": action_root("kai", "open_door"), "value": "completed"}
-    with pytest.raises(InvalidEvent, match="must not carry a claim"):
+    with pytest.raises(InvalidEvent, match="must not carry a claim") as refused:
         parse_event(event)
+    assert isinstance(refused.value, ContractViolation)
+    assert refused.value.reason == "act_claim_given"
 
 
 def test_act_with_unknown_status_is_invalid() -> None:
@@ -116,7 +133,8 @@ def test_act_claim_is_derived_from_status_and_actor_witnesses(status: str) -> No
         assert belief is not None
         assert belief.value == status
         assert belief.source_kind is SourceKind.FIRSTHAND and belief.confidence == 78
-    assert world.get_belief("kai", root).subject == f"kai open_door: {status}"  # type: ignore[union-attr]
+    subject = "kai did open door" if status == "completed" else f"kai's open door was {status}"
+    assert world.get_belief("kai", root).subject == subject  # type: ignore[union-attr]
 
 
 def test_act_actor_listed_as_witness_gets_one_evidence() -> None:
@@ -217,12 +235,17 @@ def test_canonical_form_parses_to_the_same_event(event: dict[str, Any]) -> None:
 
 
 def test_say_gives_hearsay_to_each_listener_with_speaker_as_source() -> None:
-    """A say event is hearsay for each listener, from the speaker; the speaker gets nothing."""
+    """A say event is hearsay for each listener, from the speaker; the speaker gets nothing.
+
+    Each listener also learns, firsthand, that bo claimed it (``believes:bo:r``).
+    """
     event = parse_event(say(1, "bo", ["mira", "kai"], "r", 1))
     got = derive_evidence(event)
-    assert [(e.resident, e.source_kind, e.source_resident_id) for e in got] == [
-        ("mira", SourceKind.HEARSAY, "bo"),
-        ("kai", SourceKind.HEARSAY, "bo"),
+    assert [(e.resident, e.claim.root, e.source_kind, e.source_resident_id) for e in got] == [
+        ("mira", "r", SourceKind.HEARSAY, "bo"),
+        ("mira", "believes:bo:r", SourceKind.FIRSTHAND, None),
+        ("kai", "r", SourceKind.HEARSAY, "bo"),
+        ("kai", "believes:bo:r", SourceKind.FIRSTHAND, None),
     ]
 
 
@@ -305,13 +328,14 @@ def test_tick_short_of_a_week_does_not_age() -> None:
     """A tick 6.9 days after the evidence leaves the hearsay belief at 58."""
     world = apply_all(say(0, "bo", ["mira"], "r", 1), tick(6.9))
     assert world.get_belief("mira", "r").confidence == 58  # type: ignore[union-attr]
-    assert len(world.changes) == 1
+    assert len(core(world)) == 1
+    assert [c.kind for c in world.changes] == [ChangeKind.FORMED, ChangeKind.FORMED]
 
 
 def test_clock_jump_of_21_days_applies_three_steps() -> None:
     """One tick 21 days on: 58 -> 50 -> 42 -> 34, decayed, decayed, faded; past."""
     world = apply_all(say(0, "bo", ["mira"], "r", 1), tick(21, eid="jump"))
-    assert [(c.kind, c.confidence_after, c.event_id) for c in world.changes[1:]] == [
+    assert [(c.kind, c.confidence_after, c.event_id) for c in core(world)[1:]] == [
         (ChangeKind.DECAYED, 50, "jump"),
         (ChangeKind.DECAYED, 42, "jump"),
         (ChangeKind.FADED, 34, "jump"),
@@ -323,7 +347,7 @@ def test_any_event_that_advances_the_clock_runs_aging() -> None:
     """An unrelated observation a week later ages mira's hearsay belief too."""
     world = apply_all(say(0, "bo", ["mira"], "r", 1), observe(7, ["kai"], "other", "x"))
     assert world.get_belief("mira", "r").confidence == 50  # type: ignore[union-attr]
-    assert [c.kind for c in world.changes] == [
+    assert [c.kind for c in core(world)] == [
         ChangeKind.FORMED,
         ChangeKind.DECAYED,
         ChangeKind.FORMED,
@@ -333,7 +357,7 @@ def test_any_event_that_advances_the_clock_runs_aging() -> None:
 def test_aging_runs_before_the_events_own_evidence() -> None:
     """A second source on day 7: first the due decay 58 -> 50, then the reinforcement 50 -> 58."""
     world = apply_all(say(0, "bo", ["mira"], "r", 1), say(7, "tom", ["mira"], "r", 1))
-    assert [(c.kind, c.confidence_before, c.confidence_after) for c in world.changes] == [
+    assert [(c.kind, c.confidence_before, c.confidence_after) for c in core(world)] == [
         (ChangeKind.FORMED, None, 58),
         (ChangeKind.DECAYED, 58, 50),
         (ChangeKind.REINFORCED, 50, 58),
@@ -346,7 +370,7 @@ def test_repeated_hearsay_does_not_restart_the_aging_clock() -> None:
     world = apply_all(say(0, "bo", ["mira"], "r", 1), say(5, "bo", ["mira"], "r", 1), tick(7))
     belief = world.get_belief("mira", "r")
     assert belief is not None and belief.confidence == 50
-    assert [c.kind for c in world.changes] == [ChangeKind.FORMED, ChangeKind.DECAYED]
+    assert [c.kind for c in core(world)] == [ChangeKind.FORMED, ChangeKind.DECAYED]
     assert len(belief.evidence_refs) == 2
 
 
@@ -361,10 +385,12 @@ def test_a_late_event_does_not_move_the_clock_back() -> None:
 def test_change_records_are_numbered_in_order() -> None:
     """MemoryWorld numbers change records 1..N in the order they happened."""
     world = apply_all(say(0, "bo", ["mira", "kai"], "r", 1), tick(7))
-    assert [c.seq for c in world.changes] == [1, 2, 3, 4]
-    assert [(c.resident, c.kind) for c in world.changes] == [
-        ("mira", ChangeKind.FORMED),
-        ("kai", ChangeKind.FORMED),
-        ("kai", ChangeKind.DECAYED),
-        ("mira", ChangeKind.DECAYED),
+    assert [c.seq for c in world.changes] == [1, 2, 3, 4, 5, 6]
+    assert [(c.resident, c.root, c.kind) for c in world.changes] == [
+        ("mira", "r", ChangeKind.FORMED),
+        ("mira", "believes:bo:r", ChangeKind.FORMED),
+        ("kai", "r", ChangeKind.FORMED),
+        ("kai", "believes:bo:r", ChangeKind.FORMED),
+        ("kai", "r", ChangeKind.DECAYED),
+        ("mira", "r", ChangeKind.DECAYED),
     ]
