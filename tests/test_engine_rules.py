@@ -474,7 +474,13 @@ def test_unrelated_evidence_changes_nothing() -> None:
     world.apply(parse_event(observe(1, [RES], "weather:today", "rain")))
     world.apply(parse_event(observe(1, [RES], "water:river", "poisoned")))
     assert world.get_belief(RES, ROOT) == before
-    assert [c.root for c in world.changes] == [ROOT, "weather:today", "water:river"]
+    # the say also gives the listener a firsthand belief that bo claimed it
+    assert [c.root for c in world.changes] == [
+        ROOT,
+        f"believes:bo:{ROOT}",
+        "weather:today",
+        "water:river",
+    ]
 
 
 # --------------------------------------------------------------------------- hearsay aging
