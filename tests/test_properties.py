@@ -17,9 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sidecar.engine import (
+    DEFAULT_RULES,
     Belief,
     Change,
     ChangeKind,
+    Evidence,
     InvalidEvent,
     MemoryWorld,
     SourceKind,
@@ -129,14 +131,53 @@ def write_to_sqlite(
         reader.close()
 
 
-def check_change_log(changes: list[Change], beliefs: dict[tuple[str, str], Belief]) -> None:
-    """Every change is legal, numbers stay in range, and each belief's changes chain up."""
+#: How far one piece of firsthand evidence moves trust in the sources of a hearsay belief.
+TRUST_STEPS = {
+    "confirmed": DEFAULT_RULES.trust_confirm_step,
+    "contradicted": -DEFAULT_RULES.trust_contradict_step,
+    "corrected": -DEFAULT_RULES.trust_correct_step,
+}
+
+
+def check_trust_change(c: Change, previous: Change | None) -> None:
+    """A trust move: one rule step from the value before (the default at first), clamped."""
+    assert c.root.startswith("trust:") and c.root.count(":") == 1  # no topics in these events
+    assert c.source_kind is SourceKind.FIRSTHAND and c.source_resident_id is None
+    assert c.detail in TRUST_STEPS and c.evidence_id is not None
+    before = DEFAULT_RULES.trust_default if previous is None else previous.value_after
+    assert c.value_before == before
+    assert isinstance(before, float)
+    assert c.value_after == round(min(1.0, max(0.0, before + TRUST_STEPS[c.detail])), 4)
+    assert c.value_after != c.value_before  # a clamped move that changes nothing is no record
+    assert (c.confidence_before, c.confidence_after) == (
+        round(100 * before),
+        round(100 * c.value_after),
+    )
+
+
+def check_change_log(
+    changes: list[Change],
+    beliefs: dict[tuple[str, str], Belief],
+    evidence: dict[str, Evidence],
+    trust: dict[tuple[str, str, str], float],
+) -> None:
+    """Every change is legal, numbers stay in range, and each belief's changes chain up.
+
+    Trust moves (root ``trust:<source>``) chain up the same way, per resident and source, and
+    end at the trust table's value; they are not beliefs.
+    """
     assert [c.seq for c in changes] == list(range(1, len(changes) + 1))
     last: dict[tuple[str, str], Change] = {}
+    trusts: dict[tuple[str, str], Change] = {}
     for c in changes:
         check_transition(c.kind, c.state_before, c.state_after)
         assert 0 <= c.confidence_after <= 100
         assert c.confidence_before is None or 0 <= c.confidence_before <= 100
+        if c.kind is ChangeKind.TRUST:
+            check_trust_change(c, trusts.get((c.resident, c.root)))
+            trusts[(c.resident, c.root)] = c
+            continue
+        assert not c.root.startswith("trust:")
         if c.kind in (ChangeKind.DOUBTED, ChangeKind.ANOMALY, ChangeKind.DECAYED, ChangeKind.FADED):
             assert c.confidence_before is not None and c.confidence_after <= c.confidence_before
         if c.kind is ChangeKind.REINFORCED:
@@ -144,7 +185,12 @@ def check_change_log(changes: list[Change], beliefs: dict[tuple[str, str], Belie
         if c.kind is ChangeKind.CORRECTED:
             assert c.confidence_after == 72
         if c.kind is ChangeKind.FORMED:
-            assert c.confidence_after in (78, 58, 65)
+            ev = evidence[c.evidence_id or ""]
+            if ev.source_kind is SourceKind.HEARSAY:  # weighted by the listener's trust
+                assert ev.trust is not None
+                assert c.confidence_after == DEFAULT_RULES.hearsay_confidence(ev.trust)
+            else:
+                assert c.confidence_after == {"firsthand": 78, "implanted": 65}[ev.source_kind]
         key = (c.resident, c.root)
         previous = last.get(key)
         if previous is None:
@@ -167,6 +213,9 @@ def check_change_log(changes: list[Change], beliefs: dict[tuple[str, str], Belie
         )
         assert 0 <= belief.confidence <= 100
         assert len(set(belief.evidence_refs)) == len(belief.evidence_refs)
+    assert {(i, f"trust:{j}" + (f":{t}" if t else "")): v for (i, j, t), v in trust.items()} == {
+        key: c.value_after for key, c in trusts.items()
+    }
 
 
 @settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -177,7 +226,9 @@ def test_memory_and_sqlite_agree_and_obey_the_rules(
     """Any sequence: memory and SQLite agree on beliefs and changes, legal moves, rebuild ok."""
     events, sizes = history
     world, mem_statuses = fold_in_memory(events)
-    check_change_log(world.changes, world.beliefs)
+    check_change_log(
+        world.changes, world.beliefs, {e.evidence_id: e for e, _ in world.evidence}, world.trust
+    )
     with tempfile.TemporaryDirectory(prefix="credence-prop-") as tmp:
         db = Path(tmp) / "prop.db"
         statuses, beliefs, changes = write_to_sqlite(db, events, sizes)
