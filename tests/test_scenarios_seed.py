@@ -123,7 +123,14 @@ def test_a_tells_b_that_c_stole_my_item(world: World) -> None:
     assert world.log() == [("s1", "say")]
     assert world.belief("ana", "theft:ana:item") is None
     assert world.belief("cai", "theft:ana:item") is None
-    assert [b.resident for b in world.beliefs()] == ["ben"]
+    # Ben's only other belief is what he saw for himself: that Ana claimed it.
+    assert [(b.resident, b.root) for b in world.beliefs()] == [
+        ("ben", "believes:ana:theft:ana:item"),
+        ("ben", "theft:ana:item"),
+    ]
+    claimed = world.belief("ben", "believes:ana:theft:ana:item")
+    assert claimed is not None and claimed.value == "cai"
+    assert claimed.source_kind is SourceKind.FIRSTHAND and claimed.source_resident_id is None
 
 
 def test_three_sightings_of_the_key_on_the_cafe_counter(world: World) -> None:
