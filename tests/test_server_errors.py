@@ -15,7 +15,7 @@ from sidecar.server import Sidecar
 
 #: Codes a correct server cannot be driven to by a client alone: the epistemic guard is not
 #: wired into the server, the writer queue holds 20000 events, and internal_error is a bug.
-UNREACHABLE = {ErrorCode.CONTRACT_VIOLATION, ErrorCode.OVERLOADED, ErrorCode.INTERNAL_ERROR}
+UNREACHABLE = {ErrorCode.OVERLOADED, ErrorCode.INTERNAL_ERROR}
 
 
 @pytest.fixture
@@ -96,7 +96,9 @@ async def test_error_echoes_rid_and_event_id(sc: Sidecar) -> None:
             reply["rid"],
         )
         refused = await c.request({"type": "event", "event_id": "e-bad", "kind": "say", "day": 1})
-        assert (refused["code"], refused["event_id"]) == ("invalid_event", "e-bad")
+        # a say without a speaker is hearsay without a source: the epistemic guard refuses it
+        assert (refused["code"], refused["event_id"]) == ("contract_violation", "e-bad")
+        assert refused["reason"] == "hearsay_without_source"
         ack = await c.request({"type": "event", "event_id": "e-good", "kind": "tick", "day": 1})
         assert (ack["type"], ack["event_id"]) == ("ack", "e-good")
 
@@ -115,6 +117,10 @@ async def test_every_error_code_is_reachable_over_the_wire(tmp_path: Path) -> No
             saw(await expect_error_then_ack(c, {"type": "teleport"}, "unknown_type"))
             saw(await expect_error_then_ack(c, {"type": "beliefs"}, "invalid_frame"))
             saw(await expect_error_then_ack(c, {"type": "event", "kind": "tick"}, "invalid_event"))
+            forged = {"type": "event", "event_id": "forged", "day": 1, "kind": "act",
+                      "actor": "mira", "action": "open", "status": "rejected",
+                      "claim": {"root": "action:mira:open", "value": "completed"}}  # fmt: skip
+            saw(await expect_error_then_ack(c, forged, "contract_violation"))
             saw(await c.request({"type": "beliefs", "resident": "nobody"}))
             people = [f"{i:04d}" + "p" * 196 for i in range(320)]
             await c.event("observe", **observe(["mira"], "crowd", "big", people=people))
