@@ -29,7 +29,7 @@ def counts(db: Path) -> tuple[Any, ...]:
     """Row counts of every table the writer fills, to show that nothing was stored."""
     return tuple(
         db_rows(db, f"SELECT count(*) FROM {table}")[0][0]
-        for table in ("events", "evidence", "beliefs", "changes", "residents")
+        for table in ("events", "evidence", "beliefs", "changes", "residents", "trust", "facts")
     )
 
 
@@ -52,13 +52,22 @@ async def test_say_is_hearsay_for_listeners_only(sc: Sidecar) -> None:
     """say gives each listener hearsay at 58 with the speaker as source; the speaker gets none."""
     async with WsClient(sc.url) as c:
         ack = await c.event("say", **say("bo", ["mira"], "water:well", "poisoned"))
-        assert ack["changes"] == 1
-        b = (await beliefs_of(c, "mira"))["water:well"]
+        assert ack["changes"] == 2  # the claim, and mira's firsthand belief that bo claimed it
+        mira = await beliefs_of(c, "mira")
+        assert set(mira) == {"water:well", "believes:bo:water:well"}
+        b = mira["water:well"]
         assert (b["value"], b["confidence"], b["source_kind"], b["source"]) == (
             "poisoned",
             58,
             "hearsay",
             "bo",
+        )
+        b = mira["believes:bo:water:well"]
+        assert (b["value"], b["confidence"], b["source_kind"], b["source"]) == (
+            "poisoned",
+            78,
+            "firsthand",
+            None,
         )
         assert await beliefs_of(c, "bo") == {}
 
@@ -71,17 +80,19 @@ async def test_announce_to_a_list_and_to_everyone(sc: Sidecar) -> None:
             "announce", speaker="bo", audience=["mira", "bo"], claim={"root": "fair", "value": 1},
             subject="fair on day 1",
         )  # fmt: skip
-        assert listed["changes"] == 1  # bo is dropped from his own audience
+        assert listed["changes"] == 2  # bo is dropped from his own audience: mira's two beliefs
         everyone = await c.event(
             "announce", speaker="mayor", audience="*", claim={"root": "tax", "value": "up"},
             subject="taxes go up",
         )  # fmt: skip
-        assert everyone["changes"] == 4  # mira, kai, tom and bo; not the mayor
+        # mira, kai, tom and bo, each tax and believes:mayor:tax; not the mayor
+        assert everyone["changes"] == 8
         for who in ("mira", "kai", "tom", "bo"):
             b = (await beliefs_of(c, who))["tax"]
             assert (b["source_kind"], b["source"], b["confidence"]) == ("hearsay", "mayor", 58)
-        assert "fair" not in await beliefs_of(c, "kai")
-        assert "tax" not in await beliefs_of(c, "mayor")
+            assert (await beliefs_of(c, who))["believes:mayor:tax"]["value"] == "up"
+        assert not {"fair", "believes:bo:fair"} & set(await beliefs_of(c, "kai"))
+        assert not {"tax", "believes:mayor:tax"} & set(await beliefs_of(c, "mayor"))
 
 
 async def test_rejected_act_is_never_recorded_as_completed(sc: Sidecar) -> None:
@@ -98,7 +109,8 @@ async def test_rejected_act_is_never_recorded_as_completed(sc: Sidecar) -> None:
             "act", actor="mira", action="fetch_water", status="rejected", witnesses=["kai"],
             claim={"root": "action:mira:fetch_water", "value": "completed"},
         )  # fmt: skip
-        assert forged["type"] == "error" and forged["code"] == "invalid_event"
+        assert forged["type"] == "error" and forged["code"] == "contract_violation"
+        assert forged["reason"] == "act_claim_given"
         bad_status = await c.event("act", actor="mira", action="fetch_water", status="done")
         assert bad_status["type"] == "error" and bad_status["code"] == "invalid_event"
         await c.sync()
@@ -174,7 +186,11 @@ async def test_tick_of_21_days_applies_three_aging_steps(sc: Sidecar) -> None:
     """A hearsay belief at 58 ages 58→50→42→34 (faded, past) when the clock jumps 21 days."""
     async with WsClient(sc.url, subscribe=["mira"]) as c:
         await c.event("say", day=1, **say("bo", ["mira"], "water:well", "poisoned"))
-        assert (await c.next_of("belief"))["change"] == "formed"
+        formed = [await c.next_of("belief") for _ in range(2)]
+        assert [(n["root"], n["change"]) for n in formed] == [
+            ("water:well", "formed"),
+            ("believes:bo:water:well", "formed"),  # firsthand: it never ages
+        ]
         ack = await c.event("tick", day=22)
         assert ack["changes"] == 3
         steps = [await c.next_of("belief") for _ in range(3)]
@@ -208,8 +224,10 @@ async def test_ack_means_committed(sc: Sidecar) -> None:
             assert ack["type"] == "ack"
             assert db_rows(db, "SELECT kind FROM events WHERE event_id = ?", (eid,)) == [(kind,)]
             evidence = db_rows(db, "SELECT resident FROM evidence WHERE event_id = ?", (eid,))
-            expected_witnesses = {"say": 2, "observe": 3, "tick": 0}[kind]
-            assert len(evidence) == expected_witnesses
+            # a say gives each listener the claim and the knowledge that bo claimed it
+            expected = {"say": ["kai", "kai", "mira", "mira"], "observe": ["kai", "mira", "tom"],
+                        "tick": []}[kind]  # fmt: skip
+            assert sorted(r for (r,) in evidence) == expected
             changes = db_rows(db, "SELECT seq FROM changes WHERE event_id = ? ORDER BY seq", (eid,))
             assert len(changes) == ack["changes"]
             if changes:
