@@ -56,7 +56,11 @@ async def test_subscribers_get_only_their_residents_and_their_world(sc: Sidecar)
         for c in (mira, everyone, village, nobody):
             await c.sync()
         got = mira.untaken("belief")
-        assert [(n["resident"], n["root"]) for n in got] == [("mira", "well"), ("mira", "mill")]
+        assert [(n["resident"], n["root"]) for n in got] == [
+            ("mira", "well"),
+            ("mira", "mill"),
+            ("mira", "believes:bo:mill"),  # she heard bo say it: she knows he claims it
+        ]
         assert seqs(everyone.untaken("belief")) == list(range(1, last["seq"] + 1))
         assert {n["resident"] for n in everyone.untaken("belief")} == {"mira", "bo", "kai"}
         assert village.untaken("belief") == []
@@ -111,8 +115,18 @@ async def test_subscribe_crossing_only_sends_changes_that_cross_the_threshold(sc
         for speaker, value in steps:
             await writer.event("say", **say(speaker, ["mira"], "well", value))
         await c.sync()
-        got = [(n["prev_confidence"], n["confidence"]) for n in c.untaken("belief")]
-        assert got == [(58, 66), (74, 54)]
+        got = [(n["root"], n["prev_confidence"], n["confidence"]) for n in c.untaken("belief")]
+        # Each hearing also forms a firsthand belief that the speaker claims it, at 78: a new
+        # belief above the threshold crosses it (from nothing).
+        assert got == [
+            ("believes:bo:well", None, 78),
+            ("well", 58, 66),
+            ("believes:tom:well", None, 78),
+            ("believes:kai:well", None, 78),
+            ("well", 74, 54),
+            ("believes:ann:well", None, 78),
+            ("believes:lee:well", None, 78),
+        ]
 
 
 async def test_unsubscribe_stops_notifications(sc: Sidecar) -> None:
