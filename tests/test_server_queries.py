@@ -37,7 +37,7 @@ async def test_beliefs_query_lists_a_residents_beliefs(sc: Sidecar) -> None:
             False,
         )
         got = {b["root"]: b for b in reply["beliefs"]}
-        assert set(got) == {"bridge", "water:well"}
+        assert set(got) == {"bridge", "water:well", "believes:bo:water:well"}
         well = got["water:well"]
         assert (well["value"], well["state"], well["source_kind"]) == (
             "poisoned",
@@ -89,12 +89,16 @@ async def test_distribution_summarises_each_value(sc: Sidecar) -> None:
         assert by_value["poisoned"]["residents"] == 2  # mira (doubtful) and kai
         assert by_value["poisoned"]["mean_confidence"] == 48.0  # (38 + 58) / 2
         assert by_value["poisoned"]["states"] == {"doubtful": 1, "influencing": 1}
+        assert by_value["poisoned"]["independent_origins"] == 1  # both heard bo's one utterance
         assert by_value["clean"] == {
             "value": "clean",
             "residents": 1,
             "mean_confidence": 78.0,
             "states": {"influencing": 1},
+            "independent_origins": 1,
         }
+        # the world observed the well clean: two of three residents believe otherwise
+        assert (reply["observed_value"], reply["false_share"]) == ("clean", 0.6667)
         assert sorted(r["resident"] for r in reply["residents"]) == ["kai", "mira", "tom"]
         empty = await c.request({"type": "distribution", "root": "no:such:root"})
         assert (empty["type"], empty["values"], empty["residents"]) == ("distribution", [], [])
