@@ -722,6 +722,7 @@ async def test_tokens_roles_and_worlds_are_isolated(tmp_path: Path) -> None:
                     claim={"root": "secret:vault", "value": "open"},
                     subject="psst",
                 )
-                assert more["type"] == "ack" and more["changes"] == 1
+                # tia's hearsay, and her firsthand belief that sam claims it
+                assert more["type"] == "ack" and more["changes"] == 2
             await north.sync()
             assert north.untaken("belief") == []
