@@ -465,8 +465,8 @@ def parse_event(data: Mapping[str, Any]) -> WorldEvent:
         )
     speaker = _ident(data, "speaker")
     topic = _text(data, "topic", required=False, limit=MAX_ID_LEN)
-    if topic and topic not in lists["topics"]:
-        lists["topics"] = (*lists["topics"], topic)
+    if topic:  # first: trust moves on a hearsay belief's first topic, so it must be this one
+        lists["topics"] = (topic, *(t for t in lists["topics"] if t != topic))
     spoken = {
         "topic": topic,
         "importance": _weight(data, "importance"),
