@@ -325,7 +325,8 @@ async def test_scenario_online_matches_golden(name: str) -> None:
 def test_goldens_say_what_the_rules_say() -> None:
     """Spot checks of the reviewed goldens against the rules table catch a bad regeneration."""
 
-    def rows(name: str) -> list[tuple[Any, ...]]:
+    def rows(name: str, root: str | None = None) -> list[tuple[Any, ...]]:
+        """(resident, change, prev, confidence, state, value) of the notifications on ``root``."""
         lines = [orjson.loads(line) for line in golden(name)]
         return [
             (
@@ -337,20 +338,38 @@ def test_goldens_say_what_the_rules_say() -> None:
                 n["value"],
             )
             for n in lines
+            if root is None or n["root"] == root
         ]
 
-    rumour = rows("rumour")
+    rumour = rows("rumour", "theft:ana:ring")
     assert [r[1:4] for r in rumour if r[0] == "dara"] == [
         ("formed", None, 58), ("decayed", 58, 50), ("decayed", 50, 42), ("faded", 42, 34),
     ]  # fmt: skip
+    # ana repeating herself (day 3) is no change record on the claim: ben's clock runs from day 1
+    assert [r[1:4] for r in rumour if r[0] == "ben"] == [
+        ("formed", None, 58), ("decayed", 58, 50), ("decayed", 50, 42), ("faded", 42, 34),
+    ]  # fmt: skip
     assert rumour[-1] == ("ben", "faded", 42, 34, "past", "cyd")
-    lie = rows("lie_and_correction")
+    # each hearer knows, firsthand, who claimed it; that belief never ages
+    assert rows("rumour", "believes:ben:theft:ana:ring") == [
+        ("dara", "formed", None, 78, "influencing", "cyd"),
+        ("eli", "formed", None, 78, "influencing", "cyd"),
+    ]
+    lie = rows("lie_and_correction", "water:well")
     assert ("mira", "doubted", 58, 38, "doubtful", "poisoned") in lie
     assert ("mira", "corrected", 38, 72, "corrected", "clean") in lie
     assert ("kai", "doubted", 58, 38, "doubtful", "poisoned") in lie  # hearsay never corrects
+    # mira's own eyes judge bo, on his topic and in general: doubt −0.10, correction −0.15
+    for root in ("trust:bo", "trust:bo:health"):
+        assert rows("lie_and_correction", root) == [
+            ("mira", "trust", 60, 50, "influencing", 0.5),
+            ("mira", "trust", 50, 35, "influencing", 0.35),
+        ]
+    # hearsay against hearsay judges no one: kai's trust never moves
+    assert ("kai", "trust") not in {r[:2] for r in rows("lie_and_correction")}
     acts = rows("action_rejected")
     assert {r[5] for r in acts} == {"rejected", "interrupted", "replaced"}
-    implant = rows("implant_anomaly")
+    implant = rows("implant_anomaly", "past:mira:childhood_home")
     assert implant[:3] == [
         ("mira", "formed", None, 65, "influencing", "burned_down"),
         ("mira", "anomaly", 65, 35, "anomalous", "burned_down"),
@@ -363,7 +382,7 @@ async def test_refused_frames_are_reported_the_same_online_and_offline() -> None
     script = load(SCENARIOS / "action_rejected.jsonl")
     online, offline = await replay_online(script), replay_offline(script)
     assert online.refusals == offline.refusals
-    assert [(r.where, r.code) for r in online.refusals] == [("line 11", "invalid_event")]
+    assert [(r.where, r.code) for r in online.refusals] == [("line 11", "contract_violation")]
 
 
 async def test_replay_into_a_running_sidecar_needs_its_token(tmp_path: Path) -> None:
@@ -393,9 +412,10 @@ async def test_connections_of_several_worlds_are_observed_separately(tmp_path: P
     script = load(path)
     online, offline = await replay_online(script), replay_offline(script)
     assert notification_lines(online.notifications) == notification_lines(offline.notifications)
-    assert [(n["world"], n["seq"], n["resident"]) for n in online.notifications] == [
-        ("farm", 1, "ivy"),
-        ("town", 1, "mira"),
+    assert [(n["world"], n["seq"], n["resident"], n["root"]) for n in online.notifications] == [
+        ("farm", 1, "ivy", "water:well"),
+        ("town", 1, "mira", "water:well"),
+        ("town", 2, "mira", "believes:bo:water:well"),
     ]
 
 
@@ -460,24 +480,25 @@ def test_cli_expect_identical_exits_0(tmp_path: Path) -> None:
         SCENARIOS / f"{name}.jsonl", "--expect", SCENARIOS / f"{name}.golden.jsonl", "--out", out
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "OK: 5 notification(s) match" in done.stdout
+    assert "OK: 6 notification(s) match" in done.stdout
     assert out.read_text().splitlines() == golden(name)
 
 
 def test_cli_expect_mismatch_exits_1_with_a_diff(tmp_path: Path) -> None:
     """A golden off by one field and one line: exit 1, a per-seq field diff and a unified diff."""
     lines = golden("rumour")
-    changed = orjson.loads(lines[3])
+    changed = orjson.loads(lines[7])
+    assert (changed["seq"], changed["change"], changed["confidence"]) == (8, "decayed", 50)
     changed["confidence"] = 51
     tampered = tmp_path / "tampered.golden.jsonl"
     tampered.write_text(
-        "\n".join([*lines[:3], orjson.dumps(changed).decode(), *lines[4:-1]]) + "\n"
+        "\n".join([*lines[:7], orjson.dumps(changed).decode(), *lines[8:-1]]) + "\n"
     )
     done = run_cli(SCENARIOS / "rumour.jsonl", "--offline", "--expect", tampered)
     assert done.returncode == 1, done.stdout + done.stderr
     out = done.stdout
-    assert "seq 4 ben theft:ana:ring decayed → 51: confidence: " in out
-    assert "seq 12: only in replay: ben theft:ana:ring faded → 34" in out
+    assert "seq 8 ben theft:ana:ring decayed → 51: confidence: " in out
+    assert "seq 16: only in replay: ben theft:ana:ring faded → 34" in out
     assert f"--- {tampered}" in out and "+++ replay" in out
     assert re.search(r'^-\{.*"confidence":51', out, re.M) and re.search(
         r'^\+\{.*"confidence":50', out, re.M
@@ -491,7 +512,8 @@ def test_cli_prints_notifications_without_out_or_expect() -> None:
     assert done.returncode == 0
     assert done.stdout.splitlines() == golden("action_rejected")
     assert (
-        "refused conn 1 line 11: invalid_event: an act event must not carry a claim" in done.stderr
+        "refused conn 1 line 11: contract_violation: an act event must not carry a claim"
+        in done.stderr
     )
 
 
