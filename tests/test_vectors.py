@@ -114,7 +114,7 @@ def test_vectors_cover_every_kind_code_and_frame() -> None:
     """Every event kind, client frame type, server frame type and sent error code has a vector."""
     client = {v["json"]["type"] for v in CLIENT_VALID}
     assert client >= {"hello", "event", "subscribe", "unsubscribe", "beliefs", "explain"}
-    assert client >= {"distribution", "narrative", "graph"}
+    assert client >= {"distribution", "narrative", "graph", "trust", "propose"}
     kinds = {v["json"]["kind"] for v in CLIENT_VALID if v["json"]["type"] == "event"}
     assert kinds == set(EventKind)
     server = {v["json"]["type"] for v in VECTORS if v["direction"] == "server"}
@@ -130,6 +130,7 @@ def test_vectors_cover_every_kind_code_and_frame() -> None:
         "distribution",
         "narrative",
         "graph",
+        "trust",
         "error",
     }
     errors = {
@@ -137,12 +138,13 @@ def test_vectors_cover_every_kind_code_and_frame() -> None:
         for v in VECTORS
         if v["direction"] == "server" and v["json"]["type"] == "error"
     }
-    assert errors == set(ErrorCode) - {ErrorCode.CONTRACT_VIOLATION, ErrorCode.OVERLOADED}
+    assert errors == set(ErrorCode) - {ErrorCode.OVERLOADED}
     assert {v["error_code"] for v in INVALID} >= {
         "bad_frame",
         "unknown_type",
         "invalid_frame",
         "invalid_event",
+        "contract_violation",
         "hello_required",
         "unsupported_protocol",
     }

@@ -47,6 +47,7 @@ from protocol import (
     NarrativeQuery,
     ProtocolError,
     Subscribe,
+    TrustQuery,
     Unsubscribe,
     belief_frame,
     decode,
@@ -212,7 +213,13 @@ class _Sidecar:
                 self.subscriptions = kept
             return [{"type": "unsubscribed", "rid": frame.rid}]
         assert isinstance(
-            frame, BeliefsQuery | ExplainQuery | DistributionQuery | NarrativeQuery | GraphQuery
+            frame,
+            BeliefsQuery
+            | ExplainQuery
+            | DistributionQuery
+            | NarrativeQuery
+            | GraphQuery
+            | TrustQuery,
         )
         try:
             return answer(self.reader, WORLD, frame)
@@ -224,7 +231,10 @@ class _Sidecar:
 def _ack(result: EventResult, rid: object) -> Frame:
     if result.status is ResultStatus.REJECTED:
         code = ErrorCode(getattr(result.error, "code", ErrorCode.INTERNAL_ERROR))
-        return ProtocolError(code, str(result.error), rid=rid, event_id=result.event_id).to_frame()
+        reason = getattr(result.error, "reason", None)
+        return ProtocolError(
+            code, str(result.error), rid=rid, event_id=result.event_id, reason=reason
+        ).to_frame()
     ack: Frame = {
         "type": "ack",
         "event_id": result.event_id,
@@ -233,6 +243,8 @@ def _ack(result: EventResult, rid: object) -> Frame:
     }
     if result.changes:
         ack["seq"] = result.changes[-1].seq
+    if result.results:
+        ack["results"] = list(result.results)
     if rid is not None:
         ack["rid"] = rid
     return ack
@@ -376,6 +388,7 @@ def build() -> tuple[list[Frame], list[Step]]:
             v = _Vectors(sidecar)
             _handshakes(v)
             _story(v)
+            _social(v)
             _encodings(v)
             _refusals(v)
             _queries(v)
@@ -544,11 +557,18 @@ def _story(v: _Vectors) -> None:
         "server.belief.formed_hearsay",
         "A belief formed from hearsay: 58, influencing, the speaker as source; prev_* are nil for "
         "a new belief.",
-        _only(out, "belief", resident="mira"),
+        _only(out, "belief", resident="mira", root="water:well"),
+    )
+    v.server(
+        "server.belief.formed_believes",
+        "Each listener also learns, firsthand, that the speaker claims it: a belief on "
+        "believes:<speaker>:<root> with the asserted value, 78.",
+        _only(out, "belief", resident="mira", root="believes:bo:water:well"),
     )
     v.server(
         "server.ack",
-        "The ack of an event that caused two changes; seq is the last of them, rid is echoed.",
+        "The ack of an event that caused four changes (for each listener the claim and "
+        "believes:bo:water:well); seq is the last of them, rid is echoed.",
         _only(out, "ack"),
     )
     out = s(
@@ -572,7 +592,14 @@ def _story(v: _Vectors) -> None:
     v.server(
         "server.belief.doubted",
         "Contradicting evidence: doubted, 58 → 38, doubtful; value and subject stay.",
-        _only(out, "belief"),
+        _only(out, "belief", change="doubted"),
+    )
+    v.server(
+        "server.belief.trust",
+        "Mira's own eyes contradict what Bo told her: her trust in Bo drops 0.10, here on the "
+        "belief's topic (root trust:bo:well; value and prev_value are the trust, confidence "
+        "100 × trust), and likewise on general trust (trust:bo).",
+        _only(out, "belief", root="trust:bo:well"),
     )
     out = s(
         "client.event.observe_minimal",
@@ -590,7 +617,7 @@ def _story(v: _Vectors) -> None:
         "server.belief.corrected",
         "A doubtful belief meets contradicting firsthand evidence: corrected, value and subject "
         "replaced, 72.",
-        _only(out, "belief"),
+        _only(out, "belief", change="corrected"),
     )
     out = s(
         "client.event.act",
@@ -714,8 +741,8 @@ def _story(v: _Vectors) -> None:
             "announce",
             speaker="mira",
             audience=["kai", "bo"],
-            claim=_claim("relation:bo", "liar"),
-            subject="Bo lied about the well",
+            claim=_claim("water:well", "clean"),
+            subject="The well water is clean; Bo was wrong",
             people=["bo"],
         ),
     )
@@ -738,6 +765,111 @@ def _story(v: _Vectors) -> None:
         "server.ack.duplicate",
         "A duplicate event_id: duplicate true, changes 0, no seq.",
         _only(out, "ack"),
+    )
+
+
+def _social(v: _Vectors) -> None:
+    """Trust set and queried, trust-weighted and overheard hearsay, an organizer's proposal."""
+    s = v.session
+    out = s(
+        "client.trust.set",
+        "The game sets how much Cara trusts Bo (general trust, no topic): a trust frame with a "
+        "value is an event of kind trust, logged like any other.",
+        {"type": "trust", "event_id": "t-1", "day": 0, "resident": "cara", "source": "bo",
+         "value": 0.9},
+    )  # fmt: skip
+    v.server(
+        "server.belief.trust_set",
+        "A trust set by the game: change trust on root trust:bo, source_kind implanted, detail "
+        "set; value and prev_value are the trust (the default 0.6 before).",
+        _only(out, "belief"),
+    )
+    s(
+        "client.event.trust",
+        "The same as an event of kind trust, here on one topic: Ann trusts Bo little about the "
+        "well.",
+        _event("t-2", 0, "trust", resident="ann", source="bo", topic="well", value=0.2),
+    )
+    out = s(
+        "client.event.say_overheard",
+        "Bo tells Cara the well is poisoned, and Ann overhears. Each hears it weighted by their "
+        "trust in Bo on the topic: Cara 0.9 → 75; Ann 0.2, halved for overhearing → 29.",
+        _event(
+            "e-30",
+            22,
+            "say",
+            speaker="bo",
+            listeners=["cara"],
+            overhearers=["ann"],
+            claim=_claim("water:well", "poisoned"),
+            subject="The well is poisoned",
+            topic="well",
+        ),
+    )
+    v.server(
+        "server.belief.formed_trusted",
+        "Hearsay from a trusted source: Cara trusts Bo 0.9, so the belief forms at 75, not 58.",
+        _only(out, "belief", resident="cara", root="water:well"),
+    )
+    s(
+        "client.event.observe_mill",
+        "Ann sees the mill open.",
+        _event(
+            "e-31", 22, "observe", witnesses=["ann"], claim=_claim("mill", "open"),
+            subject="The mill is open",
+        ),
+    )  # fmt: skip
+    s(
+        "client.event.say_mill",
+        "Kai tells Ann the mill is closed: her belief becomes doubtful.",
+        _event(
+            "e-32", 22, "say", speaker="kai", listeners=["ann"], claim=_claim("mill", "closed"),
+            subject="The mill is closed",
+        ),
+    )  # fmt: skip
+    out = s(
+        "client.propose",
+        "A memory organizer (an LLM) proposes edits to Ann's beliefs: it may reword a subject, "
+        "but not lift a doubt. A propose frame is an event of kind propose.",
+        {"type": "propose", "event_id": "p-1", "day": 6, "resident": "ann",
+         "edits": [{"root": "water:well", "subject": "the well is fine again"},
+                   {"root": "mill", "state": "influencing"}]},
+    )  # fmt: skip
+    v.server(
+        "server.ack.propose",
+        "The ack of a proposal carries a verdict per edit; the accepted one is an intervened "
+        "change (detail edit).",
+        _only(out, "ack"),
+    )
+    v.server(
+        "server.belief.edited",
+        "An accepted edit: intervened, detail edit, with the subject before and after.",
+        _only(out, "belief"),
+    )
+    out = s(
+        "client.event.propose",
+        "The same as an event of kind propose; an edit that changes a value is refused, so "
+        "nothing changes.",
+        _event(
+            "p-2", 22, "propose", resident="ann",
+            edits=[{"root": "water:well", "value": "clean", "subject": "the well is clean"}],
+        ),
+    )  # fmt: skip
+    v.server(
+        "server.ack.propose_refused",
+        "Every edit refused: changes 0, the verdicts say why.",
+        _only(out, "ack"),
+    )
+    out = s(
+        "client.trust.query",
+        "Ann's trust table: a trust frame without value is a query.",
+        {"type": "trust", "resident": "ann", "rid": 40},
+    )
+    v.server(
+        "server.trust",
+        "The trust reply: each stored (source, topic) with its value and the change records "
+        "behind it; default is the trust in any source not listed.",
+        out[0],
     )
 
 
@@ -1116,7 +1248,7 @@ def _refusals(v: _Vectors) -> None:
     s("invalid.event.day_bool", "A boolean is not a number.", _event("x-5", True, "tick"), error=e)  # type: ignore[arg-type]
     s(
         "invalid.event.unknown_kind",
-        "kind is one of observe, say, announce, act, intervene, tick.",
+        "kind is one of observe, say, announce, act, intervene, tick, trust, propose.",
         _event("x-6", 23, "dream", **good),
         error=e,
     )
@@ -1204,14 +1336,39 @@ def _refusals(v: _Vectors) -> None:
         ),
         error=e,
     )
-    s(
+    c = ErrorCode.CONTRACT_VIOLATION
+    out = s(
         "invalid.event.act_with_claim",
-        "An act event's claim is derived; it must not carry one.",
+        "An act event's claim is derived; it must not carry one (the epistemic guard, reason "
+        "act_claim_given).",
         _event(
             "x-18", 23, "act", actor="ana", action="run", status="completed", claim=_claim("r", "v")
         ),
-        error=e,
+        error=c,
     )
+    v.server(
+        "server.error.contract_violation",
+        "An event that breaks the epistemic guard: refused whole, with a reason code.",
+        out[0],
+    )
+    s(
+        "invalid.event.announce_relation",
+        "A public announcement cannot create a private relationship belief (public_relationship).",
+        _event(
+            "x-22", 23, "announce", speaker="mira", audience=["kai"],
+            claim=_claim("relation:bo", "liar"), subject="Bo lied about the well",
+        ),
+        error=c,
+    )  # fmt: skip
+    s(
+        "invalid.event.say_with_witnesses",
+        "An utterance only ever makes hearsay, never firsthand evidence (utterance_as_firsthand).",
+        _event(
+            "x-23", 23, "say", speaker="bo", listeners=["ana"], witnesses=["ana"],
+            claim=_claim("r", "v"), subject="s",
+        ),
+        error=c,
+    )  # fmt: skip
     s(
         "invalid.event.act_status",
         "status is completed, rejected, interrupted or replaced.",
