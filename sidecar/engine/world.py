@@ -368,14 +368,19 @@ def _event_of(ev: Evidence) -> WorldEvent:
 def _propose(event: WorldEvent, reader: BeliefReader, out: Outcome) -> None:
     """Apply the accepted edits of an organizer's proposal; record every verdict."""
     assert event.resident is not None
-    for edit, verdict in judge_edits(event.resident, event.edits, reader.get_belief):
+
+    def current(resident: str, root: str) -> Belief | None:
+        """The belief as this event meets it: after its aging and the edits accepted so far."""
+        key = (resident, root)
+        return out.beliefs[key] if key in out.beliefs else reader.get_belief(resident, root)
+
+    for edit, verdict in judge_edits(event.resident, event.edits, current):
         out.results.append(verdict)
         if not verdict["accepted"]:
             continue
-        before = reader.get_belief(event.resident, edit["root"])
+        before = current(event.resident, edit["root"])
         assert before is not None
         key = (before.resident, before.root)
-        before = out.beliefs.get(key, before)
         after = replace(
             before,
             subject=edit.get("subject", before.subject),
