@@ -19,6 +19,7 @@ Exception tree::
 from __future__ import annotations
 
 import dataclasses
+import math
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -33,8 +34,11 @@ from ..engine import (
     Belief,
     Change,
     EngineError,
+    Intervention,
     Outcome,
     Rules,
+    SourceKind,
+    State,
     WorldEvent,
     ingest,
     parse_event,
@@ -47,6 +51,7 @@ from .rows import (
     change_from_row,
     change_to_row,
     dump_json,
+    dump_json_list,
     load_json,
 )
 from .schema import migrate
@@ -118,18 +123,151 @@ class _WorldState:
     residents: set[str] = field(default_factory=set)
 
 
+_MISSING: Any = object()
+
+#: Float columns of a belief (SQLite REAL): what a row read back gives for them.
+_REAL_FIELDS = ("formed_day", "updated_day", "last_evidence_day", "value_since")
+_NULLABLE_REAL_FIELDS = ("next_decay_day", "decay_period")
+_TUPLE_FIELDS = ("people", "places", "topics", "evidence_refs", "heard_from", "origins", "hops")
+
+
+def _real(x: object) -> bool:
+    """``x`` is a float that SQLite's REAL column gives back unchanged (no NaN, no -0.0)."""
+    return type(x) is float and x == x and (x != 0.0 or math.copysign(1.0, x) > 0)  # type: ignore[operator]
+
+
+def _as_read(b: Belief) -> bool:
+    """Whether ``b`` is exactly what reading its stored row back would give (then it may be
+    cached in place of that read). Engine output always is; anything unusual (an int day,
+    a list, a raw string state) is simply not cached, and is read back from SQLite."""
+    if type(b.confidence) is not int or type(b.state) is not State:
+        return False
+    if type(b.source_kind) is not SourceKind or type(b.subject) is not str:
+        return False
+    if b.intervention is not None and type(b.intervention) is not Intervention:
+        return False
+    if b.interpretation is not None and type(b.interpretation) is not str:
+        return False
+    if b.source_resident_id is not None and type(b.source_resident_id) is not str:
+        return False
+    if type(b.value) not in (str, int, bool):
+        return False
+    for name in _REAL_FIELDS:
+        if not _real(getattr(b, name)):
+            return False
+    for name in _NULLABLE_REAL_FIELDS:
+        x = getattr(b, name)
+        if x is not None and not _real(x):
+            return False
+    for name in _TUPLE_FIELDS:
+        if type(getattr(b, name)) is not tuple:
+            return False
+    return True
+
+
+def _weight(b: Belief | None) -> int:
+    """A belief's share of the cache budget, roughly in units of 64 bytes."""
+    if b is None:
+        return 2
+    return 8 + len(b.evidence_refs) + len(b.heard_from) + len(b.origins) + len(b.hops)
+
+
+class _Cache:
+    """Bounded write-through copies of stored beliefs and trust values, for every world.
+
+    Holds only what SQLite holds *committed or written in the open batch by an event that
+    was released*: an entry is filled from a read, or after an event's savepoint is released
+    with exactly what was written (a value that would not read back identically is dropped
+    instead). A batch that fails clears everything; so does a commit by another connection
+    (``PRAGMA data_version``). Bounded by a weight budget (about 64 bytes a unit), trimmed
+    oldest-first between batches, so memory does not grow with the number of beliefs.
+
+    A world is *complete* while the cache holds every belief and trust row it has: seen empty
+    when the writer first loaded it, and nothing of it dropped or evicted since. For a complete
+    world a key the cache lacks is known to be absent, without a read.
+    """
+
+    def __init__(self, budget: int, trust_limit: int) -> None:
+        self.budget = budget
+        self.trust_limit = trust_limit
+        self.beliefs: dict[tuple[str, str, str], Belief | None] = {}
+        self.trust: dict[tuple[str, str, str, str], float | None] = {}
+        self.weight = 0
+        self.complete: set[str] = set()
+
+    def clear(self) -> None:
+        self.beliefs.clear()
+        self.trust.clear()
+        self.weight = 0
+        self.complete.clear()
+
+    def put_belief(self, key: tuple[str, str, str], belief: Belief | None) -> None:
+        old = self.beliefs.pop(key, _MISSING)
+        if old is not _MISSING:
+            self.weight -= _weight(old)
+        w = _weight(belief)
+        if w * 64 > self.budget:  # one huge belief: not worth a slot
+            self.complete.discard(key[0])
+            return
+        self.beliefs[key] = belief  # (re)inserted last: written entries live longest
+        self.weight += w
+
+    def drop_belief(self, key: tuple[str, str, str]) -> None:
+        self.complete.discard(key[0])
+        old = self.beliefs.pop(key, _MISSING)
+        if old is not _MISSING:
+            self.weight -= _weight(old)
+
+    def drop_trust(self, key: tuple[str, str, str, str]) -> None:
+        self.complete.discard(key[0])
+        self.trust.pop(key, None)
+
+    def put_trust(self, key: tuple[str, str, str, str], value: float | None) -> None:
+        self.trust.pop(key, None)
+        self.trust[key] = value
+
+    def trim(self) -> None:
+        """Forget the oldest entries once over budget (down to three quarters of it)."""
+        if self.weight > self.budget:
+            keep = self.budget * 3 // 4
+            items = list(self.beliefs.items())
+            cut = 0
+            while self.weight > keep and cut < len(items):
+                self.weight -= _weight(items[cut][1])
+                cut += 1
+            self.beliefs = dict(items[cut:])
+            self.complete.clear()
+        if len(self.trust) > self.trust_limit:
+            items_t = list(self.trust.items())
+            self.trust = dict(items_t[len(items_t) - self.trust_limit * 3 // 4 :])
+            self.complete.clear()
+
+
 class _View:
     """The engine's read access to one world, over the writer's open transaction."""
 
-    def __init__(self, conn: sqlite3.Connection, world: str, state: _WorldState) -> None:
-        self.conn, self.world, self.state = conn, world, state
+    def __init__(
+        self, conn: sqlite3.Connection, world: str, state: _WorldState, cache: _Cache | None
+    ) -> None:
+        self.conn, self.world, self.state, self.cache = conn, world, state, cache
 
     def get_belief(self, resident: str, root: str) -> Belief | None:
+        cache = self.cache
+        if cache is not None:
+            key = (self.world, resident, root)
+            found = cache.beliefs.get(key, _MISSING)
+            if found is not _MISSING:
+                return found  # type: ignore[no-any-return]
+            if self.world in cache.complete:
+                return None
         row = self.conn.execute(
             "SELECT * FROM beliefs WHERE world = ? AND resident = ? AND root = ?",
             (self.world, resident, root),
         ).fetchone()
-        return None if row is None else belief_from_row(row)
+        belief = None if row is None else belief_from_row(row)
+        if cache is not None:
+            cache.put_belief(key, belief)
+        return belief
 
     def due_beliefs(self, day: float) -> Iterator[Belief]:
         rows = self.conn.execute(
@@ -144,11 +282,22 @@ class _View:
         return resident in self.state.residents
 
     def get_trust(self, resident: str, source: str, topic: str) -> float | None:
+        cache = self.cache
+        if cache is not None:
+            key = (self.world, resident, source, topic)
+            found = cache.trust.get(key, _MISSING)
+            if found is not _MISSING:
+                return found  # type: ignore[no-any-return]
+            if self.world in cache.complete:
+                return None
         row = self.conn.execute(
             "SELECT value FROM trust WHERE world = ? AND resident = ? AND source = ? AND topic = ?",
             (self.world, resident, source, topic),
         ).fetchone()
-        return None if row is None else float(row[0])
+        value = None if row is None else float(row[0])
+        if cache is not None:
+            cache.put_trust(key, value)
+        return value
 
     def known_residents(self) -> list[str]:
         return sorted(self.state.residents)
@@ -158,23 +307,45 @@ _INSERT_BELIEF = (
     f"INSERT OR REPLACE INTO beliefs ({', '.join(BELIEF_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(BELIEF_COLUMNS))})"
 )
+# The same row as an upsert: an existing belief is updated in place (its root index entry
+# stays put) instead of deleted and re-inserted. The stored row is the same; REPLACE differs
+# only for a NULL in a NOT NULL column with a default, which only value_since could be
+# handed (every other such column gets JSON text), and then _INSERT_BELIEF is used.
+_UPSERT_BELIEF = (
+    f"INSERT INTO beliefs ({', '.join(BELIEF_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(BELIEF_COLUMNS))}) "
+    "ON CONFLICT (world, resident, root) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in BELIEF_COLUMNS if c not in ("world", "resident", "root"))
+)
+_VALUE_SINCE = BELIEF_COLUMNS.index("value_since")
 _INSERT_CHANGE = (
     f"INSERT INTO changes ({', '.join(CHANGE_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(CHANGE_COLUMNS))})"
 )
+_INSERT_EVENT = "INSERT INTO events (world, seq, event_id, day, kind, body) VALUES (?,?,?,?,?,?)"
 _INSERT_EVIDENCE = (
     "INSERT INTO evidence (world, evidence_id, resident, root, value, event_id, day, "
     "source_kind, source_resident, relation, op, subject, origin, hops, trust) "
     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
+_INSERT_TRUST = "INSERT OR REPLACE INTO trust (world, resident, source, topic, value) VALUES (?,?,?,?,?)"
+
+#: Default cache budget (units of ~64 bytes: about 12 MiB) and trust entries kept.
+CACHE_BUDGET = 200_000
+TRUST_CACHE_LIMIT = 50_000
 
 
 class Writer:
-    """The single writer. Not thread-safe: one thread calls it (the server's writer thread)."""
+    """The single writer. Not thread-safe: one thread calls it (the server's writer thread).
+
+    ``cache=False`` turns off the write-through belief and trust cache (every read goes to
+    SQLite); results are the same either way, only slower.
+    """
 
     def __init__(
-        self, path: str | Path, *, rules: Rules = DEFAULT_RULES, synchronous: str = "FULL"
-    ) -> None:
+        self, path: str | Path, *, rules: Rules = DEFAULT_RULES, synchronous: str = "FULL",
+        cache: bool = True, cache_budget: int = CACHE_BUDGET,
+    ) -> None:  # fmt: skip
         self.path = Path(path)
         self.rules = rules
         self.conn = connect(self.path, synchronous=synchronous)
@@ -185,6 +356,8 @@ class Writer:
             self.conn.close()
             raise SchemaTooNew(str(exc)) from exc
         self._worlds: dict[str, _WorldState] = {}
+        self._cache = _Cache(cache_budget, TRUST_CACHE_LIMIT) if cache else None
+        self._data_version: int | None = None
 
     def close(self) -> None:
         self.conn.close()
@@ -221,8 +394,24 @@ class Writer:
                     "SELECT resident FROM residents WHERE world = ?", (world,)
                 )
             }  # fmt: skip
+        if self._cache is not None and not any(
+            self.conn.execute(f"SELECT 1 FROM {table} WHERE world = ? LIMIT 1", (world,)).fetchone()
+            for table in ("beliefs", "trust")
+        ):
+            self._cache.complete.add(world)  # nothing stored yet: the cache will see it all
         self._worlds[world] = state
         return state
+
+    def _check_cache(self) -> None:
+        """Inside the write lock: forget cached rows if another connection committed since."""
+        cache = self._cache
+        if cache is None:
+            return
+        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:
+            cache.clear()
+            self._data_version = version
+        cache.trim()
 
     def apply(self, batch: Sequence[tuple[str, WorldEvent]]) -> list[EventResult]:
         """Apply ``(world, event)`` pairs in order in one transaction; return after commit."""
@@ -232,6 +421,7 @@ class Writer:
         snapshot = {w: dataclasses.replace(s, residents=set(s.residents)) for w, s in self._worlds.items()}
         try:
             self.conn.execute("BEGIN IMMEDIATE")
+            self._check_cache()
             dirty: set[str] = set()
             for world, event in batch:
                 results.append(self._apply_one(world, event))
@@ -244,29 +434,66 @@ class Writer:
                 )
             self.conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            self._worlds = snapshot
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
+            self._rolled_back(snapshot)
             raise StorageFailure(f"could not commit a batch of {len(batch)} events: {exc}") from exc
         except BaseException:
-            self._worlds = snapshot
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
+            self._rolled_back(snapshot)
             raise
         return results
 
+    def _rolled_back(self, snapshot: dict[str, _WorldState]) -> None:
+        self._worlds = snapshot
+        if self._cache is not None:
+            self._cache.clear()  # it holds rows of the batch SQLite is about to forget
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
     def _apply_one(self, world: str, event: WorldEvent) -> EventResult:
+        """Insert the event's log row first, in the event's savepoint: a new event id (the
+        common case) costs no duplicate-check read. Anything unusual (the row fails: a
+        duplicate, or SQLite refuses it; or the row cannot be built) rolls that back and takes
+        :meth:`_apply_checked`, the read-check-write path, so outcomes stay exactly its own."""
         state = self._world(world)
+        conn = self.conn
+        try:
+            event_row = _event_row(world, state.event_seq + 1, event)
+        except Exception:
+            return self._apply_checked(world, state, event)
+        conn.execute("SAVEPOINT event")
+        try:
+            conn.execute(_INSERT_EVENT, event_row)
+        except sqlite3.Error:
+            conn.execute("ROLLBACK TO event")
+            conn.execute("RELEASE event")
+            return self._apply_checked(world, state, event)
+        try:
+            outcome = ingest(event, state.day, _View(conn, world, state, self._cache), state.rules)
+        except EngineError as exc:
+            conn.execute("ROLLBACK TO event")
+            conn.execute("RELEASE event")
+            return EventResult(world, event.event_id, ResultStatus.REJECTED, error=exc)
+        return self._store(world, state, outcome, event_row=None)
+
+    def _apply_checked(self, world: str, state: _WorldState, event: WorldEvent) -> EventResult:
         if self.conn.execute(
             "SELECT 1 FROM events WHERE world = ? AND event_id = ?", (world, event.event_id)
         ).fetchone():
             return EventResult(world, event.event_id, ResultStatus.DUPLICATE)
         try:
-            outcome = ingest(event, state.day, _View(self.conn, world, state), state.rules)
+            outcome = ingest(event, state.day, _View(self.conn, world, state, self._cache), state.rules)
         except EngineError as exc:
             return EventResult(world, event.event_id, ResultStatus.REJECTED, error=exc)
         self.conn.execute("SAVEPOINT event")
+        return self._store(world, state, outcome, event_row=_event_row(world, state.event_seq + 1, event))
+
+    def _store(
+        self, world: str, state: _WorldState, outcome: Outcome, event_row: tuple[Any, ...] | None
+    ) -> EventResult:
+        """Write the outcome inside the open ``event`` savepoint (and the log row, if given)."""
+        event = outcome.event
         try:
+            if event_row is not None:
+                self.conn.execute(_INSERT_EVENT, event_row)
             changes = self._write(world, state, outcome)
         except sqlite3.Error as exc:
             self.conn.execute("ROLLBACK TO event")
@@ -278,18 +505,27 @@ class Writer:
         state.event_seq += 1
         state.change_seq += len(changes)
         state.residents.update(outcome.new_residents)
+        cache = self._cache
+        if cache is not None:  # only now: what a rolled-back savepoint wrote never got here
+            for (resident, root), belief in outcome.beliefs.items():
+                if _as_read(belief):
+                    cache.put_belief((world, resident, root), belief)
+                else:
+                    cache.drop_belief((world, resident, root))
+            for (resident, source, topic), value in outcome.trust.items():
+                key = (world, resident, source, topic)
+                if _real(value):
+                    cache.put_trust(key, value)
+                else:
+                    cache.drop_trust(key)
         return EventResult(
             world, event.event_id, ResultStatus.APPLIED, changes=tuple(changes),
             results=tuple(outcome.results),
         )  # fmt: skip
 
     def _write(self, world: str, state: _WorldState, out: Outcome) -> list[Change]:
-        ev = out.event
+        """Every row of the outcome but the event's own log row."""
         conn = self.conn
-        conn.execute(
-            "INSERT INTO events (world, seq, event_id, day, kind, body) VALUES (?,?,?,?,?,?)",
-            (world, state.event_seq + 1, ev.event_id, ev.day, str(ev.kind), dump_json(ev.to_dict())),
-        )
         if out.new_residents:
             conn.executemany(
                 "INSERT INTO residents (world, resident) VALUES (?, ?)",
@@ -302,32 +538,47 @@ class Writer:
                     (
                         world, e.evidence_id, e.resident, e.claim.root, dump_json(e.claim.value),
                         e.event_id, e.day, str(e.source_kind), e.source_resident_id, str(rel),
-                        e.op, e.subject, e.origin, dump_json(e.hops), e.trust,
+                        e.op, e.subject, e.origin, dump_json_list(e.hops), e.trust,
                     )  # fmt: skip
                     for e, rel in out.evidence
                 ],
             )
         if out.beliefs:
-            conn.executemany(_INSERT_BELIEF, [belief_to_row(world, b) for b in out.beliefs.values()])
+            rows = [belief_to_row(world, b) for b in out.beliefs.values()]
+            if all(row[_VALUE_SINCE] is not None for row in rows):
+                conn.executemany(_UPSERT_BELIEF, rows)
+            else:
+                conn.executemany(_INSERT_BELIEF, rows)
         if out.trust:
             conn.executemany(
-                "INSERT OR REPLACE INTO trust (world, resident, source, topic, value) VALUES (?,?,?,?,?)",
-                [(world, i, j, t, v) for (i, j, t), v in out.trust.items()],
+                _INSERT_TRUST, [(world, i, j, t, v) for (i, j, t), v in out.trust.items()]
             )
         if out.facts:
             conn.executemany(
                 "INSERT OR REPLACE INTO facts (world, root, value) VALUES (?,?,?)",
                 [(world, root, dump_json(v)) for root, v in out.facts.items()],
             )
-        numbered = [
-            dataclasses.replace(c, seq=state.change_seq + i)
-            for i, c in enumerate(out.changes, start=1)
-        ]
-        if numbered:
-            conn.executemany(
-                _INSERT_CHANGE, [change_to_row(world, c.seq or 0, c) for c in numbered]
-            )
+        if not out.changes:
+            return []
+        # The outcome's change records are its own, fresh from the engine: number them in
+        # place (``seq`` takes no part in equality or hashing) rather than copy each one.
+        seq = state.change_seq
+        numbered: list[Change] = []
+        rows = []
+        for c in out.changes:
+            seq += 1
+            if c.seq is None:
+                object.__setattr__(c, "seq", seq)
+            else:  # already numbered (the same record listed twice): a copy of its own
+                c = dataclasses.replace(c, seq=seq)
+            numbered.append(c)
+            rows.append(change_to_row(world, seq, c))
+        conn.executemany(_INSERT_CHANGE, rows)
         return numbered
+
+
+def _event_row(world: str, seq: int, ev: WorldEvent) -> tuple[Any, ...]:
+    return (world, seq, ev.event_id, ev.day, str(ev.kind), dump_json(ev.to_dict()))
 
 
 class Reader:
