@@ -1,0 +1,398 @@
+"""The Writer's write-through belief and trust cache changes nothing but speed.
+
+Whatever a batch does (commits, has one event refused by SQLite, has one rejected by the
+engine, fails whole, or meets a commit by another connection), the cache holds only what
+SQLite holds, stays within its budget, and a writer with the cache gives the same results
+and tables as one without it (the hypothesis test at the end).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from belief_builders import announce, intervene, observe, say, tick
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import sidecar.store.store as store_module
+from sidecar.engine import InvalidEvent, WorldEvent, parse_event
+from sidecar.store import Reader, ResultStatus, StorageFailure, Writer
+from sidecar.store.store import EventResult
+
+TABLES = ("worlds", "events", "residents", "evidence", "beliefs", "changes", "trust", "facts")
+
+
+@pytest.fixture
+def writer(db_path: Path) -> Iterator[Writer]:
+    w = Writer(db_path, synchronous="OFF")
+    yield w
+    w.close()
+
+
+def apply(writer: Writer, *events: dict[str, Any], world: str = "w") -> list[EventResult]:
+    return writer.apply([(world, parse_event(e)) for e in events])
+
+
+def dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table in insertion order (rowid tables) or key order."""
+    conn = sqlite3.connect(path)
+    try:
+        return {t: conn.execute(f"SELECT * FROM {t}").fetchall() for t in TABLES}
+    finally:
+        conn.close()
+
+
+def outcome(results: list[EventResult]) -> list[tuple[Any, ...]]:
+    """What a caller sees of a batch: statuses, change records with their seqs, errors."""
+    return [
+        (
+            r.world, r.event_id, r.status, [(c.seq, c) for c in r.changes],
+            type(r.error).__name__, str(r.error), r.results,
+        )  # fmt: skip
+        for r in results
+    ]
+
+
+def assert_cache_matches_sqlite(writer: Writer) -> None:
+    """Every cached belief and trust value is what SQLite has (an absence, an absence); a
+    world marked complete has no stored belief or trust the cache lacks."""
+    cache = writer._cache
+    assert cache is not None
+    reader = Reader(writer.path)
+    try:
+        for (world, resident, root), belief in cache.beliefs.items():
+            assert reader.belief(world, resident, root) == belief, (world, resident, root)
+        for (world, resident, source, topic), value in cache.trust.items():
+            rows = reader.conn.execute(
+                "SELECT value FROM trust WHERE world = ? AND resident = ? AND source = ? "
+                "AND topic = ?",
+                (world, resident, source, topic),
+            ).fetchall()
+            assert (float(rows[0][0]) if rows else None) == value
+        for world in cache.complete:
+            stored = {(world, b.resident, b.root) for b in reader.all_beliefs(world)}
+            assert stored == {k for k, b in cache.beliefs.items() if k[0] == world and b is not None}
+            trust = reader.conn.execute(
+                "SELECT resident, source, topic FROM trust WHERE world = ?", (world,)
+            ).fetchall()
+            assert {(world, *t) for t in trust} == {
+                k for k, v in cache.trust.items() if k[0] == world and v is not None
+            }
+        assert cache.weight == sum(store_module._weight(b) for b in cache.beliefs.values())
+    finally:
+        reader.close()
+
+
+def story(prefix: str = "") -> list[dict[str, Any]]:
+    """A little of everything: hearsay, a lie, corrections, trust moves, aging, implants."""
+    p = prefix
+    return [
+        say(0, "bo", ["mira", "kai"], "well", "poisoned", eid=f"{p}1"),
+        observe(1, ["mira"], "well", "clean", eid=f"{p}2"),
+        say(2, "mira", ["kai"], "well", "clean", eid=f"{p}3"),
+        announce(3, "mayor", "*", "festival", 12, eid=f"{p}4"),
+        intervene(4, "kai", "implant", "door", True, eid=f"{p}5"),
+        observe(5, ["kai"], "door", False, eid=f"{p}6"),
+        {"event_id": f"{p}7", "day": 5, "kind": "trust", "resident": "kai", "source": "bo", "value": 0.9},
+        say(6, "bo", ["kai"], "mill", "burnt", eid=f"{p}8"),
+        tick(20, eid=f"{p}9"),
+        observe(21, ["kai"], "mill", "burnt", eid=f"{p}10"),
+    ]
+
+
+# --------------------------------------------------------------------------- consistency
+
+
+def test_cache_holds_what_sqlite_holds_after_ordinary_batches(writer: Writer) -> None:
+    events = story()
+    apply(writer, *events[:4])
+    assert_cache_matches_sqlite(writer)
+    apply(writer, *events[4:])
+    assert_cache_matches_sqlite(writer)
+    assert writer._cache is not None and writer._cache.beliefs  # it was used at all
+    assert "w" in writer._cache.complete  # a world seen empty stays complete
+
+
+def test_event_refused_by_sqlite_leaves_no_cached_trace(writer: Writer, db_path: Path) -> None:
+    """An event whose rows SQLite refuses (savepoint rolled back) is not in the cache."""
+    apply(writer, observe(1, ["kai", "doomed"], "r", 1, eid="a"))
+    conn = sqlite3.connect(db_path)
+    conn.execute(
+        "CREATE TRIGGER refuse_doomed BEFORE INSERT ON changes WHEN NEW.resident = 'doomed' "
+        "BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
+    )
+    conn.commit()
+    conn.close()
+    results = apply(
+        writer,
+        observe(2, ["kai", "doomed"], "r", 2, eid="b"),  # refused: both would be doubted
+        observe(3, ["kai"], "r", 1, eid="c"),  # reads kai's belief: must be the one before b
+    )
+    assert [r.status for r in results] == [ResultStatus.REJECTED, ResultStatus.APPLIED]
+    assert isinstance(results[0].error, StorageFailure)
+    assert_cache_matches_sqlite(writer)
+    cache = writer._cache
+    assert cache is not None
+    for belief in cache.beliefs.values():
+        assert belief is None or not any(ref.startswith("b/") for ref in belief.evidence_refs)
+
+
+def test_event_refused_by_sqlite_in_the_same_batch_as_its_readers(
+    writer: Writer, db_path: Path
+) -> None:
+    """Same, with the refused event's beliefs first read (and cached) in that batch."""
+    conn = sqlite3.connect(db_path)
+    conn.execute("CREATE TABLE IF NOT EXISTS worlds_probe (x)")  # any outside commit
+    conn.commit()
+    apply(writer, observe(0, ["kai"], "seed", 1, eid="s"))
+    conn.execute(
+        "CREATE TRIGGER refuse_doomed BEFORE INSERT ON changes WHEN NEW.resident = 'doomed' "
+        "BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
+    )
+    conn.commit()
+    conn.close()
+    with_cache = apply(
+        writer,
+        observe(1, ["kai"], "r", 1, eid="a"),
+        observe(2, ["kai", "doomed"], "r", 2, eid="b"),
+        observe(3, ["kai"], "r", 2, eid="c"),
+    )
+    assert [r.status for r in with_cache] == [
+        ResultStatus.APPLIED, ResultStatus.REJECTED, ResultStatus.APPLIED,
+    ]  # fmt: skip
+    assert_cache_matches_sqlite(writer)
+
+
+def test_rejected_event_leaves_no_cached_trace(writer: Writer) -> None:
+    """The engine refusing an event (soften with no belief) changes nothing in the cache."""
+    apply(writer, *story()[:3])
+    cache = writer._cache
+    assert cache is not None
+    before = dict(cache.beliefs), dict(cache.trust)
+    results = apply(writer, intervene(9, "mira", "soften", "nothing", eid="x"))
+    assert results[0].status is ResultStatus.REJECTED
+    assert isinstance(results[0].error, InvalidEvent)
+    assert {k: v for k, v in cache.beliefs.items() if v is not None} == {
+        k: v for k, v in before[0].items() if v is not None
+    }
+    assert cache.trust == before[1]
+    assert_cache_matches_sqlite(writer)
+    again = apply(writer, intervene(9, "mira", "soften", "nothing", eid="x"))  # not logged
+    assert again[0].status is ResultStatus.REJECTED
+
+
+@pytest.mark.parametrize("where", ["commit", "engine"])
+def test_failed_batch_leaves_the_cache_consistent(
+    writer: Writer, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A whole batch undone (SQLite refusing the commit's world update, or an unexpected
+    error mid-batch) leaves nothing of it cached; the next batch sees the old beliefs."""
+    events = story()
+    apply(writer, *events[:3])
+    if where == "commit":  # on the writer's own connection: no data_version change
+        writer.conn.execute(
+            "CREATE TRIGGER refuse_world BEFORE UPDATE ON worlds "
+            "BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+        )
+        with pytest.raises(StorageFailure):
+            apply(writer, *events[3:7])
+        writer.conn.execute("DROP TRIGGER refuse_world")
+    else:
+        real = store_module.ingest
+
+        def flaky(event: WorldEvent, *args: Any) -> Any:
+            if event.event_id == "6":
+                raise RuntimeError("engine bug")
+            return real(event, *args)
+
+        monkeypatch.setattr(store_module, "ingest", flaky)
+        with pytest.raises(RuntimeError):
+            apply(writer, *events[3:7])
+        monkeypatch.setattr(store_module, "ingest", real)
+    assert_cache_matches_sqlite(writer)
+    results = apply(writer, *events[3:])
+    assert all(r.status is ResultStatus.APPLIED for r in results)
+    assert_cache_matches_sqlite(writer)
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Writer(Path(tmp) / "fresh.db", synchronous="OFF", cache=False)
+        apply(fresh, *events[:3])
+        expected = apply(fresh, *events[3:])
+        fresh.close()
+        assert outcome(results) == outcome(expected)
+
+
+def test_commit_by_another_connection_clears_the_cache(writer: Writer, db_path: Path) -> None:
+    """A row changed behind the writer's back (another connection) is read again."""
+    apply(writer, observe(1, ["kai"], "r", 1, eid="a"))
+    conn = sqlite3.connect(db_path)
+    conn.execute("UPDATE beliefs SET confidence = 40 WHERE resident = 'kai' AND root = 'r'")
+    conn.commit()
+    conn.close()
+    results = apply(writer, observe(2, ["kai"], "r", 1, eid="b"))
+    assert results[0].changes[0].confidence_before == 40
+    assert_cache_matches_sqlite(writer)
+
+
+def test_reopened_writer_agrees_with_a_fresh_one(tmp_path: Path) -> None:
+    """Half the story, close, reopen (cold cache, world not complete), the rest: the same
+    results and tables as one writer, without a cache, taking it all in one go."""
+    events = story()
+    w = Writer(tmp_path / "a.db", synchronous="OFF")
+    first = apply(w, *events[:5])
+    w.close()
+    w = Writer(tmp_path / "a.db", synchronous="OFF")
+    assert w._cache is not None and not w._cache.complete
+    second = apply(w, *events[5:])
+    assert_cache_matches_sqlite(w)
+    w.close()
+    fresh = Writer(tmp_path / "b.db", synchronous="OFF", cache=False)
+    expected = apply(fresh, *events)
+    fresh.close()
+    assert outcome(first + second) == outcome(expected)
+    assert dump(tmp_path / "a.db") == dump(tmp_path / "b.db")
+
+
+def test_cache_stays_within_its_budget(tmp_path: Path) -> None:
+    """A small budget: entries are evicted between batches, the world is no longer
+    complete, and results are still those of a writer without a cache."""
+    budget = 3000  # a few hundred beliefs: the story below needs more
+    w = Writer(tmp_path / "a.db", synchronous="OFF", cache_budget=budget)
+    plain = Writer(tmp_path / "b.db", synchronous="OFF", cache=False)
+    events = [
+        say(i, f"s{i % 7}", [f"l{j}" for j in range(i % 5, i % 5 + 3)], f"root{i % 11}", i % 3,
+            eid=f"e{i}")
+        for i in range(120)
+    ]  # fmt: skip
+    evicted = False
+    for start in range(0, len(events), 10):
+        chunk = events[start : start + 10]
+        assert outcome(apply(w, *chunk)) == outcome(apply(plain, *chunk))
+        assert w._cache is not None
+        # Trimmed at the start of each batch; one batch may add its own rows on top.
+        assert w._cache.weight <= budget + 10 * 60
+        evicted = evicted or len(w._cache.beliefs) < len(plain_beliefs(plain))
+    assert evicted and w._cache.beliefs
+    assert "w" not in w._cache.complete
+    assert_cache_matches_sqlite(w)
+    w.close()
+    plain.close()
+    assert dump(tmp_path / "a.db") == dump(tmp_path / "b.db")
+
+
+def test_values_that_would_not_read_back_the_same_are_not_cached(writer: Writer) -> None:
+    """An int day (SQLite's REAL gives a float back) keeps that belief out of the cache."""
+    event = parse_event(observe(1, ["kai"], "r", 1, eid="a"))
+    odd = WorldEvent(**{**{f: getattr(event, f) for f in event.__dataclass_fields__}, "day": 1})
+    writer.apply([("w", odd)])
+    cache = writer._cache
+    assert cache is not None
+    assert ("w", "kai", "r") not in cache.beliefs
+    assert "w" not in cache.complete  # so the next read goes to SQLite
+    results = writer.apply([("w", parse_event(observe(2, ["kai"], "r", 1, eid="b")))])
+    stored = Reader(writer.path)
+    belief = stored.belief("w", "kai", "r")
+    stored.close()
+    assert belief is not None and type(belief.formed_day) is float
+    assert results[0].changes[0].confidence_before == 78
+    assert_cache_matches_sqlite(writer)
+
+
+def plain_beliefs(writer: Writer) -> list[Any]:
+    return writer.conn.execute("SELECT resident, root FROM beliefs").fetchall()
+
+
+# --------------------------------------------------------------------------- property
+
+RESIDENTS = ["ana", "ben", "cai", "dot"]
+ROOTS = ["r1", "r2", "mut:r3"]
+VALUES = ["x", "y", 1, True]
+residents = st.sampled_from(RESIDENTS)
+roots = st.sampled_from(ROOTS)
+values = st.sampled_from(VALUES)
+
+
+@st.composite
+def one_event(draw: st.DrawFn, eid: str, day: float) -> dict[str, Any]:
+    kind = draw(st.sampled_from(["observe", "say", "say", "announce", "tick", "intervene", "trust", "propose"]))
+    if kind == "observe":
+        return observe(day, draw(st.lists(residents, min_size=1, max_size=3, unique=True)),
+                       draw(roots), draw(values), eid=eid)  # fmt: skip
+    if kind == "say":
+        speaker = draw(residents)
+        others = [r for r in RESIDENTS if r != speaker]
+        listeners = draw(st.lists(st.sampled_from(others), min_size=1, max_size=3, unique=True))
+        return say(day, speaker, listeners, draw(roots), draw(values), eid=eid)
+    if kind == "announce":
+        return announce(day, draw(residents), "*", draw(roots), draw(values), eid=eid)
+    if kind == "tick":
+        return tick(day, eid=eid)
+    if kind == "trust":
+        resident, source = draw(st.lists(residents, min_size=2, max_size=2, unique=True))
+        return {"event_id": eid, "day": day, "kind": "trust", "resident": resident,
+                "source": source, "value": draw(st.sampled_from([0.0, 0.1, 0.5, 0.95, 1]))}  # fmt: skip
+    if kind == "propose":
+        edit = {"root": draw(roots), "subject": draw(st.sampled_from(["calm", "the same"]))}
+        return {"event_id": eid, "day": day, "kind": "propose", "resident": draw(residents),
+                "edits": [edit]}  # fmt: skip
+    op = draw(st.sampled_from(["implant", "distort", "suppress", "soften"]))
+    value = draw(values) if op in ("implant", "distort") else None
+    return intervene(day, draw(residents), op, draw(roots), value, eid=eid)
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> tuple[list[tuple[str, WorldEvent]], list[int], int | None]:
+    events: list[tuple[str, WorldEvent]] = []
+    days = {"north": 0.0, "south": 0.0}
+    for i in range(draw(st.integers(1, 40))):
+        world = draw(st.sampled_from(["north", "north", "south"]))
+        days[world] = max(0.0, days[world] + draw(st.sampled_from([0, 0, 1, 3, 7, 14, -1])))
+        resend = events and draw(st.integers(0, 10)) == 0
+        eid = draw(st.sampled_from([e.event_id for _, e in events])) if resend else f"e{i}"
+        try:
+            events.append((world, parse_event(draw(one_event(eid, days[world])))))
+        except InvalidEvent:
+            continue
+    sizes, left = [], len(events)
+    while left:
+        size = draw(st.integers(1, min(left, 6)))
+        sizes.append(size)
+        left -= size
+    reopen = draw(st.one_of(st.none(), st.integers(0, max(0, len(sizes) - 1))))
+    return events, sizes, reopen
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories(), st.sampled_from([store_module.CACHE_BUDGET, 1000]))
+def test_cached_writer_and_uncached_writer_agree(
+    history: tuple[list[tuple[str, WorldEvent]], list[int], int | None], budget: int
+) -> None:
+    """Any events over two worlds, any batches, a reopen, a budget that evicts or not: the
+    same results and the same tables with the cache as without it."""
+    events, sizes, reopen = history
+    with tempfile.TemporaryDirectory(prefix="credence-cache-") as tmp:
+        paths = {True: Path(tmp) / "cached.db", False: Path(tmp) / "plain.db"}
+        seen: dict[bool, list[tuple[Any, ...]]] = {}
+        for cached, path in paths.items():
+            def open_writer() -> Writer:
+                return Writer(path, synchronous="OFF", cache=cached, cache_budget=budget)  # noqa: B023
+
+            w = open_writer()
+            got: list[tuple[Any, ...]] = []
+            start = 0
+            for n, size in enumerate(sizes):
+                got += outcome(w.apply(events[start : start + size]))
+                start += size
+                if n == reopen:
+                    w.close()
+                    w = open_writer()
+            if cached:
+                assert_cache_matches_sqlite(w)
+            w.close()
+            seen[cached] = got
+        assert seen[True] == seen[False]
+        assert dump(paths[True]) == dump(paths[False])
