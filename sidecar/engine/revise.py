@@ -59,7 +59,10 @@ def decay_due(belief: Belief, rules: Rules = DEFAULT_RULES, *, since: float | No
 
 def _scheduled(belief: Belief, rules: Rules) -> Belief:
     """Recompute ``next_decay_day`` after evidence touched the belief."""
-    return replace(belief, next_decay_day=decay_due(belief, rules))
+    due = decay_due(belief, rules)
+    if due is None and belief.next_decay_day is None:
+        return belief  # nothing to schedule (firsthand, implanted, corroborated): no copy
+    return replace(belief, next_decay_day=due)
 
 
 def _change(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -129,6 +130,8 @@ _MISSING: Any = object()
 _REAL_FIELDS = ("formed_day", "updated_day", "last_evidence_day", "value_since")
 _NULLABLE_REAL_FIELDS = ("next_decay_day", "decay_period")
 _TUPLE_FIELDS = ("people", "places", "topics", "evidence_refs", "heard_from", "origins", "hops")
+_reals = operator.attrgetter(*_REAL_FIELDS, *_NULLABLE_REAL_FIELDS)
+_tuples = operator.attrgetter(*_TUPLE_FIELDS)
 
 
 def _real(x: object) -> bool:
@@ -152,17 +155,17 @@ def _as_read(b: Belief) -> bool:
         return False
     if type(b.value) not in (str, int, bool):
         return False
-    for name in _REAL_FIELDS:
-        if not _real(getattr(b, name)):
+    for x in _reals(b):
+        if type(x) is not float or x != x or (x == 0.0 and math.copysign(1.0, x) < 0):
+            if x is None and _nullable_none_ok(b):
+                continue
             return False
-    for name in _NULLABLE_REAL_FIELDS:
-        x = getattr(b, name)
-        if x is not None and not _real(x):
-            return False
-    for name in _TUPLE_FIELDS:
-        if type(getattr(b, name)) is not tuple:
-            return False
-    return True
+    return all(type(t) is tuple for t in _tuples(b))
+
+
+def _nullable_none_ok(b: Belief) -> bool:
+    """A ``None`` among the REAL fields is fine only in the nullable ones."""
+    return all(getattr(b, name) is not None for name in _REAL_FIELDS)
 
 
 def _weight(b: Belief | None) -> int:
