@@ -421,15 +421,20 @@ def _msgpack(frame: Any) -> bytes:
 
 @st.composite
 def cases(draw: st.DrawFn) -> Case:
-    """A bad (or borderline) frame: one of the categories of the drill."""
+    """A bad (or borderline) frame: one of the categories of the drill (wrong types and
+    missing fields, the largest spaces, drawn more often)."""
     category = draw(
         st.sampled_from(
             [
                 "random_bytes",
                 "random_text",
                 "wrong_type",
+                "wrong_type",
+                "wrong_type",
+                "missing",
                 "missing",
                 "deep",
+                "huge",
                 "huge",
                 "unknown_type",
                 "bad_utf8_msgpack",

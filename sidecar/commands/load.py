@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def _positive_int(text: str) -> int:
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from tools.load import LoadConfig, main
 
     if args.residents < 4:
-        print("credence load: --residents must be at least 4")
+        print("credence load: --residents must be at least 4", file=sys.stderr)
         return 2
     config = LoadConfig(
         url=args.url, token=args.token, world=args.world, clients=args.clients,
