@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -36,12 +35,6 @@ class _Item:
 class WriterService:
     """Owns the store writer; ``submit`` queues an event, the future resolves after commit."""
 
-    #: GIL switch interval while the service runs. The writer thread is CPU-bound Python
-    #: between its SQLite calls; at the default 5 ms the event loop, woken by a frame,
-    #: can wait that long for the GIL at every wakeup, which is what ack latency is made of
-    #: at moderate rates. 1 ms hands it over sooner at a small cost in switches.
-    switch_interval: float | None = 0.001
-
     def __init__(self, writer: Writer, publish: Publish, *, max_batch: int = 2000, max_queue: int = 20000) -> None:
         self.writer = writer
         self.publish = publish
@@ -51,12 +44,8 @@ class WriterService:
         self.task: asyncio.Task[None] | None = None
         self.batches = 0
         self.events = 0
-        self._previous_interval: float | None = None
 
     def start(self) -> None:
-        if self.switch_interval is not None and sys.getswitchinterval() > self.switch_interval:
-            self._previous_interval = sys.getswitchinterval()
-            sys.setswitchinterval(self.switch_interval)
         self.task = asyncio.get_running_loop().create_task(self._run(), name="credence-writer")
 
     async def submit(self, world: str, event: WorldEvent) -> asyncio.Future[EventResult]:
@@ -79,9 +68,6 @@ class WriterService:
                 pass
         self.executor.shutdown(wait=True)
         self.writer.close()
-        if self._previous_interval is not None:
-            sys.setswitchinterval(self._previous_interval)
-            self._previous_interval = None
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
