@@ -4,7 +4,16 @@ The contract itself is ``protocol/SPEC.md``; ``protocol/vectors/`` holds example
 msgpack hex beside their JSON form, for clients in other languages to test against.
 """
 
-from .codec import MAX_INBOUND, MAX_OUTBOUND, MAX_SAFE_INT, decode, decode_json, decode_msgpack, encode, encode_json
+from .codec import (
+    MAX_INBOUND,
+    MAX_OUTBOUND,
+    MAX_SAFE_INT,
+    decode,
+    decode_json,
+    decode_msgpack,
+    encode,
+    encode_json,
+)
 from .errors import CloseCode, ErrorCode, ProtocolError
 from .frames import (
     PROTOCOL_VERSION,

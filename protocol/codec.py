@@ -64,7 +64,9 @@ def check_value(value: Any, depth: int = 0, path: str = "frame") -> None:
             check_value(item, depth + 1, f"{path}.{key}")
         return
     if isinstance(value, bytes | bytearray):
-        raise ProtocolError(ErrorCode.BAD_FRAME, f"{path}: binary (bin) values are not allowed; send text as str")
+        raise ProtocolError(
+            ErrorCode.BAD_FRAME, f"{path}: binary (bin) values are not allowed; send text as str"
+        )
     raise ProtocolError(ErrorCode.BAD_FRAME, f"{path}: unsupported value type")
 
 
@@ -91,7 +93,9 @@ def decode_msgpack(data: bytes) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise ProtocolError(ErrorCode.BAD_FRAME, "msgpack str is not valid UTF-8") from None
     except (ValueError, TypeError, msgpack.UnpackException, RecursionError) as exc:
-        raise ProtocolError(ErrorCode.BAD_FRAME, f"malformed msgpack: {type(exc).__name__}") from None
+        raise ProtocolError(
+            ErrorCode.BAD_FRAME, f"malformed msgpack: {type(exc).__name__}"
+        ) from None
     return _as_frame(value)
 
 
@@ -115,7 +119,9 @@ def encode(frame: dict[str, Any], *, limit: int = MAX_OUTBOUND) -> bytes:
     """Encode an outbound frame as msgpack; raise if it would exceed ``limit`` bytes."""
     data: bytes = msgpack.packb(frame, use_bin_type=True)
     if len(data) > limit:
-        raise ProtocolError(ErrorCode.TOO_LARGE, f"outbound frame of {len(data)} bytes exceeds {limit}")
+        raise ProtocolError(
+            ErrorCode.TOO_LARGE, f"outbound frame of {len(data)} bytes exceeds {limit}"
+        )
     return data
 
 

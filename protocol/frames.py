@@ -46,7 +46,9 @@ MAX_ID = 200
 ALL = "*"
 
 
-def _fail(message: str, rid: object = None, code: ErrorCode = ErrorCode.INVALID_FRAME) -> ProtocolError:
+def _fail(
+    message: str, rid: object = None, code: ErrorCode = ErrorCode.INVALID_FRAME
+) -> ProtocolError:
     return ProtocolError(code, message, rid=rid)
 
 
@@ -205,7 +207,9 @@ def parse_hello(frame: dict[str, Any]) -> Hello:
     if client is not None and not isinstance(client, str):
         raise _fail("field 'client' must be a string", rid)
     resume = frame.get("resume")
-    if resume is not None and (isinstance(resume, bool) or not isinstance(resume, int) or resume < 0):
+    if resume is not None and (
+        isinstance(resume, bool) or not isinstance(resume, int) or resume < 0
+    ):
         raise _fail("field 'resume' must be a non-negative integer change seq", rid)
     raw_sub = frame.get("subscribe")
     sub = None if raw_sub is None else _residents(raw_sub, "subscribe", rid)
@@ -235,9 +239,15 @@ def _subscribe(frame: dict[str, Any], rid: object) -> Subscribe:
         raise _fail(f"field 'changes' may only hold: {', '.join(ChangeKind)}", rid) from None
     crossing = frame.get("crossing")
     if crossing is not None:
-        if isinstance(crossing, bool) or not isinstance(crossing, int | float) or not 0 <= crossing <= 100:
+        if (
+            isinstance(crossing, bool)
+            or not isinstance(crossing, int | float)
+            or not 0 <= crossing <= 100
+        ):
             raise _fail("field 'crossing' must be a confidence between 0 and 100", rid)
-    return Subscribe(residents=residents, roots=tuple(roots), changes=changes, crossing=crossing, rid=rid)
+    return Subscribe(
+        residents=residents, roots=tuple(roots), changes=changes, crossing=crossing, rid=rid
+    )
 
 
 def _event_id(frame: dict[str, Any]) -> str | None:
@@ -255,7 +265,9 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
     if kind == "trust" and frame.get("value") is None:
         resident = _str(frame, "resident", rid)
         assert resident is not None
-        return TrustQuery(resident=resident, source=_str(frame, "source", rid, required=False), rid=rid)
+        return TrustQuery(
+            resident=resident, source=_str(frame, "source", rid, required=False), rid=rid
+        )
     if kind in ("event", "trust", "propose"):
         # ``trust`` with a value and ``propose`` are events of that kind: logged, replayable.
         data = frame if kind == "event" else {**frame, "kind": kind}
@@ -263,20 +275,30 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
             event = parse_event(data)
         except ContractViolation as exc:
             raise ProtocolError(
-                ErrorCode.CONTRACT_VIOLATION, str(exc), rid=rid, event_id=_event_id(frame), reason=exc.reason
+                ErrorCode.CONTRACT_VIOLATION,
+                str(exc),
+                rid=rid,
+                event_id=_event_id(frame),
+                reason=exc.reason,
             ) from None
         except InvalidEvent as exc:
-            raise ProtocolError(ErrorCode.INVALID_EVENT, str(exc), rid=rid, event_id=_event_id(frame)) from None
+            raise ProtocolError(
+                ErrorCode.INVALID_EVENT, str(exc), rid=rid, event_id=_event_id(frame)
+            ) from None
         return EventFrame(event=event, rid=rid)
     if kind == "subscribe":
         return _subscribe(frame, rid)
     if kind == "unsubscribe":
         raw = frame.get("residents")
-        return Unsubscribe(residents=None if raw is None else _residents(raw, "residents", rid), rid=rid)
+        return Unsubscribe(
+            residents=None if raw is None else _residents(raw, "residents", rid), rid=rid
+        )
     if kind == "beliefs":
         resident = _str(frame, "resident", rid)
         assert resident is not None
-        return BeliefsQuery(resident=resident, after=_str(frame, "after", rid, required=False), rid=rid)
+        return BeliefsQuery(
+            resident=resident, after=_str(frame, "after", rid, required=False), rid=rid
+        )
     if kind == "explain":
         resident, root = _str(frame, "resident", rid), _str(frame, "root", rid)
         assert resident is not None and root is not None

@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="credence", description="Credence: a belief-revision sidecar for game NPCs."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, module in COMMANDS.items():
+    for module in COMMANDS.values():
         mod = importlib.import_module(f"sidecar.commands.{module}")
         mod.add_parser(sub)
     return parser

@@ -58,7 +58,11 @@ def mira_policy(belief: dict[str, Any]) -> str | None:
     """A toy behaviour tree leaf: Mira's intent given her belief about the well."""
     if belief["resident"] != "mira" or belief["root"] != WELL:
         return None
-    if belief["value"] == "poisoned" and belief["state"] == "influencing" and belief["confidence"] >= 50:
+    if (
+        belief["value"] == "poisoned"
+        and belief["state"] == "influencing"
+        and belief["confidence"] >= 50
+    ):
         return "avoid_well"
     if belief["state"] in ("doubtful", "anomalous"):
         return "inspect_well"
@@ -137,12 +141,16 @@ async def run_demo(out: Callable[[str], None] = print, db: Path | None = None) -
                         elif frame["type"] == "error":
                             out(f"  error {frame['code']}: {frame['message']}")
                     out("")
-                await ws.send(msgpack.packb({"type": "explain", "resident": "mira", "root": WELL, "rid": 1}))
+                await ws.send(
+                    msgpack.packb({"type": "explain", "resident": "mira", "root": WELL, "rid": 1})
+                )
                 explanation = msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10))
                 out("Why does Mira believe what she believes about the well?")
                 for ev in explanation["evidence"]:
                     source = f" (told by {ev['source']})" if ev["source"] else ""
-                    out(f"  day {ev['day']:g}: {ev['source_kind']}{source}: {ev['subject']} [{ev['relation']}]")
+                    out(
+                        f"  day {ev['day']:g}: {ev['source_kind']}{source}: {ev['subject']} [{ev['relation']}]"
+                    )
                 b = explanation["belief"]
                 out(f"  now: {b['subject']!r}, confidence {b['confidence']}, {b['state']}")
         finally:

@@ -51,9 +51,14 @@ def outcome(results: list[EventResult]) -> list[tuple[Any, ...]]:
     """What a caller sees of a batch: statuses, change records with their seqs, errors."""
     return [
         (
-            r.world, r.event_id, r.status, [(c.seq, c) for c in r.changes],
-            type(r.error).__name__, str(r.error), r.results,
-        )  # fmt: skip
+            r.world,
+            r.event_id,
+            r.status,
+            [(c.seq, c) for c in r.changes],
+            type(r.error).__name__,
+            str(r.error),
+            r.results,
+        )
         for r in results
     ]
 
@@ -76,7 +81,9 @@ def assert_cache_matches_sqlite(writer: Writer) -> None:
             assert (float(rows[0][0]) if rows else None) == value
         for world in cache.complete:
             stored = {(world, b.resident, b.root) for b in reader.all_beliefs(world)}
-            assert stored == {k for k, b in cache.beliefs.items() if k[0] == world and b is not None}
+            assert stored == {
+                k for k, b in cache.beliefs.items() if k[0] == world and b is not None
+            }
             trust = reader.conn.execute(
                 "SELECT resident, source, topic FROM trust WHERE world = ?", (world,)
             ).fetchall()
@@ -98,7 +105,14 @@ def story(prefix: str = "") -> list[dict[str, Any]]:
         announce(3, "mayor", "*", "festival", 12, eid=f"{p}4"),
         intervene(4, "kai", "implant", "door", True, eid=f"{p}5"),
         observe(5, ["kai"], "door", False, eid=f"{p}6"),
-        {"event_id": f"{p}7", "day": 5, "kind": "trust", "resident": "kai", "source": "bo", "value": 0.9},
+        {
+            "event_id": f"{p}7",
+            "day": 5,
+            "kind": "trust",
+            "resident": "kai",
+            "source": "bo",
+            "value": 0.9,
+        },
         say(6, "bo", ["kai"], "mill", "burnt", eid=f"{p}8"),
         tick(20, eid=f"{p}9"),
         observe(21, ["kai"], "mill", "burnt", eid=f"{p}10"),
@@ -318,7 +332,11 @@ values = st.sampled_from(VALUES)
 
 @st.composite
 def one_event(draw: st.DrawFn, eid: str, day: float) -> dict[str, Any]:
-    kind = draw(st.sampled_from(["observe", "say", "say", "announce", "tick", "intervene", "trust", "propose"]))
+    kind = draw(
+        st.sampled_from(
+            ["observe", "say", "say", "announce", "tick", "intervene", "trust", "propose"]
+        )
+    )
     if kind == "observe":
         return observe(day, draw(st.lists(residents, min_size=1, max_size=3, unique=True)),
                        draw(roots), draw(values), eid=eid)  # fmt: skip
@@ -378,6 +396,7 @@ def test_cached_writer_and_uncached_writer_agree(
         paths = {True: Path(tmp) / "cached.db", False: Path(tmp) / "plain.db"}
         seen: dict[bool, list[tuple[Any, ...]]] = {}
         for cached, path in paths.items():
+
             def open_writer() -> Writer:
                 return Writer(path, synchronous="OFF", cache=cached, cache_budget=budget)  # noqa: B023
 

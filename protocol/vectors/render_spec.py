@@ -25,7 +25,10 @@ def fmt(value: Any, indent: int = 0) -> str:
         return one
     pad = " " * (indent + 2)
     if isinstance(value, dict):
-        items = [f"{pad}{json.dumps(k, ensure_ascii=False)}: {fmt(v, indent + 2)}" for k, v in value.items()]
+        items = [
+            f"{pad}{json.dumps(k, ensure_ascii=False)}: {fmt(v, indent + 2)}"
+            for k, v in value.items()
+        ]
         return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
     return "[\n" + ",\n".join(pad + fmt(v, indent + 2) for v in value) + "\n" + " " * indent + "]"
 

@@ -10,7 +10,9 @@ from pathlib import Path
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("demo", help="run a short town scenario against an in-process sidecar")
-    p.add_argument("--db", type=Path, help="keep the demo's database here (default: a temporary file)")
+    p.add_argument(
+        "--db", type=Path, help="keep the demo's database here (default: a temporary file)"
+    )
     p.set_defaults(run=run)
 
 

@@ -13,7 +13,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser("serve", help="run the WebSocket sidecar")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="TCP port (default 8765; 0 picks one)")
-    p.add_argument("--db", type=Path, default=Path("./credence.db"), help="SQLite file (default ./credence.db)")
+    p.add_argument(
+        "--db", type=Path, default=Path("./credence.db"), help="SQLite file (default ./credence.db)"
+    )
     p.add_argument(
         "--token", action="append", default=[], metavar="[WORLD=]SECRET",
         help="writer token, for one world or (bare) every world; repeatable",
@@ -23,7 +25,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="read-only token (queries and notifications, no events); repeatable",
     )  # fmt: skip
     p.add_argument("--capture", type=Path, help="append every inbound frame to this capture file")
-    p.add_argument("--max-frame", type=int, default=256 * 1024, help="largest inbound frame in bytes (close 1009 above)")
+    p.add_argument(
+        "--max-frame",
+        type=int,
+        default=256 * 1024,
+        help="largest inbound frame in bytes (close 1009 above)",
+    )
     p.add_argument(
         "--synchronous", choices=["FULL", "NORMAL"], default="FULL",
         help="SQLite fsync policy: FULL survives power loss, NORMAL only process crashes",
@@ -40,7 +47,9 @@ def run(args: argparse.Namespace) -> int:
     from ..engine import Rules
     from ..server import ServerConfig, Sidecar
 
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     logging.getLogger("websockets").setLevel(logging.WARNING)
     config = ServerConfig(
         host=args.host, port=args.port, db=args.db, writer_tokens=args.token,

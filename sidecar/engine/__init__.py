@@ -4,6 +4,7 @@ No sockets, no SQLite, no wall clock, no randomness. The rules live in :mod:`.ru
 """
 
 from .events import ActStatus, EventKind, WorldEvent, action_root, parse_event
+from .guard import REASONS, judge_edits
 from .model import (
     Belief,
     Change,
@@ -23,7 +24,6 @@ from .model import (
 )
 from .revise import age, revise
 from .rules import DEFAULT_RULES, TRANSITIONS, Rules, check_transition
-from .guard import REASONS, judge_edits
 from .world import BeliefReader, MemoryWorld, Outcome, believes_root, derive_evidence, ingest
 
 __all__ = [

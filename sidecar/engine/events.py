@@ -179,7 +179,9 @@ def _get(data: Mapping[str, Any], key: str) -> Any:
     return data.get(key)
 
 
-def _text(data: Mapping[str, Any], key: str, *, required: bool, limit: int = MAX_TEXT_LEN) -> str | None:
+def _text(
+    data: Mapping[str, Any], key: str, *, required: bool, limit: int = MAX_TEXT_LEN
+) -> str | None:
     value = _get(data, key)
     if value is None:
         if required:
@@ -245,7 +247,8 @@ def _claim(data: Mapping[str, Any], *, value_required: bool = True) -> Claim | t
         return (root, None)
     if raw.get("interpretation") is not None:
         raise ContractViolation(
-            "interpretation_as_value", "a claim must not carry an interpretation; it is never a fact"
+            "interpretation_as_value",
+            "a claim must not carry an interpretation; it is never a fact",
         )
     checked: Value = check_value(value, "claim.value")
     if isinstance(checked, str) and len(checked) > MAX_TEXT_LEN:
@@ -310,7 +313,9 @@ def _guard(kind: EventKind, data: Mapping[str, Any]) -> None:
         if not _get(data, "speaker"):
             raise ContractViolation("hearsay_without_source", "hearsay must name its speaker")
     if kind in (EventKind.OBSERVE, EventKind.ACT, EventKind.INTERVENE):
-        if any(_get(data, f) is not None for f in _SOURCE_FIELDS) or _get(data, "source_kind") not in (
+        if any(_get(data, f) is not None for f in _SOURCE_FIELDS) or _get(
+            data, "source_kind"
+        ) not in (
             None,
             "firsthand" if kind is not EventKind.INTERVENE else "implanted",
         ):
@@ -332,12 +337,17 @@ def _guard(kind: EventKind, data: Mapping[str, Any]) -> None:
         )
     if kind is EventKind.ANNOUNCE and isinstance(root, str) and root.startswith("relation:"):
         raise ContractViolation(
-            "public_relationship", "a public announcement cannot create a private relationship belief"
+            "public_relationship",
+            "a public announcement cannot create a private relationship belief",
         )
     if kind is EventKind.OBSERVE and isinstance(claim, Mapping):
         interpretations = _get(data, "interpretations")
         value = claim.get("value")
-        if isinstance(interpretations, Mapping) and isinstance(value, str) and value in interpretations.values():
+        if (
+            isinstance(interpretations, Mapping)
+            and isinstance(value, str)
+            and value in interpretations.values()
+        ):
             raise ContractViolation(
                 "interpretation_as_value", "an interpretation never becomes a claim value"
             )
@@ -431,9 +441,7 @@ def parse_event(data: Mapping[str, Any]) -> WorldEvent:
             claim_obj = claim
             if not needs_value:
                 claim_obj = Claim(root=claim.root, value="")
-        return WorldEvent(
-            **common, resident=resident, op=str(op), claim=claim_obj, subject=subject
-        )
+        return WorldEvent(**common, resident=resident, op=str(op), claim=claim_obj, subject=subject)
 
     claim = _claim(data)
     assert isinstance(claim, Claim)
@@ -495,5 +503,11 @@ def parse_event(data: Mapping[str, Any]) -> WorldEvent:
             # Its canonical form (an empty list) would not parse again, breaking rebuild.
             raise InvalidEvent("an announcement needs an audience besides its speaker")
     return WorldEvent(
-        **common, claim=claim, subject=subject, speaker=speaker, audience=audience, **spoken, **lists
+        **common,
+        claim=claim,
+        subject=subject,
+        speaker=speaker,
+        audience=audience,
+        **spoken,
+        **lists,
     )

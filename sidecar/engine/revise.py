@@ -49,7 +49,9 @@ def ages(belief: Belief, rules: Rules = DEFAULT_RULES) -> bool:
     )
 
 
-def decay_due(belief: Belief, rules: Rules = DEFAULT_RULES, *, since: float | None = None) -> float | None:
+def decay_due(
+    belief: Belief, rules: Rules = DEFAULT_RULES, *, since: float | None = None
+) -> float | None:
     """The day of the next aging step, counted from ``since`` (default: last evidence)."""
     if not ages(belief, rules):
         return None
@@ -66,7 +68,11 @@ def _scheduled(belief: Belief, rules: Rules) -> Belief:
 
 
 def _change(
-    before: Belief | None, after: Belief, kind: ChangeKind, evidence: Evidence, detail: str | None = None
+    before: Belief | None,
+    after: Belief,
+    kind: ChangeKind,
+    evidence: Evidence,
+    detail: str | None = None,
 ) -> Change:
     return Change(
         resident=after.resident,
@@ -98,7 +104,9 @@ def revise(
     evidence is recorded without effect (a hearsay source repeating itself).
     Raises :class:`InvalidEvent` for an intervention that needs a belief and finds none.
     """
-    if belief is not None and (belief.root != evidence.claim.root or belief.resident != evidence.resident):
+    if belief is not None and (
+        belief.root != evidence.claim.root or belief.resident != evidence.resident
+    ):
         raise ValueError("evidence is about another resident or root than the belief")
     if evidence.op is not None:
         return _intervene(belief, evidence, rules)
@@ -196,7 +204,9 @@ def _contradict(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Cha
         after = replace(
             belief,
             **_touched(belief, ev),  # type: ignore[arg-type]
-            confidence=min(belief.confidence, max(rules.anomaly_floor, belief.confidence - rules.anomaly_step)),
+            confidence=min(
+                belief.confidence, max(rules.anomaly_floor, belief.confidence - rules.anomaly_step)
+            ),
             state=State.ANOMALOUS,
             next_decay_day=None,
         )
@@ -206,7 +216,9 @@ def _contradict(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Cha
     after = replace(
         belief,
         **_touched(belief, ev),  # type: ignore[arg-type]
-        confidence=min(belief.confidence, max(rules.doubt_floor, belief.confidence - rules.doubt_step)),
+        confidence=min(
+            belief.confidence, max(rules.doubt_floor, belief.confidence - rules.doubt_step)
+        ),
         state=State.DOUBTFUL,
         next_decay_day=None,
     )
@@ -288,7 +300,9 @@ def _intervene(belief: Belief | None, ev: Evidence, rules: Rules) -> tuple[Belie
             last_evidence_day=ev.day,
             origins=(ev.origin,) if ev.origin else (),
             value_since=ev.day,
-            evidence_refs=(ev.evidence_id,) if belief is None else (*belief.evidence_refs, ev.evidence_id),
+            evidence_refs=(ev.evidence_id,)
+            if belief is None
+            else (*belief.evidence_refs, ev.evidence_id),
         )
         kind = ChangeKind.FORMED if belief is None else ChangeKind.INTERVENED
         return implanted, _change(belief, implanted, kind, ev, detail="implant")
@@ -306,7 +320,9 @@ def _intervene(belief: Belief | None, ev: Evidence, rules: Rules) -> tuple[Belie
             value=ev.claim.value,
             intervention=Intervention.DISTORTED,
             heard_from=belief.heard_from if same_value(belief.value, ev.claim.value) else (),
-            origins=belief.origins if same_value(belief.value, ev.claim.value) else (ev.origin or "",),
+            origins=belief.origins
+            if same_value(belief.value, ev.claim.value)
+            else (ev.origin or "",),
             value_since=belief.value_since if same_value(belief.value, ev.claim.value) else ev.day,
             next_decay_day=None,
         )
@@ -327,7 +343,9 @@ def age(
 ) -> tuple[Belief, list[Change]]:
     """Apply every hearsay-aging step due by ``day`` (catch-up: 21 days = three steps)."""
     changes: list[Change] = []
-    while belief.next_decay_day is not None and belief.next_decay_day <= day and ages(belief, rules):
+    while (
+        belief.next_decay_day is not None and belief.next_decay_day <= day and ages(belief, rules)
+    ):
         due = belief.next_decay_day
         confidence = max(rules.decay_floor, belief.confidence - rules.decay_step)
         faded = confidence <= rules.decay_floor
@@ -336,7 +354,9 @@ def age(
             confidence=confidence,
             state=State.PAST if faded else State.INFLUENCING,
             updated_day=max(belief.updated_day, due),
-            next_decay_day=None if faded else due + (belief.decay_period or rules.decay_period_days),
+            next_decay_day=None
+            if faded
+            else due + (belief.decay_period or rules.decay_period_days),
         )
         changes.append(
             Change(

@@ -99,13 +99,18 @@ class Rules:
         35 + 40·(t − 0.2)/0.7, rounded half up and clamped to [10, 90]: t = 0.6 gives the
         core rule's 58, t = 0.9 gives 75, t = 0.2 gives 35.
         """
-        raw = self.hearsay_base + self.hearsay_span * (trust - self.hearsay_trust_low) / self.hearsay_trust_range
+        raw = (
+            self.hearsay_base
+            + self.hearsay_span * (trust - self.hearsay_trust_low) / self.hearsay_trust_range
+        )
         return max(self.hearsay_min, min(self.hearsay_max, math.floor(raw + 0.5)))
 
     def is_mutable(self, root: str) -> bool:
         return any(root.startswith(prefix) for prefix in self.mutable_prefixes)
 
-    def decay_period(self, importance: float | None, emotion: float | None, trust: float | None) -> float:
+    def decay_period(
+        self, importance: float | None, emotion: float | None, trust: float | None
+    ) -> float:
         """Days per aging step: slowed by importance and emotion, hastened by distrust."""
         period = self.decay_period_days * (
             1 + self.importance_weight * (importance or 0) + self.emotion_weight * (emotion or 0)

@@ -358,7 +358,9 @@ class _Social:
             keys = (topic, "") if topic else ("",)
             currents = [(t, self.trust(ev.resident, source, t or None)) for t in keys]
             for t, current in currents:
-                self.set_trust(ev.resident, source, t, current + step, why, _event_of(ev), ev.evidence_id)
+                self.set_trust(
+                    ev.resident, source, t, current + step, why, _event_of(ev), ev.evidence_id
+                )
 
 
 def _event_of(ev: Evidence) -> WorldEvent:
@@ -423,7 +425,9 @@ class MemoryWorld:
 
     def due_beliefs(self, day: float) -> list[Belief]:
         due = [
-            b for b in self.beliefs.values() if b.next_decay_day is not None and b.next_decay_day <= day
+            b
+            for b in self.beliefs.values()
+            if b.next_decay_day is not None and b.next_decay_day <= day
         ]
         return sorted(due, key=lambda b: (b.next_decay_day, b.resident, b.root))
 

@@ -89,7 +89,9 @@ class Sidecar:
         self._local = threading.local()
         self._readers: list[Reader] = []
         self._read_pool = ThreadPoolExecutor(config.readers, thread_name_prefix="credence-reader")
-        self.writer = WriterService(Writer(config.db, rules=config.rules, synchronous=config.synchronous), self._publish)
+        self.writer = WriterService(
+            Writer(config.db, rules=config.rules, synchronous=config.synchronous), self._publish
+        )
         self.server: Server | None = None
         self.connections: set[Connection] = set()
 
@@ -116,7 +118,11 @@ class Sidecar:
             compression=None,
             server_header=f"credence/{__version__}",
         )
-        mode = "open mode: no token configured, loopback only, any token accepted" if self.auth.open else "token auth"
+        mode = (
+            "open mode: no token configured, loopback only, any token accepted"
+            if self.auth.open
+            else "token auth"
+        )
         log.info("credence %s serving %s (db %s, %s)", __version__, self.url, self.config.db, mode)
 
     async def stop(self) -> None:
@@ -140,7 +146,9 @@ class Sidecar:
             reader.close()
         if self.capture is not None:
             self.capture.close()
-        log.info("credence stopped: %d events in %d batches", self.writer.events, self.writer.batches)
+        log.info(
+            "credence stopped: %d events in %d batches", self.writer.events, self.writer.batches
+        )
 
     async def run_forever(self) -> None:
         """Serve until SIGINT or SIGTERM."""

@@ -25,13 +25,21 @@ REDACTED = "<redacted>"
 
 def _redact(message: bytes | str) -> bytes | str:
     try:
-        frame = orjson.loads(message) if isinstance(message, str) else msgpack.unpackb(message, raw=False)
+        frame = (
+            orjson.loads(message)
+            if isinstance(message, str)
+            else msgpack.unpackb(message, raw=False)
+        )
     except Exception:
         return message
     if not isinstance(frame, dict) or frame.get("type") != "hello" or not frame.get("token"):
         return message
     frame["token"] = REDACTED
-    return orjson.dumps(frame).decode() if isinstance(message, str) else msgpack.packb(frame, use_bin_type=True)
+    return (
+        orjson.dumps(frame).decode()
+        if isinstance(message, str)
+        else msgpack.packb(frame, use_bin_type=True)
+    )
 
 
 class CaptureWriter:

@@ -147,7 +147,9 @@ class Connection:
         token = hello.token or _bearer(self.ws)
         role = self.app.auth.role_for(hello.world, token)
         if role is None:
-            raise ProtocolError(ErrorCode.UNAUTHORIZED, f"token not valid for world {hello.world!r}", rid=hello.rid)
+            raise ProtocolError(
+                ErrorCode.UNAUTHORIZED, f"token not valid for world {hello.world!r}", rid=hello.rid
+            )
         self.world, self.role = hello.world, role
         # Join the hub before reading the latest seq, with live delivery held back
         # (backfilling): a change committed meanwhile is caught up from SQLite, not lost.
@@ -156,7 +158,9 @@ class Connection:
         latest = await self.app.read(lambda r: r.latest_seq(hello.world))
         self.cursor = latest if hello.resume is None else hello.resume
         if hello.subscribe is not None or hello.subscribe_all:
-            self.subscriptions.append(Subscribe(residents=None if hello.subscribe_all else hello.subscribe))
+            self.subscriptions.append(
+                Subscribe(residents=None if hello.subscribe_all else hello.subscribe)
+            )
         self.push(
             {
                 "type": "welcome",
@@ -216,7 +220,12 @@ class Connection:
             await self.work.put(("frame", {"type": "unsubscribed", "rid": frame.rid}, as_json))
         elif isinstance(
             frame,
-            BeliefsQuery | ExplainQuery | DistributionQuery | NarrativeQuery | GraphQuery | TrustQuery,
+            BeliefsQuery
+            | ExplainQuery
+            | DistributionQuery
+            | NarrativeQuery
+            | GraphQuery
+            | TrustQuery,
         ):
             await self.work.put(("query", frame, as_json))
 
@@ -234,7 +243,11 @@ class Connection:
                 continue
             rest = tuple(r for r in sub.residents if r not in gone)
             if rest:
-                kept.append(Subscribe(residents=rest, roots=sub.roots, changes=sub.changes, crossing=sub.crossing))
+                kept.append(
+                    Subscribe(
+                        residents=rest, roots=sub.roots, changes=sub.changes, crossing=sub.crossing
+                    )
+                )
         self.subscriptions = kept
 
     def _leave_hub(self) -> None:
@@ -351,7 +364,9 @@ class Connection:
             result = await future
         except Exception as exc:
             log.error("conn %d: event not stored: %s", self.id, exc)
-            return ProtocolError(ErrorCode.INTERNAL_ERROR, "event was not stored; retry", rid=rid).to_frame()
+            return ProtocolError(
+                ErrorCode.INTERNAL_ERROR, "event was not stored; retry", rid=rid
+            ).to_frame()
         if result.status is ResultStatus.REJECTED:
             code = ErrorCode(getattr(result.error, "code", ErrorCode.INTERNAL_ERROR))
             reason = getattr(result.error, "reason", None)
@@ -382,7 +397,9 @@ class Connection:
             return [exc.to_frame()]
         except Exception:
             log.exception("conn %d: query %s failed", self.id, type(query).__name__)
-            return [ProtocolError(ErrorCode.INTERNAL_ERROR, "query failed", rid=query.rid).to_frame()]
+            return [
+                ProtocolError(ErrorCode.INTERNAL_ERROR, "query failed", rid=query.rid).to_frame()
+            ]
 
     async def _wait_room(self) -> None:
         while not self.room.is_set() and not self.slow:
@@ -419,7 +436,9 @@ class Connection:
         try:
             while True:
                 after = self.cursor
-                rows = await self.app.read(lambda r: r.changes_after(self.world, after, limit=_BACKFILL_PAGE))
+                rows = await self.app.read(
+                    lambda r, after=after: r.changes_after(self.world, after, limit=_BACKFILL_PAGE)
+                )
                 for change in rows:
                     self.cursor = change.seq or self.cursor
                     if self.wants(change):

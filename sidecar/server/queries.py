@@ -29,8 +29,8 @@ from protocol import (
 )
 
 from ..engine import Change, same_value
-from ..store.rows import load_json
 from ..store import Reader
+from ..store.rows import load_json
 
 __all__ = ["answer", "paginate"]
 
@@ -151,7 +151,10 @@ def _distribution(reader: Reader, world: str, q: DistributionQuery) -> list[dict
             "value": values[key],
             "residents": len(group),
             "mean_confidence": round(statistics.fmean(b.confidence for b in group), 2),
-            "states": {s: sum(1 for b in group if str(b.state) == s) for s in sorted({str(b.state) for b in group})},
+            "states": {
+                s: sum(1 for b in group if str(b.state) == s)
+                for s in sorted({str(b.state) for b in group})
+            },
             "independent_origins": len({o for b in group for o in b.origins}),
         }
         for key, group in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))

@@ -35,7 +35,9 @@ class _Item:
 class WriterService:
     """Owns the store writer; ``submit`` queues an event, the future resolves after commit."""
 
-    def __init__(self, writer: Writer, publish: Publish, *, max_batch: int = 2000, max_queue: int = 20000) -> None:
+    def __init__(
+        self, writer: Writer, publish: Publish, *, max_batch: int = 2000, max_queue: int = 20000
+    ) -> None:
         self.writer = writer
         self.publish = publish
         self.max_batch = max_batch
@@ -78,7 +80,9 @@ class WriterService:
             pairs = [(item.world, item.event) for item in batch]
             try:
                 # Shielded: a shutdown while SQLite commits must not abandon the batch.
-                results = await asyncio.shield(loop.run_in_executor(self.executor, self.writer.apply, pairs))
+                results = await asyncio.shield(
+                    loop.run_in_executor(self.executor, self.writer.apply, pairs)
+                )
             except StorageFailure as exc:
                 log.error("batch of %d events not stored: %s", len(batch), exc)
                 for item in batch:

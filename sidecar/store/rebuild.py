@@ -29,7 +29,9 @@ class RebuildReport:
         return not self.differences
 
 
-def rebuild(source: str | Path, target: str | Path | None = None, *, max_report: int = 20) -> RebuildReport:
+def rebuild(
+    source: str | Path, target: str | Path | None = None, *, max_report: int = 20
+) -> RebuildReport:
     """Replay every world of ``source`` into ``target`` (a temp file if None) and compare."""
     report = RebuildReport()
     with tempfile.TemporaryDirectory(prefix="credence-rebuild-") as tmp:
@@ -72,7 +74,9 @@ def _compare(world: str, a: Reader, b: Reader, report: RebuildReport, limit: int
     report.beliefs += len(old_beliefs)
     for key in sorted(old_beliefs.keys() | new_beliefs.keys()):
         if old_beliefs.get(key) != new_beliefs.get(key):
-            differ(f"belief {key[0]}/{key[1]}: stored {old_beliefs.get(key)} != rebuilt {new_beliefs.get(key)}")
+            differ(
+                f"belief {key[0]}/{key[1]}: stored {old_beliefs.get(key)} != rebuilt {new_beliefs.get(key)}"
+            )
     old_changes = a.all_changes(world)
     new_changes = b.all_changes(world)
     report.changes += len(old_changes)

@@ -318,7 +318,9 @@ _UPSERT_BELIEF = (
     f"INSERT INTO beliefs ({', '.join(BELIEF_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(BELIEF_COLUMNS))}) "
     "ON CONFLICT (world, resident, root) DO UPDATE SET "
-    + ", ".join(f"{c} = excluded.{c}" for c in BELIEF_COLUMNS if c not in ("world", "resident", "root"))
+    + ", ".join(
+        f"{c} = excluded.{c}" for c in BELIEF_COLUMNS if c not in ("world", "resident", "root")
+    )
 )
 _VALUE_SINCE = BELIEF_COLUMNS.index("value_since")
 _INSERT_CHANGE = (
@@ -331,7 +333,9 @@ _INSERT_EVIDENCE = (
     "source_kind, source_resident, relation, op, subject, origin, hops, trust) "
     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
-_INSERT_TRUST = "INSERT OR REPLACE INTO trust (world, resident, source, topic, value) VALUES (?,?,?,?,?)"
+_INSERT_TRUST = (
+    "INSERT OR REPLACE INTO trust (world, resident, source, topic, value) VALUES (?,?,?,?,?)"
+)
 
 #: Default cache budget and trust entries kept. A unit is one evidence ref (or origin,
 #: hop, source) a belief carries; with the rest of a belief's 8 units, ~120 bytes each in
@@ -423,7 +427,9 @@ class Writer:
         results: list[EventResult] = []
         if not batch:
             return results
-        snapshot = {w: dataclasses.replace(s, residents=set(s.residents)) for w, s in self._worlds.items()}
+        snapshot = {
+            w: dataclasses.replace(s, residents=set(s.residents)) for w, s in self._worlds.items()
+        }
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             self._check_cache()
@@ -485,11 +491,15 @@ class Writer:
         ).fetchone():
             return EventResult(world, event.event_id, ResultStatus.DUPLICATE)
         try:
-            outcome = ingest(event, state.day, _View(self.conn, world, state, self._cache), state.rules)
+            outcome = ingest(
+                event, state.day, _View(self.conn, world, state, self._cache), state.rules
+            )
         except EngineError as exc:
             return EventResult(world, event.event_id, ResultStatus.REJECTED, error=exc)
         self.conn.execute("SAVEPOINT event")
-        return self._store(world, state, outcome, event_row=_event_row(world, state.event_seq + 1, event))
+        return self._store(
+            world, state, outcome, event_row=_event_row(world, state.event_seq + 1, event)
+        )
 
     def _store(
         self, world: str, state: _WorldState, outcome: Outcome, event_row: tuple[Any, ...] | None
@@ -541,10 +551,22 @@ class Writer:
                 _INSERT_EVIDENCE,
                 [
                     (
-                        world, e.evidence_id, e.resident, e.claim.root, dump_json(e.claim.value),
-                        e.event_id, e.day, str(e.source_kind), e.source_resident_id, str(rel),
-                        e.op, e.subject, e.origin, dump_json_list(e.hops), e.trust,
-                    )  # fmt: skip
+                        world,
+                        e.evidence_id,
+                        e.resident,
+                        e.claim.root,
+                        dump_json(e.claim.value),
+                        e.event_id,
+                        e.day,
+                        str(e.source_kind),
+                        e.source_resident_id,
+                        str(rel),
+                        e.op,
+                        e.subject,
+                        e.origin,
+                        dump_json_list(e.hops),
+                        e.trust,
+                    )
                     for e, rel in out.evidence
                 ],
             )
@@ -615,7 +637,9 @@ class Reader:
 
     def is_resident(self, world: str, resident: str) -> bool:
         return bool(
-            self._rows("SELECT 1 FROM residents WHERE world = ? AND resident = ?", (world, resident))
+            self._rows(
+                "SELECT 1 FROM residents WHERE world = ? AND resident = ?", (world, resident)
+            )
         )
 
     def belief(self, world: str, resident: str, root: str) -> Belief | None:
@@ -681,9 +705,7 @@ class Reader:
 
     def events(self, world: str) -> Iterator[WorldEvent]:
         """The world log in order, parsed back into events (what a rebuild replays)."""
-        cursor = self.conn.execute(
-            "SELECT body FROM events WHERE world = ? ORDER BY seq", (world,)
-        )
+        cursor = self.conn.execute("SELECT body FROM events WHERE world = ? ORDER BY seq", (world,))
         for (body,) in cursor:
             yield parse_event(load_json(body))
 
