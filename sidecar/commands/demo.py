@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
+from functools import partial
 from pathlib import Path
+
+import anyio
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,5 +24,5 @@ def run(args: argparse.Namespace) -> int:
     if args.db is not None and args.db.exists():
         print(f"credence demo: {args.db} exists; give a new path", file=sys.stderr)
         return 2
-    asyncio.run(run_demo(db=args.db))
+    anyio.run(partial(run_demo, db=args.db))
     return 0
