@@ -29,6 +29,7 @@ from .frames import (
     Unsubscribe,
     belief_frame,
     belief_summary,
+    change_summary,
     parse_client_frame,
     parse_hello,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "Unsubscribe",
     "belief_frame",
     "belief_summary",
+    "change_summary",
     "decode",
     "decode_json",
     "decode_msgpack",

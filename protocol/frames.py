@@ -37,6 +37,7 @@ __all__ = [
     "Unsubscribe",
     "belief_frame",
     "belief_summary",
+    "change_summary",
     "parse_client_frame",
     "parse_hello",
 ]
@@ -375,4 +376,26 @@ def belief_summary(b: Belief) -> dict[str, Any]:
         "evidence_refs": list(b.evidence_refs),
         "formed_day": b.formed_day,
         "updated_day": b.updated_day,
+    }
+
+
+def change_summary(c: Change) -> dict[str, Any]:
+    """A change record as carried in ``explanation`` histories and ``trust`` replies."""
+    return {
+        "seq": c.seq,
+        "change": str(c.kind),
+        "confidence": c.confidence_after,
+        "prev_confidence": c.confidence_before,
+        "state": str(c.state_after),
+        "prev_state": None if c.state_before is None else str(c.state_before),
+        "value": c.value_after,
+        "prev_value": c.value_before,
+        "subject": c.subject_after,
+        "prev_subject": c.subject_before,
+        "source_kind": str(c.source_kind),
+        "source": c.source_resident_id,
+        "event_id": c.event_id,
+        "evidence_id": c.evidence_id,
+        "day": c.day,
+        "detail": c.detail,
     }

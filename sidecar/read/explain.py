@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from protocol import belief_summary, change_summary
+
 from ..engine import Belief, Change
 from ..store import Reader
 from .queries import NotFound, resident_known
@@ -20,50 +22,18 @@ __all__ = ["belief_dict", "change_dict", "explain", "render_explain"]
 
 
 def belief_dict(b: Belief) -> dict[str, Any]:
-    """A belief with every field a person debugging it may want, as plain values."""
+    """The wire's belief summary, plus the fields a person debugging it may want."""
     return {
-        "resident": b.resident,
-        "root": b.root,
-        "value": b.value,
-        "subject": b.subject,
-        "interpretation": b.interpretation,
-        "people": list(b.people),
-        "places": list(b.places),
-        "topics": list(b.topics),
-        "confidence": b.confidence,
-        "state": str(b.state),
-        "source_kind": str(b.source_kind),
-        "source": b.source_resident_id,
+        **belief_summary(b),
         "heard_from": list(b.heard_from),
-        "intervention": None if b.intervention is None else str(b.intervention),
-        "evidence_refs": list(b.evidence_refs),
-        "formed_day": b.formed_day,
-        "updated_day": b.updated_day,
         "last_evidence_day": b.last_evidence_day,
         "next_decay_day": b.next_decay_day,
     }
 
 
 def change_dict(c: Change) -> dict[str, Any]:
-    """One change record, in the same keys as the server's change notifications."""
-    return {
-        "seq": c.seq,
-        "change": str(c.kind),
-        "confidence": c.confidence_after,
-        "prev_confidence": c.confidence_before,
-        "state": str(c.state_after),
-        "prev_state": None if c.state_before is None else str(c.state_before),
-        "value": c.value_after,
-        "prev_value": c.value_before,
-        "subject": c.subject_after,
-        "prev_subject": c.subject_before,
-        "source_kind": str(c.source_kind),
-        "source": c.source_resident_id,
-        "event_id": c.event_id,
-        "evidence_id": c.evidence_id,
-        "day": c.day,
-        "detail": c.detail,
-    }
+    """One change record, in the same keys as the server's explanation history."""
+    return change_summary(c)
 
 
 def _evidence_dict(row: dict[str, Any]) -> dict[str, Any]:

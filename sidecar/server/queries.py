@@ -26,9 +26,10 @@ from protocol import (
     ProtocolError,
     TrustQuery,
     belief_summary,
+    change_summary,
 )
 
-from ..engine import Change, same_value
+from ..engine import same_value
 from ..store import Reader
 from ..store.rows import load_json
 
@@ -69,27 +70,6 @@ def paginate(head: dict[str, Any], lists: dict[str, list[Any]]) -> list[dict[str
     for part, page in enumerate(pages):
         frames.append({**head, **page, "part": part, "more": part < len(pages) - 1})
     return frames
-
-
-def change_summary(c: Change) -> dict[str, Any]:
-    return {
-        "seq": c.seq,
-        "change": str(c.kind),
-        "confidence": c.confidence_after,
-        "prev_confidence": c.confidence_before,
-        "state": str(c.state_after),
-        "prev_state": None if c.state_before is None else str(c.state_before),
-        "value": c.value_after,
-        "prev_value": c.value_before,
-        "subject": c.subject_after,
-        "prev_subject": c.subject_before,
-        "source_kind": str(c.source_kind),
-        "source": c.source_resident_id,
-        "event_id": c.event_id,
-        "evidence_id": c.evidence_id,
-        "day": c.day,
-        "detail": c.detail,
-    }
 
 
 def _not_found(what: str, rid: object) -> ProtocolError:
