@@ -225,46 +225,19 @@ def _contradict(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Cha
     return after, _change(belief, after, ChangeKind.DOUBTED, ev)
 
 
-def _correct(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
-    note = f"Later firsthand evidence corrected my earlier understanding: {belief.subject}"
-    if ev.interpretation:
-        note = f"{ev.interpretation} ({note})"
-    after = replace(
+def _seen_anew(belief: Belief, ev: Evidence, **fields: object) -> Belief:
+    """The belief replaced by what the resident saw: new value, firsthand, a fresh chain.
+
+    Shared by correction and update; the old value survives only in the change history.
+    """
+    return replace(
         belief,
         **_touched(belief, ev),  # type: ignore[arg-type]
         value=ev.claim.value,
         subject=ev.subject,
-        interpretation=note,
         people=ev.people,
         places=ev.places,
         topics=ev.topics,
-        confidence=rules.corrected_confidence,
-        state=State.CORRECTED,
-        source_kind=SourceKind.FIRSTHAND,
-        source_resident_id=None,
-        intervention=None,
-        heard_from=(),
-        origins=(ev.origin,) if ev.origin else (),
-        hops=(),
-        value_since=ev.day,
-        next_decay_day=None,
-    )
-    return after, _change(belief, after, ChangeKind.CORRECTED, ev)
-
-
-def _update(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
-    """A mutable root seen firsthand with a newer value: the world changed, not my mind."""
-    after = replace(
-        belief,
-        **_touched(belief, ev),  # type: ignore[arg-type]
-        value=ev.claim.value,
-        subject=ev.subject,
-        interpretation=ev.interpretation,
-        people=ev.people,
-        places=ev.places,
-        topics=ev.topics,
-        confidence=rules.firsthand_initial,
-        state=State.INFLUENCING,
         source_kind=SourceKind.FIRSTHAND,
         source_resident_id=None,
         intervention=None,
@@ -274,6 +247,32 @@ def _update(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change]
         value_since=ev.day,
         decay_period=None,
         next_decay_day=None,
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def _correct(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
+    note = f"Later firsthand evidence corrected my earlier understanding: {belief.subject}"
+    if ev.interpretation:
+        note = f"{ev.interpretation} ({note})"
+    after = _seen_anew(
+        belief,
+        ev,
+        interpretation=note,
+        confidence=rules.corrected_confidence,
+        state=State.CORRECTED,
+    )
+    return after, _change(belief, after, ChangeKind.CORRECTED, ev)
+
+
+def _update(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
+    """A mutable root seen firsthand with a newer value: the world changed, not my mind."""
+    after = _seen_anew(
+        belief,
+        ev,
+        interpretation=ev.interpretation,
+        confidence=rules.firsthand_initial,
+        state=State.INFLUENCING,
     )
     held = f"held from day {belief.value_since:g} until day {ev.day:g}"
     return after, _change(belief, after, ChangeKind.UPDATED, ev, detail=held)
