@@ -58,8 +58,8 @@ from protocol import (
 from sidecar import __version__
 from sidecar.engine import Change
 from sidecar.server.app import ServerConfig
-from sidecar.server.queries import answer
-from sidecar.store import EventResult, Reader, ResultStatus, Writer
+from sidecar.server.queries import answer, event_reply
+from sidecar.store import Reader, Writer
 
 __all__ = ["OUTPUT", "Step", "build", "main", "render"]
 
@@ -182,7 +182,7 @@ class _Sidecar:
                 self.cursor = change.seq or self.cursor
                 if self._wants(change):
                     out.append(belief_frame(change))
-            return [*out, _ack(result, frame.rid)]
+            return [*out, event_reply(result, frame.rid)]
         if isinstance(frame, Subscribe):
             self.subscriptions.append(frame)
             if frame.residents is None:
@@ -226,28 +226,6 @@ class _Sidecar:
         except ProtocolError as exc:
             exc.rid = frame.rid
             return [exc.to_frame()]
-
-
-def _ack(result: EventResult, rid: object) -> Frame:
-    if result.status is ResultStatus.REJECTED:
-        code = ErrorCode(getattr(result.error, "code", ErrorCode.INTERNAL_ERROR))
-        reason = getattr(result.error, "reason", None)
-        return ProtocolError(
-            code, str(result.error), rid=rid, event_id=result.event_id, reason=reason
-        ).to_frame()
-    ack: Frame = {
-        "type": "ack",
-        "event_id": result.event_id,
-        "duplicate": result.status is ResultStatus.DUPLICATE,
-        "changes": len(result.changes),
-    }
-    if result.changes:
-        ack["seq"] = result.changes[-1].seq
-    if result.results:
-        ack["results"] = list(result.results)
-    if rid is not None:
-        ack["rid"] = rid
-    return ack
 
 
 # ----------------------------------------------------------------------- building vectors

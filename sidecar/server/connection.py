@@ -49,8 +49,9 @@ from protocol import (
 
 from .. import __version__
 from ..engine import Change
-from ..store import EventResult, ResultStatus
+from ..store import EventResult
 from .auth import Role
+from .queries import event_reply
 
 if TYPE_CHECKING:
     from .app import Sidecar
@@ -367,25 +368,7 @@ class Connection:
             return ProtocolError(
                 ErrorCode.INTERNAL_ERROR, "event was not stored; retry", rid=rid
             ).to_frame()
-        if result.status is ResultStatus.REJECTED:
-            code = ErrorCode(getattr(result.error, "code", ErrorCode.INTERNAL_ERROR))
-            reason = getattr(result.error, "reason", None)
-            return ProtocolError(
-                code, str(result.error), rid=rid, event_id=result.event_id, reason=reason
-            ).to_frame()
-        ack: dict[str, Any] = {
-            "type": "ack",
-            "event_id": result.event_id,
-            "duplicate": result.status is ResultStatus.DUPLICATE,
-            "changes": len(result.changes),
-        }
-        if result.changes:
-            ack["seq"] = result.changes[-1].seq
-        if result.results:
-            ack["results"] = list(result.results)
-        if rid is not None:
-            ack["rid"] = rid
-        return ack
+        return event_reply(result, rid)
 
     async def _query(self, query: Any) -> list[dict[str, Any]]:
         from .queries import answer

@@ -30,10 +30,10 @@ from protocol import (
 )
 
 from ..engine import same_value
-from ..store import Reader
+from ..store import EventResult, Reader, ResultStatus
 from ..store.rows import load_json
 
-__all__ = ["answer", "paginate"]
+__all__ = ["answer", "event_reply", "paginate"]
 
 # Leave room for the frame's own keys and the largest single list item we allow.
 _PAGE_BUDGET = MAX_OUTBOUND - 4096
@@ -212,3 +212,26 @@ def answer(reader: Reader, world: str, query: object) -> list[dict[str, Any]]:
         return handler(reader, world, query)
     except NotFound as exc:  # the read side's own lookups (graph, narrative)
         raise _not_found(str(exc), getattr(query, "rid", None)) from None
+
+
+def event_reply(result: EventResult, rid: object) -> dict[str, Any]:
+    """The ``ack`` for a committed (or duplicate) event, or the ``error`` that refused it."""
+    if result.status is ResultStatus.REJECTED:
+        code = ErrorCode(getattr(result.error, "code", ErrorCode.INTERNAL_ERROR))
+        reason = getattr(result.error, "reason", None)
+        return ProtocolError(
+            code, str(result.error), rid=rid, event_id=result.event_id, reason=reason
+        ).to_frame()
+    ack: dict[str, Any] = {
+        "type": "ack",
+        "event_id": result.event_id,
+        "duplicate": result.status is ResultStatus.DUPLICATE,
+        "changes": len(result.changes),
+    }
+    if result.changes:
+        ack["seq"] = result.changes[-1].seq
+    if result.results:
+        ack["results"] = list(result.results)
+    if rid is not None:
+        ack["rid"] = rid
+    return ack
