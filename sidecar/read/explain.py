@@ -16,9 +16,10 @@ from protocol import belief_summary, change_summary
 
 from ..engine import Belief, Change
 from ..store import Reader
+from ..store.rows import load_json
 from .queries import NotFound, resident_known
 
-__all__ = ["belief_dict", "change_dict", "explain", "render_explain"]
+__all__ = ["belief_dict", "change_dict", "evidence_summary", "explain", "render_explain"]
 
 
 def belief_dict(b: Belief) -> dict[str, Any]:
@@ -36,7 +37,8 @@ def change_dict(c: Change) -> dict[str, Any]:
     return change_summary(c)
 
 
-def _evidence_dict(row: dict[str, Any]) -> dict[str, Any]:
+def evidence_summary(row: dict[str, Any]) -> dict[str, Any]:
+    """One evidence row (``Reader.evidence``) as the ``explanation`` reply carries it."""
     return {
         "evidence_id": row["evidence_id"],
         "event_id": row["event_id"],
@@ -48,6 +50,9 @@ def _evidence_dict(row: dict[str, Any]) -> dict[str, Any]:
         "subject": row["subject"],
         "relation": row["relation"],
         "op": row["op"],
+        "origin": row["origin"],
+        "hops": load_json(row["hops"]),
+        "trust": row["trust"],
     }
 
 
@@ -66,7 +71,7 @@ def explain(reader: Reader, world: str, resident: str, root: str) -> dict[str, A
         "resident": resident,
         "root": root,
         "belief": belief_dict(belief),
-        "evidence": [_evidence_dict(e) for e in reader.evidence(world, resident, root)],
+        "evidence": [evidence_summary(e) for e in reader.evidence(world, resident, root)],
         "history": [change_dict(c) for c in reader.history(world, resident, root)],
     }
 
@@ -80,10 +85,15 @@ def _day(day: float) -> str:
 
 def _what(ev: dict[str, Any]) -> str:
     kind, source, subject = ev["event_kind"], ev["source"], ev["subject"]
-    if kind == "say":
-        return f"{source} said: {subject}"
-    if kind == "announce":
-        return f"{source} announced: {subject}"
+    if kind in ("say", "announce"):
+        verb = "said" if kind == "say" else "announced"
+        heard = f"{source} {verb}: {subject}"
+        hops = ev.get("hops") or []
+        if len(hops) > 1:
+            heard += f" [via {' → '.join(hops)}]"
+        if ev.get("trust") is not None:
+            heard += f" [trust {ev['trust']:.2f}]"
+        return heard
     if kind == "intervene":
         return f"intervention ({ev['op']}): {subject}" if subject else f"intervention ({ev['op']})"
     if kind == "act":

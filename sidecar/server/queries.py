@@ -30,8 +30,8 @@ from protocol import (
 )
 
 from ..engine import same_value
+from ..read.explain import evidence_summary
 from ..store import EventResult, Reader, ResultStatus
-from ..store.rows import load_json
 
 __all__ = ["answer", "event_reply", "paginate"]
 
@@ -88,24 +88,7 @@ def _explain(reader: Reader, world: str, q: ExplainQuery) -> list[dict[str, Any]
     belief = reader.belief(world, q.resident, q.root)
     if belief is None:
         raise _not_found(f"{q.resident!r} holds no belief on {q.root!r}", q.rid)
-    evidence = [
-        {
-            "evidence_id": e["evidence_id"],
-            "event_id": e["event_id"],
-            "event_kind": e["event_kind"],
-            "day": e["day"],
-            "source_kind": e["source_kind"],
-            "source": e["source_resident"],
-            "value": e["value"],
-            "subject": e["subject"],
-            "relation": e["relation"],
-            "op": e["op"],
-            "origin": e["origin"],
-            "hops": load_json(e["hops"]),
-            "trust": e["trust"],
-        }
-        for e in reader.evidence(world, q.resident, q.root)
-    ]
+    evidence = [evidence_summary(e) for e in reader.evidence(world, q.resident, q.root)]
     history = [change_summary(c) for c in reader.history(world, q.resident, q.root)]
     head = {
         "type": "explanation",
