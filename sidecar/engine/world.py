@@ -232,7 +232,10 @@ def ingest(
     social = _Social(reader, out, rules)
     if event.kind is EventKind.TRUST:
         assert event.resident and event.source and event.trust is not None
-        social.set_trust(event.resident, event.source, event.topic or "", event.trust, "set", event)
+        social.set_trust(
+            event.resident, event.source, event.topic or "", event.trust, "set",
+            event.event_id, event.day,
+        )  # fmt: skip
         return out
     if event.kind is EventKind.PROPOSE:
         _propose(event, reader, out)
@@ -294,7 +297,7 @@ class _Social:
 
     def set_trust(
         self, resident: str, source: str, topic: str, value: float, why: str,
-        event: WorldEvent, evidence_id: str | None = None,
+        event_id: str, day: float, evidence_id: str | None = None,
     ) -> None:  # fmt: skip
         before = self.trust(resident, source, topic or None)
         value = round(min(1.0, max(0.0, value)), 4)
@@ -315,9 +318,9 @@ class _Social:
                 value_after=value,
                 source_kind=SourceKind.IMPLANTED if why == "set" else SourceKind.FIRSTHAND,
                 source_resident_id=None,
-                event_id=event.event_id,
+                event_id=event_id,
                 evidence_id=evidence_id,
-                day=event.day,
+                day=day,
                 detail=why,
             )
         )
@@ -359,12 +362,9 @@ class _Social:
             currents = [(t, self.trust(ev.resident, source, t or None)) for t in keys]
             for t, current in currents:
                 self.set_trust(
-                    ev.resident, source, t, current + step, why, _event_of(ev), ev.evidence_id
-                )
-
-
-def _event_of(ev: Evidence) -> WorldEvent:
-    return WorldEvent(event_id=ev.event_id, day=ev.day, kind=EventKind.OBSERVE)
+                    ev.resident, source, t, current + step, why,
+                    ev.event_id, ev.day, ev.evidence_id,
+                )  # fmt: skip
 
 
 def _propose(event: WorldEvent, reader: BeliefReader, out: Outcome) -> None:

@@ -19,9 +19,9 @@ import signal
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import orjson
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -59,7 +59,6 @@ class ServerConfig:
     synchronous: str = "FULL"
     rules: Rules = DEFAULT_RULES  # for worlds created by this process; stored per world
     readers: int = 2
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def is_loopback(host: str) -> bool:
