@@ -33,6 +33,7 @@ from .frames import (
     parse_client_frame,
     parse_hello,
 )
+from .worlds import DeleteWorld, ForkWorld, WorldsQuery
 
 __all__ = [
     "MAX_INBOUND",
@@ -41,10 +42,12 @@ __all__ = [
     "PROTOCOL_VERSION",
     "BeliefsQuery",
     "CloseCode",
+    "DeleteWorld",
     "DistributionQuery",
     "ErrorCode",
     "EventFrame",
     "ExplainQuery",
+    "ForkWorld",
     "GraphQuery",
     "Hello",
     "NarrativeQuery",
@@ -52,6 +55,7 @@ __all__ = [
     "Subscribe",
     "TrustQuery",
     "Unsubscribe",
+    "WorldsQuery",
     "belief_frame",
     "belief_summary",
     "change_summary",

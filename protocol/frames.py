@@ -22,6 +22,7 @@ from sidecar.engine import (
 )
 
 from .errors import ErrorCode, ProtocolError
+from .worlds import WORLD_FRAMES, DeleteWorld, ForkWorld, WorldsQuery, parse_world_frame
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -185,6 +186,9 @@ ClientFrame = (
     | NarrativeQuery
     | GraphQuery
     | TrustQuery
+    | WorldsQuery
+    | ForkWorld
+    | DeleteWorld
 )
 
 
@@ -324,6 +328,8 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
         if resident is None and root is None:
             raise _fail("a graph query needs 'resident', 'root' or both", rid)
         return GraphQuery(resident=resident, root=root, rid=rid)
+    if kind in WORLD_FRAMES:
+        return parse_world_frame(frame, rid)
     if kind == "hello":
         raise _fail("'hello' was already received on this connection", rid)
     raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"unknown frame type {kind!r}", rid=rid)

@@ -20,6 +20,12 @@ COMMANDS: dict[str, str] = {
     "replay": "replay",
     "load": "load",
     "bench": "bench",
+    "worlds": "worlds",
+    "fork": "worlds",
+    "export": "worlds",
+    "import": "worlds",
+    "delete": "worlds",
+    "backup": "worlds",
 }
 
 
@@ -28,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="credence", description="Credence: a belief-revision sidecar for game NPCs."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in COMMANDS.values():
+    for module in dict.fromkeys(COMMANDS.values()):  # (a module may add several commands)
         mod = importlib.import_module(f"sidecar.commands.{module}")
         mod.add_parser(sub)
     return parser

@@ -11,6 +11,7 @@ import pytest
 from wsclient import Frame, WsClient, db_rows, observe, running
 
 from protocol import ErrorCode
+from sidecar.engine import rules_from_mapping
 from sidecar.server import Sidecar
 
 #: Codes a correct server cannot be driven to by a client alone: the epistemic guard is not
@@ -111,9 +112,14 @@ async def test_every_error_code_is_reachable_over_the_wire(tmp_path: Path) -> No
         assert frame is not None and frame["type"] == "error", frame
         seen.add(frame["code"])
 
-    async with running(tmp_path, writer_tokens=["town=secret"], reader_tokens=["town=ro"]) as sc:
+    strict = {"town": rules_from_mapping({"late_event_days": 0})}  # refuses a clock going back
+    async with running(
+        tmp_path, writer_tokens=["town=secret"], reader_tokens=["town=ro"], world_rules=strict
+    ) as sc:
         async with WsClient(sc.url, token="secret") as c:
             saw(await expect_error_then_ack(c, b"\xc1", "bad_frame"))
+            past = {"type": "event", "event_id": "past", "day": 0.5, "kind": "tick"}
+            saw(await expect_error_then_ack(c, past, "clock_backwards"))
             saw(await expect_error_then_ack(c, {"type": "teleport"}, "unknown_type"))
             saw(await expect_error_then_ack(c, {"type": "beliefs"}, "invalid_frame"))
             saw(await expect_error_then_ack(c, {"type": "event", "kind": "tick"}, "invalid_event"))

@@ -56,7 +56,7 @@ from protocol import (
     parse_hello,
 )
 from sidecar import __version__
-from sidecar.engine import Change
+from sidecar.engine import Change, ClockBackwards
 from sidecar.server.app import ServerConfig
 from sidecar.server.queries import answer, event_reply
 from sidecar.store import Reader, Writer
@@ -1517,6 +1517,14 @@ def _literal_errors(v: _Vectors) -> None:
             "A read-only connection sent an event; nothing stored, the connection stays open.",
             lambda: ProtocolError(
                 code.FORBIDDEN, "a read-only token cannot send events", rid=5, event_id="e-99"
+            ),
+        ),
+        (
+            "server.error.clock_backwards",
+            "An event dated before the world's clock by more than the world's late_event_days "
+            "(0: any earlier day); refused whole, nothing stored, the connection stays open.",
+            lambda: ProtocolError(
+                code.CLOCK_BACKWARDS, str(ClockBackwards(3.0, 22.0)), rid=9, event_id="e-late"
             ),
         ),
         (

@@ -10,6 +10,7 @@ from .model import (
     Change,
     ChangeKind,
     Claim,
+    ClockBackwards,
     ContractViolation,
     EngineError,
     Evidence,
@@ -23,12 +24,23 @@ from .model import (
     same_value,
 )
 from .revise import age, revise
-from .rules import DEFAULT_RULES, TRANSITIONS, Rules, check_transition
+from .rules import (
+    DEFAULT_RULES,
+    RULES_VERSION,
+    TRANSITIONS,
+    Rules,
+    RulesError,
+    check_transition,
+    rules_from_mapping,
+    rules_from_stored,
+    rules_to_stored,
+)
 from .world import BeliefReader, MemoryWorld, Outcome, believes_root, derive_evidence, ingest
 
 __all__ = [
     "DEFAULT_RULES",
     "REASONS",
+    "RULES_VERSION",
     "TRANSITIONS",
     "ActStatus",
     "Belief",
@@ -36,6 +48,7 @@ __all__ = [
     "Change",
     "ChangeKind",
     "Claim",
+    "ClockBackwards",
     "ContractViolation",
     "EngineError",
     "EventKind",
@@ -47,6 +60,7 @@ __all__ = [
     "Outcome",
     "Relation",
     "Rules",
+    "RulesError",
     "SourceKind",
     "State",
     "Value",
@@ -60,5 +74,8 @@ __all__ = [
     "judge_edits",
     "parse_event",
     "revise",
+    "rules_from_mapping",
+    "rules_from_stored",
+    "rules_to_stored",
     "same_value",
 ]

@@ -10,6 +10,8 @@ Exception tree::
     EngineError                      (base; never raised directly)
      ├── InvalidEvidence             a peer sent evidence that breaks a data rule
      └── InvalidEvent                a world event is malformed or cannot apply
+          ├── ContractViolation      it breaks the epistemic guard (with a reason)
+          └── ClockBackwards         it is dated before the world's clock
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ __all__ = [
     "Change",
     "ChangeKind",
     "Claim",
+    "ClockBackwards",
     "ContractViolation",
     "EngineError",
     "Evidence",
@@ -67,6 +70,23 @@ class ContractViolation(InvalidEvent):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class ClockBackwards(InvalidEvent):
+    """An event dated before the world's clock: time in a world only moves forward.
+
+    (To go back in time, fork the world at an earlier seq: the fork's clock is that day.)
+    """
+
+    code = "clock_backwards"
+
+    def __init__(self, day: float, clock: float) -> None:
+        super().__init__(
+            f"event day {day:g} is before the world's clock (day {clock:g}) by more than this "
+            "world's late_event_days; time in a world only moves forward (fork the world at "
+            "an earlier seq to go back)"
+        )
+        self.day, self.clock = day, clock
 
 
 class SourceKind(StrEnum):

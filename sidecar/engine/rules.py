@@ -34,12 +34,34 @@ lower value. Nothing is ever deleted; confidence and state carry influence.
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .model import ChangeKind, State
 
-__all__ = ["DEFAULT_RULES", "TRANSITIONS", "Rules", "check_transition"]
+__all__ = [
+    "DEFAULT_RULES",
+    "RULES_VERSION",
+    "TRANSITIONS",
+    "Rules",
+    "RulesError",
+    "check_transition",
+    "rules_from_mapping",
+    "rules_from_stored",
+    "rules_to_stored",
+]
+
+#: Version of the stored form of :class:`Rules` (``rules_to_stored``). 1: the fields as they
+#: were, with ``hearsay_initial``; 2: ``hearsay_initial`` gone (the trust formula gives it).
+RULES_VERSION = 2
+
+
+class RulesError(ValueError):
+    """A rules table that cannot be used: an unknown rule, a wrong type, a bad value."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,7 +69,7 @@ class Rules:
     """All tunable numbers. Defaults are the reference game's; change them per world."""
 
     firsthand_initial: int = 78
-    hearsay_initial: int = 58
+    # (hearsay's initial confidence is hearsay_confidence(trust): 58 at the default trust)
     implant_initial: int = 65
     reinforce_step: int = 8
     confidence_cap: int = 100
@@ -81,17 +103,32 @@ class Rules:
     distrust_min_factor: float = 0.5
     # --- the world changed vs. I was misinformed -------------------------------------
     mutable_prefixes: tuple[str, ...] = ()
+    # --- the world clock ----------------------------------------------------------------
+    #: How many days before the world's clock an event may be dated and still be accepted
+    #: (applied at the clock, which never moves back); older ones are refused with
+    #: ``clock_backwards``. 0 refuses every event dated before the clock; the default
+    #: (10^12, the largest day) accepts them all.
+    late_event_days: float = 1e12
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mutable_prefixes", tuple(self.mutable_prefixes))
         for name in self.__slots__:  # type: ignore[attr-defined]
             value = getattr(self, name)
             if isinstance(value, int | float) and value < 0:
-                raise ValueError(f"rule {name} must not be negative")
+                raise RulesError(f"rule {name} must not be negative")
         if self.decay_period_days <= 0:
-            raise ValueError("decay_period_days must be positive")
-        if not 0 <= self.trust_default <= 1:
-            raise ValueError("trust_default must lie in [0, 1]")
+            raise RulesError("decay_period_days must be positive")
+        if self.hearsay_trust_range <= 0:
+            raise RulesError("hearsay_trust_range must be positive")
+        for name in ("trust_default", "hearsay_trust_low", "distrust_below"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise RulesError(f"{name} must lie in [0, 1]")
+        for name in ("firsthand_initial", "implant_initial", "corrected_confidence",
+                     "confidence_cap", "decay_floor", "hearsay_min", "hearsay_max"):  # fmt: skip
+            if getattr(self, name) > 100:
+                raise RulesError(f"{name} is a confidence: at most 100")
+        if self.hearsay_min > self.hearsay_max:
+            raise RulesError("hearsay_min must not exceed hearsay_max")
 
     def hearsay_confidence(self, trust: float) -> int:
         """Initial confidence of hearsay from a source trusted ``trust`` ∈ [0, 1].
@@ -104,6 +141,11 @@ class Rules:
             + self.hearsay_span * (trust - self.hearsay_trust_low) / self.hearsay_trust_range
         )
         return max(self.hearsay_min, min(self.hearsay_max, math.floor(raw + 0.5)))
+
+    @property
+    def hearsay_initial(self) -> int:
+        """Initial confidence of hearsay at the default trust (the core rule's 58)."""
+        return self.hearsay_confidence(self.trust_default)
 
     def is_mutable(self, root: str) -> bool:
         return any(root.startswith(prefix) for prefix in self.mutable_prefixes)
@@ -121,6 +163,74 @@ class Rules:
 
 
 DEFAULT_RULES = Rules()
+
+_FIELDS = {f.name: f for f in dataclasses.fields(Rules)}
+
+
+def rules_from_mapping(data: Mapping[str, Any], where: str = "rules") -> Rules:
+    """Rules from a plain table (a TOML file, a config section), checked field by field.
+
+    Every error is one line naming ``where`` and the rule: an unknown name (with the
+    closest known one), a wrong type (an integer rule given 7.5, a number given text), or a
+    value the rules refuse (negative, a confidence above 100, …). Missing rules keep their
+    defaults.
+    """
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        if name == "hearsay_initial":
+            raise RulesError(
+                f"{where}: hearsay_initial is not a rule of its own: hearsay starts at "
+                "hearsay_base + hearsay_span·(t − hearsay_trust_low)/hearsay_trust_range "
+                "(58 at the default trust 0.6); set those numbers instead"
+            )
+        spec = _FIELDS.get(name)
+        if spec is None:
+            close = difflib.get_close_matches(name, list(_FIELDS), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise RulesError(f"{where}: unknown rule {name!r}{hint}")
+        if name == "mutable_prefixes":
+            if not isinstance(value, list | tuple) or not all(
+                isinstance(v, str) and v for v in value
+            ):
+                raise RulesError(f"{where}: {name} must be a list of root prefixes (strings)")
+            value = tuple(value)
+        elif isinstance(value, bool) or not isinstance(value, int | float):
+            raise RulesError(f"{where}: {name} must be a number, not {value!r}")
+        elif spec.type == "int" and not isinstance(value, int):
+            if not float(value).is_integer():
+                raise RulesError(f"{where}: {name} must be a whole number, not {value!r}")
+            value = int(value)
+        elif spec.type == "float":
+            value = float(value)
+        kwargs[name] = value
+    try:
+        return Rules(**kwargs)
+    except RulesError as exc:
+        raise RulesError(f"{where}: {exc}") from None
+
+
+def rules_to_stored(rules: Rules) -> dict[str, Any]:
+    """The stored form of a world's rules: every field, and the form's version."""
+    out = dataclasses.asdict(rules)
+    out["mutable_prefixes"] = list(rules.mutable_prefixes)
+    out["version"] = RULES_VERSION
+    return out
+
+
+def rules_from_stored(data: Mapping[str, Any]) -> Rules:
+    """Read stored rules back, upcasting older versions (a world keeps its own numbers)."""
+    fields = dict(data)
+    version = fields.pop("version", 1)
+    if version > RULES_VERSION:
+        raise RulesError(
+            f"stored rules are version {version}; this Credence reads up to {RULES_VERSION}"
+        )
+    if version < 2:
+        # Version 1 stored hearsay_initial, which the live path never read (trust always set
+        # the initial confidence through the formula): dropping it changes nothing.
+        fields.pop("hearsay_initial", None)
+    return Rules(**fields)
+
 
 # Which lifecycle states a change kind may move a belief *from* and *to*. ``None`` as a
 # source means "no belief yet". The property tests check every revision against this table,

@@ -19,6 +19,7 @@ from .model import (
     Change,
     ChangeKind,
     Claim,
+    ClockBackwards,
     Evidence,
     InvalidEvent,
     Relation,
@@ -218,9 +219,12 @@ def ingest(
 
     If the event moves the world clock forward, hearsay aging due by the event's day runs
     first (the event happens in a world where that time has passed). Raises
-    :class:`InvalidEvent` if the event cannot apply; then nothing of it is to be stored.
+    :class:`InvalidEvent` if the event cannot apply (:class:`ClockBackwards` if it is dated
+    more than ``rules.late_event_days`` before ``clock``); then nothing of it is to be stored.
     """
-    day = max(clock, event.day)
+    if event.day < clock - rules.late_event_days:
+        raise ClockBackwards(event.day, clock)
+    day = max(clock, event.day)  # an accepted late event never moves the clock back
     out = Outcome(event=event, day=day)
     if day > clock:
         for belief in reader.due_beliefs(day):

@@ -17,22 +17,35 @@ import itertools
 import logging
 import signal
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 import orjson
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.http11 import Request, Response
 
+from protocol import CloseCode, DeleteWorld, ErrorCode, ForkWorld, ProtocolError, WorldsQuery
+
 from .. import __version__
-from ..engine import DEFAULT_RULES, Rules
-from ..store import EventResult, Reader, Writer
-from .auth import Auth
+from ..engine import DEFAULT_RULES, Rules, WorldEvent
+from ..store import (
+    DataDir,
+    EventResult,
+    Reader,
+    SingleFile,
+    WorldInfo,
+    WorldNotFound,
+    WorldsError,
+    Writer,
+)
+from .auth import Auth, Role
 from .capture import CaptureWriter
 from .connection import Connection
+from .metrics import CONTENT_TYPE, Metrics
 from .writer import WriterService
 
 __all__ = ["ServerConfig", "Sidecar", "is_loopback"]
@@ -59,6 +72,12 @@ class ServerConfig:
     synchronous: str = "FULL"
     rules: Rules = DEFAULT_RULES  # for worlds created by this process; stored per world
     readers: int = 2
+    #: Rules for particular worlds, used when this process creates them (a world that exists
+    #: keeps the rules it was created with).
+    world_rules: Mapping[str, Rules] = field(default_factory=dict)
+    metrics: bool = True  # serve GET /metrics (Prometheus text format)
+    #: Serve each world from its own SQLite file under this directory (``db`` is unused).
+    data_dir: Path | None = None
 
 
 def is_loopback(host: str) -> bool:
@@ -88,11 +107,21 @@ class Sidecar:
         self._local = threading.local()
         self._readers: list[Reader] = []
         self._read_pool = ThreadPoolExecutor(config.readers, thread_name_prefix="credence-reader")
-        self.writer = WriterService(
-            Writer(config.db, rules=config.rules, synchronous=config.synchronous), self._publish
-        )
-        self.server: Server | None = None
         self.connections: set[Connection] = set()
+        self.store: SingleFile | DataDir = (
+            DataDir(config.data_dir, rules=config.rules, synchronous=config.synchronous)
+            if config.data_dir is not None
+            else SingleFile(config.db, rules=config.rules, synchronous=config.synchronous)
+        )
+        for world, rules in config.world_rules.items():
+            self.store.ensure_world(world, rules)
+        self.metrics = Metrics(lambda: self.writer.queue.qsize(), lambda: len(self.connections))
+        # The service drives the store exactly like a bare Writer (apply, close).
+        self.writer = WriterService(
+            cast(Writer, _TimedWriter(self.store, self.metrics)), self._publish
+        )
+        self._reader_epoch = 0  # bumped when a world file is deleted: reopen readers
+        self.server: Server | None = None
 
     @property
     def port(self) -> int:
@@ -165,6 +194,8 @@ class Sidecar:
     def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         if request.headers.get("Upgrade", "").lower() == "websocket":
             return None
+        if self.config.metrics and request.path.partition("?")[0] == "/metrics":
+            return _plain(connection, self.metrics.exposition(), CONTENT_TYPE)
         body = orjson.dumps(
             {"status": "stopping" if self.stopping else "ok", "server": f"credence/{__version__}",
              "connections": len(self.connections), "events": self.writer.events}
@@ -187,20 +218,116 @@ class Sidecar:
         finally:
             self.connections.discard(conn)
 
-    def _reader(self) -> Reader:
-        reader: Reader | None = getattr(self._local, "reader", None)
+    def _reader(self, world: str | None = None) -> Reader:
+        """This reader thread's connection to the file that holds ``world``."""
+        path = self.config.db if world is None else self._read_path(world)
+        readers: dict[Path, Reader] | None = getattr(self._local, "readers", None)
+        if readers is None or self._local.epoch != self._reader_epoch:
+            for old in (readers or {}).values():
+                old.close()
+            readers = self._local.readers = {}
+            self._local.epoch = self._reader_epoch
+        reader = readers.get(path)
         if reader is None:
-            reader = Reader(self.config.db)
-            self._local.reader = reader
+            reader = readers[path] = Reader(path)
             self._readers.append(reader)
         return reader
 
-    async def read(self, fn: Callable[[Reader], T]) -> T:
-        """Run a read-only query in a reader thread with its own connection."""
+    def _read_path(self, world: str) -> Path:
+        if isinstance(self.store, DataDir):
+            path = self.store.db_for(world)
+            return path if path.exists() else self.store.empty_db
+        return self.config.db
+
+    async def read(self, fn: Callable[[Reader], T], world: str | None = None) -> T:
+        """Run a read-only query in a reader thread with its own connection (to ``world``'s
+        file when worlds have files of their own)."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._read_pool, lambda: fn(self._reader()))
+        return await loop.run_in_executor(self._read_pool, lambda: fn(self._reader(world)))
+
+    # ------------------------------------------------------------------ world lifecycle
+
+    async def lifecycle(
+        self, conn: Connection, frame: WorldsQuery | ForkWorld | DeleteWorld
+    ) -> list[dict[str, Any]]:
+        """Answer a ``worlds``/``fork``/``delete`` frame; writes run on the writer's thread,
+        between batches, after every earlier event of the connection was committed."""
+        rid = frame.rid
+        if isinstance(frame, WorldsQuery):
+            infos = await self._on_writer(self.store.worlds)
+            visible = [
+                i.to_dict() for i in infos if self.auth.role_for(i.world, conn.token) is not None
+            ]
+            return [{"type": "worlds", "rid": rid, "worlds": visible}]
+        if conn.role is not Role.WRITER:
+            raise ProtocolError(
+                ErrorCode.FORBIDDEN, "a read-only token cannot change worlds", rid=rid
+            )
+        if isinstance(frame, ForkWorld):
+            if self.auth.role_for(frame.into, conn.token) is not Role.WRITER:
+                raise ProtocolError(
+                    ErrorCode.FORBIDDEN, f"this token cannot write world {frame.into!r}", rid=rid
+                )
+            source, into, at = conn.world, frame.into, frame.at
+            info = await self._world_op(lambda: self.store.fork(source, into, at), rid)
+            return [{"type": "forked", "rid": rid, "source": source, "at": at, **info.to_dict()}]
+        if frame.world != conn.world:
+            raise ProtocolError(
+                ErrorCode.INVALID_FRAME,
+                f"'world' must name this connection's world ({conn.world!r}) to confirm",
+                rid=rid,
+            )
+        world = frame.world
+        info = await self._world_op(lambda: self.store.delete(world), rid)
+        self._reader_epoch += 1
+        for other in list(self.hub.get(world, ())):
+            if other is not conn:
+                asyncio.get_running_loop().create_task(
+                    other.ws.close(CloseCode.GOING_AWAY, "world deleted")
+                )
+        return [{"type": "deleted", "rid": rid, **info.to_dict()}]
+
+    async def _on_writer(self, fn: Callable[[], T]) -> T:
+        await self.writer.drain()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.writer.executor, fn)
+
+    async def _world_op(self, fn: Callable[[], WorldInfo], rid: object) -> WorldInfo:
+        try:
+            return await self._on_writer(fn)
+        except WorldNotFound as exc:
+            raise ProtocolError(ErrorCode.NOT_FOUND, str(exc), rid=rid) from None
+        except WorldsError as exc:
+            raise ProtocolError(ErrorCode.INVALID_FRAME, str(exc), rid=rid) from None
 
     def _publish(self, world: str, results: Sequence[EventResult]) -> None:
         changes = [c for r in results for c in r.changes]
         for conn in list(self.hub.get(world, ())):
             conn.deliver(changes)
+
+
+def _plain(connection: ServerConnection, body: bytes, content_type: str) -> Response:
+    response = connection.respond(http.HTTPStatus.OK, "")
+    response.body = body
+    del response.headers["Content-Type"]
+    del response.headers["Content-Length"]
+    response.headers["Content-Type"] = content_type
+    response.headers["Content-Length"] = str(len(body))
+    return response
+
+
+class _TimedWriter:
+    """The store as the writer service sees it, timing each batch for the metrics."""
+
+    def __init__(self, inner: SingleFile | DataDir, metrics: Metrics) -> None:
+        self.inner, self.metrics = inner, metrics
+
+    def apply(self, batch: Sequence[tuple[str, WorldEvent]]) -> list[EventResult]:
+        start = time.perf_counter()
+        try:
+            return self.inner.apply(batch)
+        finally:
+            self.metrics.observe_batch(len(batch), time.perf_counter() - start)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

@@ -28,10 +28,12 @@ from protocol import (
     PROTOCOL_VERSION,
     BeliefsQuery,
     CloseCode,
+    DeleteWorld,
     DistributionQuery,
     ErrorCode,
     EventFrame,
     ExplainQuery,
+    ForkWorld,
     GraphQuery,
     Hello,
     NarrativeQuery,
@@ -39,6 +41,7 @@ from protocol import (
     Subscribe,
     TrustQuery,
     Unsubscribe,
+    WorldsQuery,
     belief_frame,
     decode,
     encode,
@@ -72,6 +75,7 @@ class Connection:
         self.id = conn_id
         self.world = ""
         self.role = Role.READER
+        self.token: str | None = None  # kept for the worlds/fork checks; never logged
         self.json = False
         self.subscriptions: list[Subscribe] = []
         self.excluded: set[str] = set()
@@ -151,12 +155,12 @@ class Connection:
             raise ProtocolError(
                 ErrorCode.UNAUTHORIZED, f"token not valid for world {hello.world!r}", rid=hello.rid
             )
-        self.world, self.role = hello.world, role
+        self.world, self.role, self.token = hello.world, role, token
         # Join the hub before reading the latest seq, with live delivery held back
         # (backfilling): a change committed meanwhile is caught up from SQLite, not lost.
         self.backfilling = True
         self.app.hub.setdefault(self.world, set()).add(self)
-        latest = await self.app.read(lambda r: r.latest_seq(hello.world))
+        latest = await self.app.read(lambda r: r.latest_seq(hello.world), hello.world)
         self.cursor = latest if hello.resume is None else hello.resume
         if hello.subscribe is not None or hello.subscribe_all:
             self.subscriptions.append(
@@ -229,6 +233,8 @@ class Connection:
             | TrustQuery,
         ):
             await self.work.put(("query", frame, as_json))
+        elif isinstance(frame, WorldsQuery | ForkWorld | DeleteWorld):
+            await self.work.put(("lifecycle", frame, as_json))
 
     def _unsubscribe(self, frame: Unsubscribe) -> None:
         if frame.residents is None:
@@ -293,6 +299,7 @@ class Connection:
         """
         if self.slow:
             return
+        self.app.metrics.observe_frame(frame, self.id)
         data = self._encode(frame, json)
         if self.outbox_bytes + len(data) > self.app.config.outbox_limit:
             self._slow_consumer()
@@ -335,6 +342,7 @@ class Connection:
     async def _fatal(self, exc: ProtocolError) -> None:
         """Send the error frame (if the peer still reads) and close with its code."""
         code = exc.close_code or CloseCode.INTERNAL_ERROR
+        self.app.metrics.observe_frame(exc.to_frame(), self.id)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.ws.send(self._encode(exc.to_frame())), 2)
         with contextlib.suppress(Exception):
@@ -357,6 +365,9 @@ class Connection:
                     for frame in await self._query(payload):
                         await self._wait_room()
                         self.push(frame, as_json)
+                elif kind == "lifecycle":
+                    for frame in await self._lifecycle(payload):
+                        self.push(frame, as_json)
             finally:
                 self.work.task_done()
 
@@ -374,7 +385,7 @@ class Connection:
         from .queries import answer
 
         try:
-            return await self.app.read(lambda r: answer(r, self.world, query))
+            return await self.app.read(lambda r: answer(r, self.world, query), self.world)
         except ProtocolError as exc:
             exc.rid = query.rid
             return [exc.to_frame()]
@@ -382,6 +393,21 @@ class Connection:
             log.exception("conn %d: query %s failed", self.id, type(query).__name__)
             return [
                 ProtocolError(ErrorCode.INTERNAL_ERROR, "query failed", rid=query.rid).to_frame()
+            ]
+
+    async def _lifecycle(
+        self, frame: WorldsQuery | ForkWorld | DeleteWorld
+    ) -> list[dict[str, Any]]:
+        try:
+            return await self.app.lifecycle(self, frame)
+        except ProtocolError as exc:
+            return [exc.to_frame()]
+        except Exception:
+            log.exception("conn %d: %s failed", self.id, type(frame).__name__)
+            return [
+                ProtocolError(
+                    ErrorCode.INTERNAL_ERROR, "world operation failed", rid=frame.rid
+                ).to_frame()
             ]
 
     async def _wait_room(self) -> None:
@@ -420,7 +446,8 @@ class Connection:
             while True:
                 after = self.cursor
                 rows = await self.app.read(
-                    lambda r, after=after: r.changes_after(self.world, after, limit=_BACKFILL_PAGE)
+                    lambda r, after=after: r.changes_after(self.world, after, limit=_BACKFILL_PAGE),
+                    self.world,
                 )
                 for change in rows:
                     self.cursor = change.seq or self.cursor

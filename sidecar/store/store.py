@@ -43,6 +43,8 @@ from ..engine import (
     WorldEvent,
     ingest,
     parse_event,
+    rules_from_stored,
+    rules_to_stored,
 )
 from .rows import (
     BELIEF_COLUMNS,
@@ -377,8 +379,14 @@ class Writer:
             return
         self.conn.execute(
             "INSERT INTO worlds (world, rules) VALUES (?, ?)",
-            (world, dump_json(dataclasses.asdict(rules))),
+            (world, dump_json(rules_to_stored(rules))),
         )
+
+    def forget_world(self, world: str) -> None:
+        """Drop what this writer holds in memory about ``world`` (after it was deleted)."""
+        self._worlds.pop(world, None)
+        if self._cache is not None:
+            self._cache.clear()
 
     def _world(self, world: str) -> _WorldState:
         state = self._worlds.get(world)
@@ -391,12 +399,15 @@ class Writer:
             rules = self.rules
             self.conn.execute(
                 "INSERT INTO worlds (world, rules) VALUES (?, ?)",
-                (world, dump_json(dataclasses.asdict(rules))),
+                (world, dump_json(rules_to_stored(rules))),
             )
             state = _WorldState(0.0, 0, 0, rules)
         else:
             state = _WorldState(
-                row["day"], row["event_seq"], row["change_seq"], Rules(**load_json(row["rules"]))
+                row["day"],
+                row["event_seq"],
+                row["change_seq"],
+                rules_from_stored(load_json(row["rules"])),
             )
             state.residents = {
                 r[0] for r in self.conn.execute(
@@ -739,4 +750,4 @@ class Reader:
 
     def rules(self, world: str) -> Rules:
         rows = self._rows("SELECT rules FROM worlds WHERE world = ?", (world,))
-        return Rules(**load_json(rows[0][0])) if rows else DEFAULT_RULES
+        return rules_from_stored(load_json(rows[0][0])) if rows else DEFAULT_RULES

@@ -1,0 +1,69 @@
+"""World lifecycle frames: ``worlds`` (list), ``fork`` and ``delete``.
+
+Kept apart from :mod:`protocol.frames` so the save-game frames read as one unit::
+
+    worlds {rid?}                         -> worlds {worlds: [{world, day, events, changes,
+                                                               residents, beliefs}]}
+    fork   {rid?, into, at?}  (writer)    -> forked {world: into, source, at, day, events, ...}
+    delete {rid?, world}      (writer)    -> deleted {world, events, changes, ...}
+
+``fork`` copies the connection's world: the new world's log is the prefix of events with
+``seq <= at`` (all of them without ``at``), its beliefs rebuilt from it. ``delete`` only
+deletes the connection's own world, named again in ``world`` as the confirmation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ErrorCode, ProtocolError
+
+__all__ = ["WORLD_FRAMES", "DeleteWorld", "ForkWorld", "WorldsQuery", "parse_world_frame"]
+
+WORLD_FRAMES = frozenset({"worlds", "fork", "delete"})
+_MAX_ID = 200
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorldsQuery:
+    rid: object = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ForkWorld:
+    into: str
+    at: int | None = None
+    rid: object = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteWorld:
+    world: str
+    rid: object = None
+
+
+def _world(frame: dict[str, Any], key: str, rid: object) -> str:
+    value = frame.get(key)
+    if not isinstance(value, str) or not value or len(value) > _MAX_ID:
+        raise ProtocolError(
+            ErrorCode.INVALID_FRAME,
+            f"field '{key}' must be a world id: a non-empty string of at most {_MAX_ID} characters",
+            rid=rid,
+        )
+    return value
+
+
+def parse_world_frame(frame: dict[str, Any], rid: object) -> WorldsQuery | ForkWorld | DeleteWorld:
+    """Validate a ``worlds``, ``fork`` or ``delete`` frame (``type`` already checked)."""
+    kind = frame["type"]
+    if kind == "worlds":
+        return WorldsQuery(rid=rid)
+    if kind == "fork":
+        at = frame.get("at")
+        if at is not None and (isinstance(at, bool) or not isinstance(at, int) or at < 0):
+            raise ProtocolError(
+                ErrorCode.INVALID_FRAME, "field 'at' must be a non-negative event seq", rid=rid
+            )
+        return ForkWorld(into=_world(frame, "into", rid), at=at, rid=rid)
+    return DeleteWorld(world=_world(frame, "world", rid), rid=rid)

@@ -1,0 +1,189 @@
+"""World lifecycle commands: ``worlds``, ``fork``, ``export``, ``import``, ``delete``, ``backup``.
+
+Each works on one SQLite file (``--db``) or a data directory of one file per world
+(``--data-dir``). ``fork``, ``import`` and ``backup`` are safe while a sidecar serves the
+same files; ``delete`` is not (use the ``delete`` frame then), and asks for ``--yes``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import orjson
+
+if TYPE_CHECKING:
+    from ..store import DataDir, SingleFile
+
+_HELP = {
+    "worlds": "list the worlds with their counts",
+    "fork": "copy a world's log up to an event seq into a new world (a save slot, a rewind)",
+    "export": "write a world to one portable file (its event log and a checksum)",
+    "import": "replay an exported world into a new world",
+    "delete": "delete a world and everything in it (needs --yes)",
+    "backup": "copy a database file consistently while it is being served (SQLite backup API)",
+}
+
+
+def _where(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "--db", type=Path, help="one SQLite file for every world (default ./credence.db)"
+    )
+    g.add_argument("--data-dir", type=Path, help="a directory of one SQLite file per world")
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("worlds", help=_HELP["worlds"])
+    _where(p)
+    p.add_argument("--json", action="store_true", help="one JSON object per world")
+    p.set_defaults(run=run_worlds)
+
+    p = sub.add_parser("fork", help=_HELP["fork"])
+    _where(p)
+    p.add_argument("--world", required=True, help="the world to copy")
+    p.add_argument("--into", required=True, help="the new world's id")
+    p.add_argument("--at", type=int, help="keep events with seq <= AT (default: all of them)")
+    p.set_defaults(run=run_fork)
+
+    p = sub.add_parser("export", help=_HELP["export"])
+    _where(p)
+    p.add_argument("--world", required=True)
+    p.add_argument("--out", type=Path, required=True, help="the file to write")
+    p.set_defaults(run=run_export)
+
+    p = sub.add_parser("import", help=_HELP["import"])
+    _where(p)
+    p.add_argument("file", type=Path, help="a file written by credence export")
+    p.add_argument("--world", help="import under this id (default: the exported world's id)")
+    p.set_defaults(run=run_import)
+
+    p = sub.add_parser("delete", help=_HELP["delete"])
+    _where(p)
+    p.add_argument("--world", required=True)
+    p.add_argument("--yes", action="store_true", help="confirm: the world cannot be recovered")
+    p.set_defaults(run=run_delete)
+
+    p = sub.add_parser("backup", help=_HELP["backup"])
+    _where(p)
+    p.add_argument("--world", help="with --data-dir: the world whose file to copy")
+    p.add_argument("--out", type=Path, required=True, help="the copy to write")
+    p.set_defaults(run=run_backup)
+
+
+def _fail(command: str, message: str) -> int:
+    print(f"credence {command}: {message}", file=sys.stderr)
+    return 2
+
+
+def _open(args: argparse.Namespace, *, create: bool = False) -> SingleFile | DataDir:
+    from ..store import DataDir, SingleFile
+
+    if args.data_dir is not None:
+        if not create and not args.data_dir.is_dir():
+            raise FileNotFoundError(f"no data directory at {args.data_dir}")
+        return DataDir(args.data_dir)
+    db = args.db or Path("./credence.db")
+    if not create and not db.exists():
+        raise FileNotFoundError(f"no database at {db}")
+    return SingleFile(db)
+
+
+def _run(
+    command: str,
+    args: argparse.Namespace,
+    create: bool,
+    body: Callable[[SingleFile | DataDir], int],
+) -> int:
+    from ..store import StoreError
+
+    try:
+        store = _open(args, create=create)
+    except (FileNotFoundError, StoreError) as exc:
+        return _fail(command, str(exc))
+    try:
+        return body(store)
+    except (StoreError, OSError) as exc:
+        return _fail(command, str(exc))
+    finally:
+        store.close()
+
+
+def run_worlds(args: argparse.Namespace) -> int:
+    def body(store: SingleFile | DataDir) -> int:
+        infos = store.worlds()
+        for i in infos:
+            if args.json:
+                print(orjson.dumps(i.to_dict()).decode())
+            else:
+                print(
+                    f"{i.world}  day {i.day:g}  {i.events} events  {i.changes} changes  "
+                    f"{i.residents} residents  {i.beliefs} beliefs"
+                )
+        if not infos and not args.json:
+            print("no worlds")
+        return 0
+
+    return _run("worlds", args, False, body)
+
+
+def run_fork(args: argparse.Namespace) -> int:
+    def body(store: SingleFile | DataDir) -> int:
+        i = store.fork(args.world, args.into, args.at)
+        print(f"forked {args.world!r} into {i.world!r}: {i.events} events replayed, day {i.day:g}")
+        return 0
+
+    return _run("fork", args, False, body)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from ..store import export_world
+
+    def body(store: SingleFile | DataDir) -> int:
+        n = export_world(store, args.world, args.out)
+        print(f"exported {args.world!r}: {n} events to {args.out}")
+        return 0
+
+    return _run("export", args, False, body)
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from ..store import import_world
+
+    def body(store: SingleFile | DataDir) -> int:
+        i = import_world(store, args.file, args.world)
+        print(f"imported {i.world!r}: {i.events} events replayed, {i.beliefs} beliefs")
+        return 0
+
+    return _run("import", args, True, body)
+
+
+def run_delete(args: argparse.Namespace) -> int:
+    if not args.yes:
+        return _fail("delete", f"refusing to delete world {args.world!r} without --yes")
+
+    def body(store: SingleFile | DataDir) -> int:
+        i = store.delete(args.world)
+        print(f"deleted {i.world!r}: {i.events} events, {i.beliefs} beliefs")
+        return 0
+
+    return _run("delete", args, False, body)
+
+
+def run_backup(args: argparse.Namespace) -> int:
+    from ..store import backup, world_file
+
+    if args.data_dir is not None:
+        if not args.world:
+            return _fail("backup", "with --data-dir, name the world to copy (--world)")
+        source = world_file(args.data_dir, args.world)
+    else:
+        source = args.db or Path("./credence.db")
+    if not source.exists():
+        return _fail("backup", f"no database at {source}")
+    backup(source, args.out)
+    print(f"backed up {source} to {args.out}")
+    return 0

@@ -1,0 +1,172 @@
+"""The config file and rules files: parsing, one-line errors, flags over the file."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sidecar.cli import build_parser
+from sidecar.commands.serve import server_config
+from sidecar.config import ConfigError, load_config, load_rules
+from sidecar.engine import DEFAULT_RULES, RulesError, rules_from_mapping
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def serve_args(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(["serve", *argv])
+
+
+def test_full_config_file_is_read(tmp_path: Path) -> None:
+    """Every section of a config file lands in the server config, paths relative to the file."""
+    write(tmp_path / "town.toml", "decay_period_days = 3\n")
+    cfg = write(
+        tmp_path / "credence.toml",
+        """
+host = "0.0.0.0"
+port = 9000
+db = "state/c.db"
+synchronous = "normal"
+log_level = "debug"
+[tokens]
+writer = ["w1"]
+reader = "r1"
+[limits]
+max_frame = 1000
+hello_timeout = 2
+[rules]
+decay_step = 5
+[worlds.town]
+rules = "town.toml"
+writer_token = "tw"
+[worlds.north.rules]
+firsthand_initial = 90
+""",
+    )
+    config, level = server_config(serve_args("--config", str(cfg)))
+    assert (config.host, config.port, config.synchronous, level) == (
+        "0.0.0.0", 9000, "NORMAL", "DEBUG",
+    )  # fmt: skip
+    assert config.db == tmp_path / "state" / "c.db"
+    assert list(config.writer_tokens) == ["w1", "town=tw"]
+    assert list(config.reader_tokens) == ["r1"]
+    assert config.max_frame == 1000 and config.hello_timeout == 2.0
+    assert config.rules.decay_step == 5
+    assert config.world_rules["town"].decay_period_days == 3
+    assert config.world_rules["north"].firsthand_initial == 90
+
+
+def test_flags_override_the_file(tmp_path: Path) -> None:
+    """A flag wins over the same setting in the file; tokens from both are kept."""
+    cfg = write(tmp_path / "c.toml", 'port = 9000\nhost = "127.0.0.2"\n[tokens]\nwriter = "a"\n')
+    rules = write(tmp_path / "r.toml", "doubt_step = 11\n")
+    config, _ = server_config(
+        serve_args("--config", str(cfg), "--port", "9100", "--token", "b", "--rules", str(rules))
+    )
+    assert (config.port, config.host) == (9100, "127.0.0.2")
+    assert list(config.writer_tokens) == ["a", "b"]
+    assert config.rules.doubt_step == 11
+
+
+def test_defaults_without_a_config_file() -> None:
+    """No file, no flags: the documented defaults."""
+    config, level = server_config(serve_args())
+    assert (config.host, config.port, str(config.db), level) == (
+        "127.0.0.1", 8765, "credence.db", "INFO",
+    )  # fmt: skip
+    assert config.rules == DEFAULT_RULES and config.metrics
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("prot = 1\n", "unknown key 'prot'"),
+        ("port = 'x'\n", "port must be an integer"),
+        ("port = 70000\n", "port must be an integer"),
+        ('db = "a"\ndata_dir = "b"\n', "not both"),
+        ("[limits]\nmax_frames = 3\n", "unknown limit 'max_frames'"),
+        ("[limits]\nmax_frame = -3\n", "limits.max_frame must be a positive number"),
+        ("[limits]\nmax_frame = 2.5\n", "whole number"),
+        ("[rules]\ndecay_stp = 3\n", "unknown rule 'decay_stp' (did you mean 'decay_step'?)"),
+        ("[rules]\ndecay_step = 'x'\n", "decay_step must be a number"),
+        ("[rules]\nfile = 'missing.toml'\n", "no such file"),
+        ("[worlds.town]\nrule = 'x'\n", "unknown key worlds.town.rule"),
+        ("[worlds.town.rules]\nfirsthand_initial = 101\n", "worlds.town.rules: firsthand_initial"),
+        ("synchronous = 'OFF'\n", "synchronous must be FULL or NORMAL"),
+        ("port = \n", "not valid TOML"),
+        ("[tokens]\nadmin = 'x'\n", "unknown key tokens.admin"),
+    ],
+)
+def test_bad_config_is_one_clear_line(tmp_path: Path, text: str, message: str) -> None:
+    """Each mistake in a config file names the file and the key, on one line."""
+    cfg = write(tmp_path / "c.toml", text)
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg)
+    assert message in str(info.value)
+    assert str(cfg) in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"hearsay_initial": 50}, "hearsay_initial is not a rule of its own"),
+        ({"reinforce_step": 2.5}, "reinforce_step must be a whole number"),
+        ({"reinforce_step": True}, "reinforce_step must be a number"),
+        ({"doubt_step": -1}, "doubt_step must not be negative"),
+        ({"decay_period_days": 0}, "decay_period_days must be positive"),
+        ({"trust_default": 1.5}, "trust_default must lie in [0, 1]"),
+        ({"hearsay_min": 60, "hearsay_max": 50}, "hearsay_min must not exceed hearsay_max"),
+        ({"mutable_prefixes": "location:"}, "mutable_prefixes must be a list"),
+    ],
+)
+def test_bad_rules_are_refused_with_the_rule_named(table: dict[str, object], message: str) -> None:
+    """A rules table is checked against Rules: names, types and values."""
+    with pytest.raises(RulesError, match=r"^x\.toml: ") as info:
+        rules_from_mapping(table, "x.toml")
+    assert message in str(info.value)
+
+
+def test_rules_file_sets_every_kind_of_number(tmp_path: Path) -> None:
+    """Integers, floats (an integer given for a float is fine) and prefixes load as typed."""
+    path = write(
+        tmp_path / "r.toml",
+        "reinforce_step = 3\ndecay_period_days = 10\ntrust_default = 0.5\n"
+        "mutable_prefixes = ['location:']\nhearsay_base = 30.0\n",
+    )
+    rules = load_rules(path)
+    assert rules.reinforce_step == 3 and rules.decay_period_days == 10.0
+    assert isinstance(rules.decay_period_days, float) and isinstance(rules.hearsay_base, int)
+    assert rules.mutable_prefixes == ("location:",)
+    assert rules.trust_default == 0.5
+
+
+def test_hearsay_initial_is_the_formula_at_default_trust() -> None:
+    """hearsay_initial is no separate number: the trust formula at trust_default (58)."""
+    assert DEFAULT_RULES.hearsay_initial == 58 == DEFAULT_RULES.hearsay_confidence(0.6)
+    assert rules_from_mapping({"trust_default": 0.9}).hearsay_initial == 75
+    assert rules_from_mapping({"hearsay_base": 45}).hearsay_initial == 68
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sidecar.cli", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_serve_with_a_bad_config_exits_2_with_one_line(tmp_path: Path) -> None:
+    """credence serve refuses a bad config file before binding: one line, exit status 2."""
+    cfg = write(tmp_path / "c.toml", "[rules]\nsoften_stp = 3\n")
+    proc = run_cli("serve", "--config", str(cfg), "--port", "0")
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "unknown rule 'soften_stp'" in lines[0], proc.stderr
+    proc = run_cli("serve", "--rules", str(tmp_path / "nope.toml"), "--port", "0")
+    assert proc.returncode == 2 and "no such file" in proc.stderr
