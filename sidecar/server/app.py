@@ -108,7 +108,8 @@ class Sidecar:
 
     @property
     def url(self) -> str:
-        return f"ws://{self.config.host}:{self.port}"
+        host = self.config.host
+        return f"ws://[{host}]:{self.port}" if ":" in host else f"ws://{host}:{self.port}"
 
     async def start(self) -> None:
         self.writer.start()
@@ -156,9 +157,11 @@ class Sidecar:
             "credence stopped: %d events in %d batches", self.writer.events, self.writer.batches
         )
 
-    async def run_forever(self) -> None:
-        """Serve until SIGINT or SIGTERM."""
+    async def run_forever(self, ready: Callable[[Sidecar], None] | None = None) -> None:
+        """Serve until SIGINT or SIGTERM; ``ready`` is called once the port is bound."""
         await self.start()
+        if ready is not None:
+            ready(self)
         done = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
