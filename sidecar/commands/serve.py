@@ -11,7 +11,12 @@ import asyncio
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..server import Sidecar
+
+URL_PREFIX = "CREDENCE_URL="
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -99,6 +104,7 @@ def server_config(args: argparse.Namespace) -> tuple[Any, str]:
 def run(args: argparse.Namespace) -> int:
     from ..config import ConfigError
     from ..server import Sidecar
+    from ..store import StoreError
 
     try:
         config, level = server_config(args)
@@ -111,8 +117,17 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("websockets").setLevel(logging.WARNING)
     try:
         sidecar = Sidecar(config)
-    except ValueError as exc:
+    except (ValueError, StoreError) as exc:
         print(f"credence serve: {exc}", file=sys.stderr)
         return 2
-    asyncio.run(sidecar.run_forever())
+    asyncio.run(sidecar.run_forever(ready=announce))
     return 0
+
+
+def announce(sidecar: Sidecar) -> None:
+    """Print the bound URL as the one machine-readable stdout line (``--port 0`` picks a port).
+
+    The format is exactly ``CREDENCE_URL=ws://HOST:PORT`` (an IPv6 host in brackets), so a game
+    that launches the sidecar reads stdout until a line starts with ``CREDENCE_URL=``.
+    """
+    print(f"{URL_PREFIX}{sidecar.url}", flush=True)

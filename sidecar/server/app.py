@@ -41,6 +41,7 @@ from ..store import (
     WorldNotFound,
     WorldsError,
     Writer,
+    WriterLock,
 )
 from .auth import Auth, Role
 from .capture import CaptureWriter
@@ -100,21 +101,35 @@ class Sidecar:
                 f"refusing to serve on {config.host}: no token is configured, so the sidecar "
                 "only serves on loopback (pass --token to serve on other interfaces)"
             )
+        # One writer per database file (or data directory): refused here, before anything
+        # is opened.
+        if config.data_dir is not None:
+            config.data_dir.mkdir(parents=True, exist_ok=True)
+        self.lock = WriterLock(
+            config.db if config.data_dir is None else config.data_dir / ".credence"
+        )
+        self.lock.acquire()
+        try:
+            self.store: SingleFile | DataDir = (
+                DataDir(config.data_dir, rules=config.rules, synchronous=config.synchronous)
+                if config.data_dir is not None
+                else SingleFile(config.db, rules=config.rules, synchronous=config.synchronous)
+            )
+            for world, rules in config.world_rules.items():
+                self.store.ensure_world(world, rules)
+        except BaseException:
+            self.lock.release()
+            raise
         self.hub: dict[str, set[Connection]] = {}
         self.stopping = False
-        self.capture = CaptureWriter(config.capture) if config.capture else None
+        secrets = [s for table in (self.auth.writers, self.auth.readers) for v in table.values()
+                   for s in v]  # fmt: skip
+        self.capture = CaptureWriter(config.capture, secrets=secrets) if config.capture else None
         self._ids = itertools.count(1)
         self._local = threading.local()
         self._readers: list[Reader] = []
         self._read_pool = ThreadPoolExecutor(config.readers, thread_name_prefix="credence-reader")
         self.connections: set[Connection] = set()
-        self.store: SingleFile | DataDir = (
-            DataDir(config.data_dir, rules=config.rules, synchronous=config.synchronous)
-            if config.data_dir is not None
-            else SingleFile(config.db, rules=config.rules, synchronous=config.synchronous)
-        )
-        for world, rules in config.world_rules.items():
-            self.store.ensure_world(world, rules)
         self.metrics = Metrics(lambda: self.writer.queue.qsize(), lambda: len(self.connections))
         # The service drives the store exactly like a bare Writer (apply, close).
         self.writer = WriterService(
@@ -131,7 +146,8 @@ class Sidecar:
 
     @property
     def url(self) -> str:
-        return f"ws://{self.config.host}:{self.port}"
+        host = self.config.host
+        return f"ws://[{host}]:{self.port}" if ":" in host else f"ws://{host}:{self.port}"
 
     async def start(self) -> None:
         self.writer.start()
@@ -174,13 +190,16 @@ class Sidecar:
             reader.close()
         if self.capture is not None:
             self.capture.close()
+        self.lock.release()
         log.info(
             "credence stopped: %d events in %d batches", self.writer.events, self.writer.batches
         )
 
-    async def run_forever(self) -> None:
-        """Serve until SIGINT or SIGTERM."""
+    async def run_forever(self, ready: Callable[[Sidecar], None] | None = None) -> None:
+        """Serve until SIGINT or SIGTERM; ``ready`` is called once the port is bound."""
         await self.start()
+        if ready is not None:
+            ready(self)
         done = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -1,8 +1,11 @@
 """The SQLite store: schema and migrations, the single group-commit writer, readers, rebuild."""
 
+from .lock import WriterLock, lock_path
 from .rebuild import RebuildReport, rebuild
 from .schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
 from .store import (
+    CannotOpen,
+    DatabaseInUse,
     EventResult,
     Reader,
     ResultStatus,
@@ -28,7 +31,9 @@ from .worlds import (
 __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "CannotOpen",
     "DataDir",
+    "DatabaseInUse",
     "EventResult",
     "Reader",
     "RebuildReport",
@@ -42,10 +47,12 @@ __all__ = [
     "WorldStore",
     "WorldsError",
     "Writer",
+    "WriterLock",
     "backup",
     "connect",
     "export_world",
     "import_world",
+    "lock_path",
     "migrate",
     "rebuild",
     "schema_version",
