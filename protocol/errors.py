@@ -25,6 +25,7 @@ class ErrorCode(StrEnum):
     INVALID_EVENT = "invalid_event"  # event refused whole, nothing of it stored
     CONTRACT_VIOLATION = "contract_violation"  # event breaks the epistemic guard
     CLOCK_BACKWARDS = "clock_backwards"  # event dated before the world's clock; not stored
+    SCHEMA_VIOLATION = "schema_violation"  # claim refused by the world's root schema (reason)
     HELLO_REQUIRED = "hello_required"  # first frame was not ``hello`` (fatal)
     UNAUTHORIZED = "unauthorized"  # missing/wrong token or another world's token (fatal)
     FORBIDDEN = "forbidden"  # read-only token tried to write

@@ -296,7 +296,7 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
         return TrustQuery(
             resident=resident, source=_str(frame, "source", rid, required=False), rid=rid
         )
-    if kind in ("event", "trust", "propose"):
+    if kind in ("event", "trust", "propose", "schema"):
         # ``trust`` with a value and ``propose`` are events of that kind: logged, replayable.
         data = _whole_claim_value(frame if kind == "event" else {**frame, "kind": kind})
         try:

@@ -8,8 +8,8 @@ Kept apart from :mod:`protocol.frames` so the save-game frames read as one unit:
     delete {rid?, world}      (writer)    -> deleted {world, events, changes, ...}
 
 ``fork`` copies the connection's world: the new world's log is the prefix of events with
-``seq <= at`` (all of them without ``at``), its beliefs rebuilt from it. ``delete`` only
-deletes the connection's own world, named again in ``world`` as the confirmation.
+``seq <= at`` (all of them without ``at``), its beliefs rebuilt from it. ``delete`` deletes
+the world it names (the explicit name is the confirmation), if the token may write it.
 """
 
 from __future__ import annotations

@@ -120,6 +120,13 @@ async def test_every_error_code_is_reachable_over_the_wire(tmp_path: Path) -> No
             saw(await expect_error_then_ack(c, b"\xc1", "bad_frame"))
             past = {"type": "event", "event_id": "past", "day": 0.5, "kind": "tick"}
             saw(await expect_error_then_ack(c, past, "clock_backwards"))
+            schema = {"type": "schema", "event_id": "sch", "day": 1,
+                      "roots": [{"prefix": "well", "values": ["clean"]}]}  # fmt: skip
+            assert (await c.request(schema))["type"] == "ack"
+            typo = {"type": "event", "event_id": "typo", "day": 1, "kind": "observe",
+                    "witnesses": ["mira"], "claim": {"root": "well", "value": "clena"},
+                    "subject": "s"}  # fmt: skip
+            saw(await expect_error_then_ack(c, typo, "schema_violation"))
             saw(await expect_error_then_ack(c, {"type": "teleport"}, "unknown_type"))
             saw(await expect_error_then_ack(c, {"type": "beliefs"}, "invalid_frame"))
             saw(await expect_error_then_ack(c, {"type": "event", "kind": "tick"}, "invalid_event"))

@@ -57,11 +57,12 @@ async def test_worlds_fork_and_delete_over_the_wire(tmp_path: Path) -> None:
             assert {b["root"] for b in mira["beliefs"]} == {
                 "water:well", "believes:bo:water:well", "k",
             }  # fmt: skip
-        refused = await c.request({"type": "delete", "world": "town-save"})
-        assert refused["code"] == "invalid_frame"  # only the connection's own world
         async with WsClient(sc.url, "town-save") as save:
-            gone = await save.request({"type": "delete", "world": "town-save"})
+            gone = await c.request({"type": "delete", "world": "town-save"})  # named: confirmed
             assert gone["type"] == "deleted" and gone["events"] == 3
+            assert await save.wait_closed() == 1001  # its connections are closed
+        missing = await c.request({"type": "delete", "world": "town-save"})
+        assert missing["code"] == "not_found"
         names = [w["world"] for w in (await c.request({"type": "worlds"}))["worlds"]]
         assert names == ["town"]
     assert db_rows(tmp_path / "x.db", "SELECT count(*) FROM events WHERE world='town-save'") == [
@@ -87,6 +88,8 @@ async def test_lifecycle_needs_a_writer_token_and_lists_only_visible_worlds(
             assert (await r.request({"type": "delete", "world": "a"}))["code"] == "forbidden"
             bad = await r.request({"type": "fork", "into": "a2", "at": -1})
             assert bad["code"] == "invalid_frame"
+        async with WsClient(sc.url, "a", token="wa") as a2:
+            assert (await a2.request({"type": "delete", "world": "b"}))["code"] == "forbidden"
 
 
 async def test_data_dir_serves_each_world_from_its_own_file(tmp_path: Path) -> None:

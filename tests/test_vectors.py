@@ -132,6 +132,9 @@ def test_vectors_cover_every_kind_code_and_frame() -> None:
         "graph",
         "trust",
         "error",
+        "worlds",
+        "forked",
+        "deleted",
     }
     errors = {
         v["json"]["code"]

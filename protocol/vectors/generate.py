@@ -39,16 +39,19 @@ from protocol import (
     PROTOCOL_VERSION,
     BeliefsQuery,
     CloseCode,
+    DeleteWorld,
     DistributionQuery,
     ErrorCode,
     EventFrame,
     ExplainQuery,
+    ForkWorld,
     GraphQuery,
     NarrativeQuery,
     ProtocolError,
     Subscribe,
     TrustQuery,
     Unsubscribe,
+    WorldsQuery,
     belief_frame,
     decode,
     encode,
@@ -58,8 +61,10 @@ from protocol import (
 from sidecar import __version__
 from sidecar.engine import Change, ClockBackwards
 from sidecar.server.app import ServerConfig
+from sidecar.server.auth import Role
+from sidecar.server.lifecycle import world_reply
 from sidecar.server.queries import answer, event_reply
-from sidecar.store import Reader, Writer
+from sidecar.store import Reader, SingleFile, Writer
 
 __all__ = ["OUTPUT", "Step", "build", "main", "render"]
 
@@ -111,6 +116,7 @@ class _Sidecar:
 
     def __init__(self, db: Path) -> None:
         self.writer = Writer(db)
+        self.store = SingleFile(db, writer=self.writer)
         self.reader = Reader(db)
         self.cursor = 0
         self.subscriptions: list[Subscribe] = []
@@ -118,7 +124,7 @@ class _Sidecar:
         self.steps: list[Step] = []
 
     def close(self) -> None:
-        self.writer.close()
+        self.store.close()  # (and the writer it was given)
         self.reader.close()
 
     def hello(self, conn: int, data: bytes) -> list[Frame]:
@@ -212,6 +218,13 @@ class _Sidecar:
                         )
                 self.subscriptions = kept
             return [{"type": "unsubscribed", "rid": frame.rid}]
+        if isinstance(frame, WorldsQuery | ForkWorld | DeleteWorld):
+            try:  # (the session's connection is open mode: a writer in every world)
+                return world_reply(
+                    self.store, WORLD, frame, role=Role.WRITER, role_for=lambda w: Role.WRITER
+                )
+            except ProtocolError as exc:
+                return [exc.to_frame()]
         assert isinstance(
             frame,
             BeliefsQuery
@@ -370,6 +383,8 @@ def build() -> tuple[list[Frame], list[Step]]:
             _encodings(v)
             _refusals(v)
             _queries(v)
+            _worlds(v)
+            _roots(v)
             _subscriptions(v)
             _resume(v)
             _literal_errors(v)
@@ -1498,6 +1513,82 @@ def _resume(v: _Vectors) -> None:
         "After the backlog of a resume: seq is the last change looked at, sent how many "
         "notifications it held.",
         frames[-1],
+    )
+
+
+def _worlds(v: _Vectors) -> None:
+    s = v.session
+    out = s(
+        "client.worlds",
+        "List the worlds this connection's token may open.",
+        {"type": "worlds", "rid": 50},
+    )
+    v.server(
+        "server.worlds",
+        "Each world with its clock, log length, last change seq and counts.",
+        out[0],
+    )
+    out = s(
+        "client.fork",
+        "Save slot: copy the world's log up to event seq 5 into a new world, beliefs rebuilt.",
+        {"type": "fork", "into": "town-slot-1", "at": 5, "rid": 51},
+    )
+    v.server(
+        "server.forked",
+        "The new world, as the worlds reply describes it, and where it came from.",
+        out[0],
+    )
+    out = s(
+        "client.delete",
+        "Delete a world: naming it is the confirmation; the token must be a writer for it.",
+        {"type": "delete", "world": "town-slot-1", "rid": 52},
+    )
+    v.server("server.deleted", "What the deleted world held.", out[0])
+
+
+SCHEMA_ROOTS: list[Frame] = [
+    {"prefix": "water:well", "values": ["clean", "poisoned"],
+     "text": {"en": "the well water", "zh-Hant": "井水"}, "importance": 0.5},
+    {"prefix": "location:", "mutable": True},
+]  # fmt: skip
+
+
+def _roots(v: _Vectors) -> None:
+    s = v.session
+    out = s(
+        "client.schema",
+        "Declare the world's roots: allowed values, display text, importance, mutability; "
+        "undeclared roots are accepted with a warning. A schema frame is an event of kind schema.",
+        {"type": "schema", "event_id": "sc-1", "day": 23, "undeclared": "warn",
+         "roots": SCHEMA_ROOTS, "rid": 53},
+    )  # fmt: skip
+    v.server(
+        "server.ack.schema",
+        "A schema is logged like any event: an ack, no changes.",
+        _only(out, "ack"),
+    )
+    out = s(
+        "client.event.schema_typo",
+        "A value the schema does not declare for water:well (a typo): refused, nothing stored.",
+        _event("sc-2", 23, "observe", rid=54, witnesses=["ann"],
+               claim=_claim("water:well", "poisond"), subject="the well is poisoned"),
+    )  # fmt: skip
+    v.server(
+        "server.error.schema_violation",
+        "Refused by the world's root schema, with a reason: value_not_allowed or undeclared_root.",
+        _only(out, "error"),
+    )
+    out = s(
+        "client.event.undeclared_root",
+        "A root no declared prefix covers, in a world whose schema says warn: stored, and warned.",
+        _event("sc-3", 23, "observe", rid=55, witnesses=["ann"],
+               claim=_claim("weather:today", "rain"), subject="it is raining"),
+    )  # fmt: skip
+    v.server("server.ack.warnings", "An ack with warnings.", _only(out, "ack"))
+    s(
+        "client.event.schema",
+        "The same as an event of kind schema: this one declares nothing and accepts every root.",
+        _event("sc-4", 23, "schema", rid=56, undeclared="accept", roots=[]),
     )
 
 

@@ -43,6 +43,7 @@ from .model import (
     same_value,
 )
 from .revise import age, revise
+from .roots import RootDecl, RootSchema, SchemaViolation, parse_schema
 from .rules import (
     DEFAULT_RULES,
     RULES_VERSION,
@@ -87,9 +88,13 @@ __all__ = [
     "Outcome",
     "Propose",
     "Relation",
+    "RootDecl",
+    "RootSchema",
     "Rules",
     "RulesError",
     "Say",
+    "Schema",
+    "SchemaViolation",
     "SourceKind",
     "State",
     "Tick",
@@ -105,6 +110,7 @@ __all__ = [
     "ingest",
     "judge_edits",
     "parse_event",
+    "parse_schema",
     "revise",
     "rules_from_mapping",
     "rules_from_stored",

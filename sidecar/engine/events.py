@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Any, ClassVar, TypeAlias
 
 from .model import Claim, ContractViolation, InvalidEvent, Value, check_value, unique
+from .roots import RootSchema, parse_schema
 
 __all__ = [
     "ACT_STATUSES",
@@ -41,6 +42,7 @@ __all__ = [
     "Op",
     "Propose",
     "Say",
+    "Schema",
     "Tick",
     "Trust",
     "Utterance",
@@ -64,6 +66,7 @@ class EventKind(StrEnum):
     TICK = "tick"
     TRUST = "trust"  # the game sets Trust(resident ← source, topic) explicitly
     PROPOSE = "propose"  # an external memory organizer proposes text edits to beliefs
+    SCHEMA = "schema"  # the game declares the world's root schema (sidecar/engine/roots.py)
 
 
 class ActStatus(StrEnum):
@@ -649,7 +652,18 @@ class Announce(Utterance):
 
 
 #: Any one world event.
-WorldEvent: TypeAlias = Observe | Say | Announce | Act | Intervene | Tick | Trust | Propose
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Schema(BaseEvent):
+    """The game declares the world's root schema; it replaces any earlier one."""
+
+    kind: ClassVar[EventKind] = EventKind.SCHEMA
+    schema: RootSchema
+
+    def to_dict(self) -> dict[str, Any]:
+        return BaseEvent.to_dict(self) | self.schema.to_dict()
+
+
+WorldEvent: TypeAlias = Observe | Say | Announce | Act | Intervene | Tick | Trust | Propose | Schema
 
 # --------------------------------------------------------------------------- parsing
 
@@ -735,6 +749,8 @@ def parse_event(data: Mapping[str, Any]) -> WorldEvent:
 
     if kind is EventKind.TICK:
         return Tick(event_id=event_id, day=day)
+    if kind is EventKind.SCHEMA:
+        return Schema(event_id=event_id, day=day, schema=parse_schema(data))
     if kind is EventKind.TRUST:
         return Trust(
             event_id=event_id, day=day, resident=get("resident"), source=get("source"),

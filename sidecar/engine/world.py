@@ -20,6 +20,8 @@ from .events import (
     Observe,
     Propose,
     Say,
+    Schema,
+    Tick,
     Trust,
     Utterance,
     WorldEvent,
@@ -39,6 +41,7 @@ from .model import (
     unique,
 )
 from .revise import age, relation_of, revise
+from .roots import RootDecl, RootSchema
 from .rules import DEFAULT_RULES, Rules
 
 __all__ = [
@@ -90,6 +93,10 @@ class Outcome:
     facts: dict[str, Any] = field(default_factory=dict)
     #: Per-edit verdicts of a ``propose`` event.
     results: list[dict[str, Any]] = field(default_factory=list)
+    #: The world's new root schema, set by a ``schema`` event.
+    schema: RootSchema | None = None
+    #: Warnings for the ack (a root the world's schema does not declare, with ``warn``).
+    warnings: list[str] = field(default_factory=list)
 
 
 def _audience(event: Announce, known: Iterable[str]) -> tuple[str, ...]:
@@ -264,6 +271,10 @@ def ingest(
     if isinstance(event, Propose):
         _propose(event, reader, out)
         return out
+    if isinstance(event, Schema):
+        out.schema = event.schema
+        return out
+    decl = _check_schema(event, reader, out)
     if isinstance(event, Observe | Act):
         claim = event.claim
         out.facts[claim.root] = claim.value
@@ -283,6 +294,11 @@ def ingest(
             ev = social.enrich_hearsay(ev, event)
         elif ev.source_kind is SourceKind.IMPLANTED:
             ev = replace(ev, origin=ev.evidence_id)
+        if decl is not None and ev.claim.root.startswith(decl.prefix):
+            if decl.mutable and not ev.mutable:
+                ev = replace(ev, mutable=True)
+            if decl.importance is not None and ev.importance is None:
+                ev = replace(ev, importance=decl.importance)
         if not ev.mutable and rules.is_mutable(ev.claim.root):
             ev = replace(ev, mutable=True)
         relation = relation_of(current, ev)
@@ -293,6 +309,18 @@ def ingest(
             out.changes.append(change)
             social.judge_sources(current, ev, change)
     return out
+
+
+def _check_schema(event: WorldEvent, reader: BeliefReader, out: Outcome) -> RootDecl | None:
+    """The world's root schema on the event's claim: its declaration, a warning, or a refusal."""
+    get_schema = getattr(reader, "get_schema", None)  # (readers without schemas: none)
+    schema: RootSchema | None = get_schema() if get_schema is not None else None
+    if schema is None or isinstance(event, Tick | Trust | Propose | Schema | Act):
+        return None
+    decl, warning = schema.check(event.claim)
+    if warning is not None:
+        out.warnings.append(warning)
+    return decl
 
 
 class _Social:
@@ -442,6 +470,10 @@ class MemoryWorld:
         self.evidence: list[tuple[Evidence, Relation]] = []
         self.trust: dict[tuple[str, str, str], float] = {}
         self.facts: dict[str, Any] = {}
+        self.schema: RootSchema | None = None
+
+    def get_schema(self) -> RootSchema | None:
+        return self.schema
 
     def get_trust(self, resident: str, source: str, topic: str) -> float | None:
         return self.trust.get((resident, source, topic))
@@ -475,6 +507,8 @@ class MemoryWorld:
         self.evidence.extend(out.evidence)
         self.trust.update(out.trust)
         self.facts.update(out.facts)
+        if out.schema is not None:
+            self.schema = out.schema
         for change in out.changes:
             self.changes.append(replace(change, seq=len(self.changes) + 1))
         return out

@@ -28,7 +28,7 @@ import orjson
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.http11 import Request, Response
 
-from protocol import CloseCode, DeleteWorld, ErrorCode, ForkWorld, ProtocolError, WorldsQuery
+from protocol import CloseCode, DeleteWorld, ForkWorld, WorldsQuery
 
 from .. import __version__
 from ..engine import DEFAULT_RULES, Rules, WorldEvent
@@ -37,15 +37,13 @@ from ..store import (
     EventResult,
     Reader,
     SingleFile,
-    WorldInfo,
-    WorldNotFound,
-    WorldsError,
     Writer,
     WriterLock,
 )
-from .auth import Auth, Role
+from .auth import Auth
 from .capture import CaptureWriter
 from .connection import Connection
+from .lifecycle import world_reply
 from .metrics import CONTENT_TYPE, Metrics
 from .writer import WriterService
 
@@ -271,53 +269,26 @@ class Sidecar:
     ) -> list[dict[str, Any]]:
         """Answer a ``worlds``/``fork``/``delete`` frame; writes run on the writer's thread,
         between batches, after every earlier event of the connection was committed."""
-        rid = frame.rid
-        if isinstance(frame, WorldsQuery):
-            infos = await self._on_writer(self.store.worlds)
-            visible = [
-                i.to_dict() for i in infos if self.auth.role_for(i.world, conn.token) is not None
-            ]
-            return [{"type": "worlds", "rid": rid, "worlds": visible}]
-        if conn.role is not Role.WRITER:
-            raise ProtocolError(
-                ErrorCode.FORBIDDEN, "a read-only token cannot change worlds", rid=rid
+        token = conn.token
+        frames = await self._on_writer(
+            lambda: world_reply(
+                self.store, conn.world, frame, role=conn.role,
+                role_for=lambda w: self.auth.role_for(w, token),
             )
-        if isinstance(frame, ForkWorld):
-            if self.auth.role_for(frame.into, conn.token) is not Role.WRITER:
-                raise ProtocolError(
-                    ErrorCode.FORBIDDEN, f"this token cannot write world {frame.into!r}", rid=rid
-                )
-            source, into, at = conn.world, frame.into, frame.at
-            info = await self._world_op(lambda: self.store.fork(source, into, at), rid)
-            return [{"type": "forked", "rid": rid, "source": source, "at": at, **info.to_dict()}]
-        if frame.world != conn.world:
-            raise ProtocolError(
-                ErrorCode.INVALID_FRAME,
-                f"'world' must name this connection's world ({conn.world!r}) to confirm",
-                rid=rid,
-            )
-        world = frame.world
-        info = await self._world_op(lambda: self.store.delete(world), rid)
-        self._reader_epoch += 1
-        for other in list(self.hub.get(world, ())):
-            if other is not conn:
-                asyncio.get_running_loop().create_task(
-                    other.ws.close(CloseCode.GOING_AWAY, "world deleted")
-                )
-        return [{"type": "deleted", "rid": rid, **info.to_dict()}]
+        )  # fmt: skip
+        if isinstance(frame, DeleteWorld):
+            self._reader_epoch += 1
+            for other in list(self.hub.get(frame.world, ())):
+                if other is not conn:
+                    asyncio.get_running_loop().create_task(
+                        other.ws.close(CloseCode.GOING_AWAY, "world deleted")
+                    )
+        return frames
 
     async def _on_writer(self, fn: Callable[[], T]) -> T:
         await self.writer.drain()
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.writer.executor, fn)
-
-    async def _world_op(self, fn: Callable[[], WorldInfo], rid: object) -> WorldInfo:
-        try:
-            return await self._on_writer(fn)
-        except WorldNotFound as exc:
-            raise ProtocolError(ErrorCode.NOT_FOUND, str(exc), rid=rid) from None
-        except WorldsError as exc:
-            raise ProtocolError(ErrorCode.INVALID_FRAME, str(exc), rid=rid) from None
 
     def _publish(self, world: str, results: Sequence[EventResult]) -> None:
         changes = [c for r in results for c in r.changes]

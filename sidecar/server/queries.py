@@ -215,6 +215,8 @@ def event_reply(result: EventResult, rid: object) -> dict[str, Any]:
         ack["seq"] = result.changes[-1].seq
     if result.results:
         ack["results"] = list(result.results)
+    if result.warnings:
+        ack["warnings"] = list(result.warnings)
     if rid is not None:
         ack["rid"] = rid
     return ack

@@ -264,6 +264,47 @@ def _cheap_checks(conn: sqlite3.Connection) -> None:
             conn.execute(index_sql)
 
 
+def _schema_events(conn: sqlite3.Connection) -> None:
+    """0005 (i12): the ``schema`` event kind, and each world's current root schema.
+
+    The events table's kind CHECK gains ``'schema'`` (in the IN-list or OR-chain form it has
+    now; SQLite cannot alter a CHECK, so the table is rebuilt from its own definition, with its
+    data and indexes). Idempotent.
+    """
+    row = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'"
+    ).fetchone()
+    old_sql = str(row[0])
+    if "'schema'" not in old_sql:
+        if "kind = 'propose'" in old_sql:
+            new_sql = old_sql.replace("kind = 'propose'", "kind = 'propose' OR kind = 'schema'", 1)
+        else:
+            new_sql = re.sub(r"'propose'(\s*)\)", r"'propose', 'schema'\1)", old_sql, count=1)
+        assert new_sql != old_sql, old_sql
+        indexes = [
+            str(r[0])
+            for r in conn.execute(
+                "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' "
+                "AND sql IS NOT NULL ORDER BY name"
+            )
+        ]
+        columns = ", ".join(r[1] for r in conn.execute("PRAGMA table_info(events)"))
+        head = re.match(r"CREATE TABLE\s+(\"?\w+\"?)", new_sql)
+        assert head is not None, new_sql
+        conn.execute("CREATE TABLE events_i12" + new_sql[head.end() :])
+        conn.execute(f"INSERT INTO events_i12 ({columns}) SELECT {columns} FROM events")
+        conn.execute("DROP TABLE events")
+        conn.execute("ALTER TABLE events_i12 RENAME TO events")
+        for index_sql in indexes:
+            conn.execute(index_sql)
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS world_schema ("
+        " world TEXT PRIMARY KEY REFERENCES worlds(world),"
+        " version INTEGER NOT NULL CHECK (version > 0),"
+        " body TEXT NOT NULL)"
+    )
+
+
 Migration = str | Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -271,6 +312,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0002_audit_subjects", _AUDIT_SUBJECTS),
     ("0003_social_epistemics", _SOCIAL),
     ("0004_i13_cheap_checks", _cheap_checks),
+    ("0005_i12_schema_events", _schema_events),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

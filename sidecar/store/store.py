@@ -40,12 +40,14 @@ from ..engine import (
     EngineError,
     Intervention,
     Outcome,
+    RootSchema,
     Rules,
     SourceKind,
     State,
     WorldEvent,
     ingest,
     parse_event,
+    parse_schema,
     rules_from_stored,
     rules_to_stored,
 )
@@ -142,6 +144,8 @@ class EventResult:
     error: EngineError | StoreError | None = None
     #: Per-edit verdicts, for a ``propose`` event.
     results: tuple[dict[str, Any], ...] = ()
+    #: Warnings for the ack (a root the world's schema does not declare).
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -153,6 +157,8 @@ class _WorldState:
     change_seq: int
     rules: Rules
     residents: set[str] = field(default_factory=set)
+    schema: RootSchema | None = None  # the world's root schema, once loaded
+    schema_loaded: bool = False
 
 
 _MISSING: Any = object()
@@ -314,6 +320,20 @@ class _View:
 
     def is_known(self, resident: str) -> bool:
         return resident in self.state.residents
+
+    def get_schema(self) -> RootSchema | None:
+        """The world's root schema (read once per world, then kept with its state)."""
+        state = self.state
+        if not state.schema_loaded:
+            try:
+                row = self.conn.execute(
+                    "SELECT body FROM world_schema WHERE world = ?", (self.world,)
+                ).fetchone()
+            except sqlite3.OperationalError:  # no such table: migration 0005 marked, not run
+                row = None
+            state.schema = None if row is None else parse_schema(load_json(row[0]))
+            state.schema_loaded = True
+        return state.schema
 
     def get_trust(self, resident: str, source: str, topic: str) -> float | None:
         cache = self.cache
@@ -568,6 +588,8 @@ class Writer:
         state.event_seq += 1
         state.change_seq += len(changes)
         state.residents.update(outcome.new_residents)
+        if outcome.schema is not None:
+            state.schema, state.schema_loaded = outcome.schema, True
         cache = self._cache
         if cache is not None:  # only now: what a rolled-back savepoint wrote never got here
             for (resident, root), belief in outcome.beliefs.items():
@@ -584,6 +606,7 @@ class Writer:
         return EventResult(
             world, event.event_id, ResultStatus.APPLIED, changes=tuple(changes),
             results=tuple(outcome.results),
+            warnings=tuple(outcome.warnings),
         )  # fmt: skip
 
     def _write(self, world: str, state: _WorldState, out: Outcome) -> list[Change]:
@@ -627,6 +650,12 @@ class Writer:
         if out.trust:
             conn.executemany(
                 _INSERT_TRUST, [(world, i, j, t, v) for (i, j, t), v in out.trust.items()]
+            )
+        if out.schema is not None:
+            conn.execute(
+                "INSERT INTO world_schema (world, version, body) VALUES (?, 1, ?) "
+                "ON CONFLICT (world) DO UPDATE SET version = version + 1, body = excluded.body",
+                (world, dump_json(out.schema.to_dict())),
             )
         if out.facts:
             conn.executemany(
@@ -795,6 +824,13 @@ class Reader:
         """What the world itself observed on ``root`` (found, value)."""
         rows = self._rows("SELECT value FROM facts WHERE world = ? AND root = ?", (world, root))
         return (True, load_json(rows[0][0])) if rows else (False, None)
+
+    def schema(self, world: str) -> tuple[int, RootSchema | None]:
+        """The world's root schema and its version (0, None: no schema declared)."""
+        rows = self._rows("SELECT version, body FROM world_schema WHERE world = ?", (world,))
+        if not rows:
+            return 0, None
+        return int(rows[0][0]), parse_schema(load_json(rows[0][1]))
 
     def rules(self, world: str) -> Rules:
         rows = self._rows("SELECT rules FROM worlds WHERE world = ?", (world,))

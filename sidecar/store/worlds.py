@@ -170,10 +170,12 @@ class SingleFile:
     """Every world in one SQLite file (the ``--db`` mode)."""
 
     def __init__(
-        self, path: Path, *, rules: Rules = DEFAULT_RULES, synchronous: str = "FULL"
-    ) -> None:
+        self, path: Path, *, rules: Rules = DEFAULT_RULES, synchronous: str = "FULL",
+        writer: Writer | None = None,
+    ) -> None:  # fmt: skip
+        """Open ``path`` (or use ``writer``, already open on it)."""
         self.path = Path(path)
-        self.writer = Writer(self.path, rules=rules, synchronous=synchronous)
+        self.writer = writer or Writer(self.path, rules=rules, synchronous=synchronous)
         self._reader: Reader | None = None
 
     @property
