@@ -170,3 +170,39 @@ def test_serve_with_a_bad_config_exits_2_with_one_line(tmp_path: Path) -> None:
     assert len(lines) == 1 and "unknown rule 'soften_stp'" in lines[0], proc.stderr
     proc = run_cli("serve", "--rules", str(tmp_path / "nope.toml"), "--port", "0")
     assert proc.returncode == 2 and "no such file" in proc.stderr
+
+
+def test_stored_rules_upcast_from_version_1_and_refuse_newer() -> None:
+    """Rules stored before hearsay_initial went still load; a newer stored form is refused."""
+    from sidecar.engine import RULES_VERSION, rules_from_stored, rules_to_stored
+
+    old = {**rules_to_stored(DEFAULT_RULES), "hearsay_initial": 58}
+    del old["version"]
+    assert rules_from_stored(old) == DEFAULT_RULES
+    stored = rules_to_stored(rules_from_mapping({"doubt_step": 3}))
+    assert stored["version"] == RULES_VERSION and rules_from_stored(stored).doubt_step == 3
+    with pytest.raises(RulesError, match="version"):
+        rules_from_stored({**stored, "version": RULES_VERSION + 1})
+
+
+async def test_a_world_keeps_the_rules_it_was_created_with(tmp_path: Path) -> None:
+    """Per-world rules apply at creation; a restart with other rules changes only new worlds."""
+    from wsclient import WsClient, observe, running
+
+    async def formed(sc: object, world: str, eid: str) -> int:
+        async with WsClient(sc.url, world, subscribe="*") as c:  # type: ignore[attr-defined]
+            await c.event("observe", 1, event_id=eid, **observe(["mira"], f"k:{eid}", 1))
+            return int((await c.next_of("belief"))["confidence"])
+
+    north = {"north": rules_from_mapping({"firsthand_initial": 90})}
+    async with running(tmp_path, world_rules=north) as sc:
+        assert await formed(sc, "north", "a") == 90
+        assert await formed(sc, "south", "a") == 78
+    later = rules_from_mapping({"firsthand_initial": 50})
+    async with running(tmp_path, rules=later) as sc:
+        assert await formed(sc, "north", "b") == 90
+        assert await formed(sc, "south", "b") == 78
+        assert await formed(sc, "east", "b") == 50
+    from sidecar.store import rebuild
+
+    assert rebuild(tmp_path / "x.db").ok  # the rebuild replays each world with its own rules
