@@ -250,5 +250,50 @@ def test_cli_worlds_fork_export_import_delete_backup(tmp_path: Path) -> None:
     assert cli("backup", "--db", str(db), "--out", str(copy)).returncode == 0
     assert cli("rebuild", "--db", str(copy), "--check").returncode == 0
     assert cli("rebuild", "--db", str(world_file(data, "moved")), "--check").returncode == 0
+    whole = cli("rebuild", "--data-dir", str(data), "--check")
+    assert whole.returncode == 0 and "1 world file(s), 0 with differences" in whole.stdout
     missing = cli("worlds", "--db", str(tmp_path / "none.db"))
     assert missing.returncode == 2 and "no database" in missing.stderr
+
+
+def test_lifecycle_figures_tool_runs_and_prints_every_figure(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """python -m tools.lifecycle_figures prints each figure (no speed is asserted)."""
+    from tools.lifecycle_figures import main
+
+    assert main(["120"]) == 0
+    out = capsys.readouterr().out
+    for label in ("replay", "export", "import", "fork", "worlds", "delete", "rebuild", "metrics"):
+        assert label in out
+
+
+def test_data_dir_names_any_world_id_safely(tmp_path: Path) -> None:
+    """Dots, slashes and long non-ASCII ids all get a file of their own and list back."""
+    ids = [".hidden", "a/b", "台北" * 40, "x" * 200]
+    d = DataDir(tmp_path / "d")
+    try:
+        for world in ids:
+            d.import_events(world, rules_from_mapping({}), _story())
+        assert sorted(w.world for w in d.worlds()) == sorted(ids)
+        names = [world_file(tmp_path / "d", w).name for w in ids]
+        assert all(len(n) < 255 and not n.startswith(".") for n in names)
+        d.delete("台北" * 40)
+        assert sorted(w.world for w in d.worlds()) == sorted(set(ids) - {"台北" * 40})
+    finally:
+        d.close()
+
+
+def test_data_dir_refuses_only_the_events_of_a_world_whose_file_cannot_open(
+    tmp_path: Path,
+) -> None:
+    """A broken world file refuses that world's events; the other worlds of the batch commit."""
+    d = DataDir(tmp_path / "d")
+    try:
+        world_file(tmp_path / "d", "broken").write_bytes(b"not a database" * 100)
+        events = _story()
+        results = d.apply([("ok", events[0]), ("broken", events[0]), ("ok", events[1])])
+        assert [r.status.value for r in results] == ["applied", "rejected", "applied"]
+        assert results[1].error is not None and "cannot be opened" in str(results[1].error)
+    finally:
+        d.close()

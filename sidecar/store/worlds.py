@@ -45,7 +45,15 @@ from ..engine import (
     rules_from_stored,
     rules_to_stored,
 )
-from .store import EventResult, Reader, StoreError, Writer, connect
+from .store import (
+    EventResult,
+    Reader,
+    ResultStatus,
+    StorageFailure,
+    StoreError,
+    Writer,
+    connect,
+)
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -246,12 +254,17 @@ _SUFFIX = ".db"
 
 
 def world_file(data_dir: Path, world: str) -> Path:
-    """The file of ``world`` under ``data_dir``: its id percent-encoded, so any id is safe."""
+    """The file of ``world`` under ``data_dir``: its id percent-encoded, so any id is safe.
+
+    An id whose encoding would make too long a file name (ids are at most 200 characters,
+    but encoding can make them nine times longer) gets ``~`` and a SHA-256 of the id instead;
+    the id itself is always inside the file.
+    """
     name = quote(world, safe="-_")
     if name.startswith("."):
         name = "%2E" + name[1:]
-    if len(name) > 200:  # (ids are at most 200 characters, but encoding can triple them)
-        raise WorldsError(f"world id {world[:40]!r}… is too long for a file name once encoded")
+    if len(name) > 200:
+        name = "~" + hashlib.sha256(world.encode()).hexdigest()
     return data_dir / (name + _SUFFIX)
 
 
@@ -292,7 +305,20 @@ class DataDir:
             by_world.setdefault(world, []).append((i, event))
         out: list[EventResult | None] = [None] * len(batch)
         for world, items in by_world.items():
-            results = self._file(world).apply([(world, e) for _, e in items])
+            try:
+                store = self._file(world)
+            except (
+                StoreError,
+                sqlite3.Error,
+                OSError,
+            ) as exc:  # this world only: refuse its events
+                failure = StorageFailure(f"the file of world {world!r} cannot be opened: {exc}")
+                for i, event in items:
+                    out[i] = EventResult(
+                        world, event.event_id, ResultStatus.REJECTED, error=failure
+                    )
+                continue
+            results = store.apply([(world, e) for _, e in items])
             for (i, _), result in zip(items, results, strict=True):
                 out[i] = result
         return [r for r in out if r is not None]
@@ -313,7 +339,15 @@ class DataDir:
         for path in sorted(self.data_dir.glob("*" + _SUFFIX)):
             if path.name.startswith("."):
                 continue  # (world files never start with a dot: it is encoded)
-            ids.append(unquote(path.name[: -len(_SUFFIX)]))
+            stem = path.name[: -len(_SUFFIX)]
+            if stem.startswith("~"):  # a hashed name: the id is inside
+                reader = Reader(path)
+                try:
+                    ids.extend(reader.worlds())
+                finally:
+                    reader.close()
+            else:
+                ids.append(unquote(stem))
         return sorted(ids)
 
     def worlds(self) -> list[WorldInfo]:
