@@ -24,6 +24,7 @@ from sidecar.engine import (
 from .errors import ErrorCode, ProtocolError
 
 __all__ = [
+    "MAX_RESIDENTS",
     "PROTOCOL_VERSION",
     "BeliefsQuery",
     "DistributionQuery",
@@ -45,6 +46,10 @@ __all__ = [
 PROTOCOL_VERSION = 1
 MAX_ID = 200
 ALL = "*"
+#: Most residents one event may name as witnesses, listeners, overhearers and audience
+#: together (advertised as ``welcome.max_residents``); more is ``too_many_residents``.
+#: Enforced here, at the edge, not in the engine: a log written before the limit replays.
+MAX_RESIDENTS = 256
 
 
 def _fail(
@@ -286,6 +291,15 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
             raise ProtocolError(
                 ErrorCode.INVALID_EVENT, str(exc), rid=rid, event_id=_event_id(frame)
             ) from None
+        named = len(event.hearers())
+        if named > MAX_RESIDENTS:
+            raise ProtocolError(
+                ErrorCode.TOO_MANY_RESIDENTS,
+                f"the event names {named} witnesses, listeners, overhearers and audience; "
+                f"at most {MAX_RESIDENTS} (welcome.max_residents)",
+                rid=rid,
+                event_id=event.event_id,
+            )
         return EventFrame(event=event, rid=rid)
     if kind == "subscribe":
         return _subscribe(frame, rid)

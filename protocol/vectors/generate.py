@@ -55,6 +55,7 @@ from protocol import (
     parse_client_frame,
     parse_hello,
 )
+from protocol.frames import MAX_RESIDENTS
 from sidecar import __version__
 from sidecar.engine import Change
 from sidecar.server.app import ServerConfig
@@ -136,6 +137,7 @@ class _Sidecar:
                     "role": "writer",
                     "auth": "open",
                     "max_frame": ServerConfig().max_frame,
+                    "max_residents": MAX_RESIDENTS,
                 }
             )
         ]
@@ -1313,6 +1315,41 @@ def _refusals(v: _Vectors) -> None:
             subject="s",
         ),
         error=e,
+    )
+    s(
+        "invalid.event.topic_star",
+        'A topic may not be "*" (it leads the topics list, whose entries are ids).',
+        _event("x-topic", 23, "say", speaker="bo", listeners=["ana"], claim=_claim("r", "v"),
+               subject="s", topic="*"),
+        error=e,
+    )  # fmt: skip
+    s(
+        "invalid.event.op_list",
+        "intervene.op is one of the four op strings; a list or map is refused, not a crash.",
+        _event("x-op", 23, "intervene", resident="ana", op=["implant"], claim=_claim("r", "v"),
+               subject="s"),
+        error=e,
+    )  # fmt: skip
+    s(
+        "invalid.event.edit_merge_not_list",
+        "Every field of a propose edit is typed: merge is a list of roots, not a number.",
+        {"type": "propose", "event_id": "x-merge", "day": 23, "resident": "ana",
+         "edits": [{"root": "r", "merge": 5}]},
+        error=e,
+    )  # fmt: skip
+    out = s(
+        "invalid.event.too_many_residents",
+        "An event names at most welcome.max_residents (256) witnesses, listeners, overhearers "
+        "and audience together.",
+        _event("x-many", 23, "observe", witnesses=[f"w{i}" for i in range(257)],
+               claim=_claim("r", "v"), subject="s"),
+        error=ErrorCode.TOO_MANY_RESIDENTS,
+    )  # fmt: skip
+    v.server(
+        "server.error.too_many_residents",
+        "An event naming more residents than welcome.max_residents: refused whole, nothing "
+        "stored; event_id echoed.",
+        out[0],
     )
     c = ErrorCode.CONTRACT_VIOLATION
     out = s(

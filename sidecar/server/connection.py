@@ -46,6 +46,7 @@ from protocol import (
     parse_client_frame,
     parse_hello,
 )
+from protocol.frames import MAX_RESIDENTS
 
 from .. import __version__
 from ..engine import Change
@@ -173,6 +174,7 @@ class Connection:
                 "role": str(role),
                 "auth": "open" if self.app.auth.open else "token",
                 "max_frame": self.app.config.max_frame,
+                "max_residents": MAX_RESIDENTS,
             }
         )
         await self._flush_now()
