@@ -141,7 +141,7 @@ class Subscribe:
     residents: tuple[str, ...] | None
     roots: tuple[str, ...] = ()
     changes: frozenset[ChangeKind] = frozenset()
-    crossing: int | None = None
+    crossing: float | None = None
     rid: object = None
 
     def matches(self, change: Change) -> bool:

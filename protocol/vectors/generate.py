@@ -306,7 +306,7 @@ class _Vectors:
         self,
         name: str,
         description: str,
-        frame: Frame | None,
+        frame: object,
         *,
         data: bytes | None = None,
         error: ErrorCode | None = None,
@@ -1231,7 +1231,7 @@ def _refusals(v: _Vectors) -> None:
     )
     s("invalid.event.day_negative", "day is 0..1e12.", _event("x-3", -1, "tick"), error=e)
     s("invalid.event.day_too_large", "day is 0..1e12.", _event("x-4", 1e12 + 1, "tick"), error=e)
-    s("invalid.event.day_bool", "A boolean is not a number.", _event("x-5", True, "tick"), error=e)  # type: ignore[arg-type]
+    s("invalid.event.day_bool", "A boolean is not a number.", _event("x-5", True, "tick"), error=e)
     s(
         "invalid.event.unknown_kind",
         "kind is one of observe, say, announce, act, intervene, tick, trust, propose.",

@@ -422,7 +422,7 @@ class Connection:
             while True:
                 after = self.cursor
                 rows = await self.app.read(
-                    lambda r, after=after: r.changes_after(self.world, after, limit=_BACKFILL_PAGE)
+                    lambda r, after=after: r.changes_after(self.world, after, limit=_BACKFILL_PAGE)  # type: ignore[misc]
                 )
                 for change in rows:
                     self.cursor = change.seq or self.cursor

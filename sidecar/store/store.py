@@ -176,7 +176,9 @@ _tuples = operator.attrgetter(*_TUPLE_FIELDS)
 
 def _real(x: object) -> bool:
     """``x`` is a float that SQLite's REAL column gives back unchanged (no NaN, no -0.0)."""
-    return type(x) is float and x == x and (x != 0.0 or math.copysign(1.0, x) > 0)  # type: ignore[operator]
+    if not isinstance(x, float) or type(x) is not float:  # exactly a float, no subclass
+        return False
+    return x == x and (x != 0.0 or math.copysign(1.0, x) > 0)
 
 
 def _as_read(b: Belief) -> bool:
