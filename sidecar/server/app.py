@@ -115,7 +115,8 @@ class Sidecar:
 
     @property
     def url(self) -> str:
-        return f"ws://{self.config.host}:{self.port}"
+        host = self.config.host
+        return f"ws://[{host}]:{self.port}" if ":" in host else f"ws://{host}:{self.port}"
 
     @property
     def failed(self) -> bool:
@@ -182,9 +183,13 @@ class Sidecar:
             "credence stopped: %d events in %d batches", self.writer.events, self.writer.batches
         )
 
-    async def run_forever(self) -> int:
-        """Serve until SIGINT or SIGTERM; the exit status: 1 if the writer had failed, else 0."""
+    async def run_forever(self, ready: Callable[[Sidecar], None] | None = None) -> int:
+        """Serve until SIGINT or SIGTERM; ``ready`` is called once the port is bound.
+
+        Returns the exit status: 1 if the writer had failed, else 0."""
         await self.start()
+        if ready is not None:
+            ready(self)
         done = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
