@@ -26,6 +26,7 @@ from .errors import ErrorCode, ProtocolError
 from .worlds import WORLD_FRAMES, DeleteWorld, ForkWorld, WorldsQuery, parse_world_frame
 
 __all__ = [
+    "MAX_RESIDENTS",
     "PROTOCOL_VERSION",
     "BeliefsQuery",
     "DistributionQuery",
@@ -47,6 +48,10 @@ __all__ = [
 PROTOCOL_VERSION = 1
 MAX_ID = 200
 ALL = "*"
+#: Most residents one event may name as witnesses, listeners, overhearers and audience
+#: together (advertised as ``welcome.max_residents``); more is ``too_many_residents``.
+#: Enforced here, at the edge, not in the engine: a log written before the limit replays.
+MAX_RESIDENTS = 256
 
 
 def _fail(
@@ -137,7 +142,7 @@ class Subscribe:
     residents: tuple[str, ...] | None
     roots: tuple[str, ...] = ()
     changes: frozenset[ChangeKind] = frozenset()
-    crossing: int | None = None
+    crossing: float | None = None
     rid: object = None
 
     def matches(self, change: Change) -> bool:
@@ -313,6 +318,15 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
             raise ProtocolError(
                 ErrorCode.INVALID_EVENT, str(exc), rid=rid, event_id=_event_id(frame)
             ) from None
+        named = len(event.hearers())
+        if named > MAX_RESIDENTS:
+            raise ProtocolError(
+                ErrorCode.TOO_MANY_RESIDENTS,
+                f"the event names {named} witnesses, listeners, overhearers and audience; "
+                f"at most {MAX_RESIDENTS} (welcome.max_residents)",
+                rid=rid,
+                event_id=event.event_id,
+            )
         return EventFrame(event=event, rid=rid)
     if kind == "subscribe":
         return _subscribe(frame, rid)
