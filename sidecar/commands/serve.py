@@ -52,6 +52,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     from ..engine import Rules
     from ..server import ServerConfig, Sidecar
+    from ..store import StoreError
 
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     try:
         sidecar = Sidecar(config)
-    except ValueError as exc:
+    except (ValueError, StoreError) as exc:
         print(f"credence serve: {exc}", file=sys.stderr)
         return 2
     asyncio.run(sidecar.run_forever(ready=announce))

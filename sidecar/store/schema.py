@@ -7,9 +7,18 @@ rules so that even a bug in the engine cannot store an impossible belief.
 
 from __future__ import annotations
 
+import re
 import sqlite3
+from collections.abc import Callable
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate", "schema_version"]
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "cheap_checks",
+    "migrate",
+    "schema_version",
+    "unknown_migrations",
+]
 
 _STATES = "('influencing','past','doubtful','anomalous','corrected')"
 _SOURCES = "('firsthand','hearsay','implanted')"
@@ -200,10 +209,68 @@ CREATE INDEX changes_by_belief ON changes (world, resident, root, seq);
 CREATE INDEX changes_by_resident ON changes (world, resident, seq);
 """
 
-MIGRATIONS: list[tuple[str, str]] = [
+# Version 4 (issue 13): the same constraints, cheaper per row. SQLite evaluates
+# ``col IN ('a', 'b', …)`` in a CHECK by building a small ephemeral index for every row it
+# checks (~2.5 µs per constraint per row); ``col = 'a' OR col = 'b' …`` accepts and refuses
+# exactly the same values (NULL included) at a fraction of the cost. ``json_valid`` CHECKs
+# go: every JSON column is written by the store's own orjson encoder (rows.py), so the text
+# is valid by construction, checked once in Python rather than again per row in SQLite.
+# SQLite cannot alter a CHECK, so each such table is rebuilt from its own current definition
+# (read back from sqlite_master, so columns other migrations added come along) with its
+# data and indexes. Idempotent: a table with nothing to rewrite is left alone.
+_IN_LIST = re.compile(r"\b(\w+) IN \(('[^'()]*'(?:\s*,\s*'[^'()]*')*)\)")
+_JSON_CHECK = re.compile(r"\s*CHECK \((?:(\w+) IS NULL OR )?json_valid\((\w+)\)\)")
+_REBUILT = ("events", "evidence", "beliefs", "changes", "facts")
+
+
+def cheap_checks(sql: str) -> str:
+    """``sql`` with every ``col IN ('a', …)`` as an OR chain and no ``json_valid`` CHECK."""
+
+    def or_chain(m: re.Match[str]) -> str:
+        col, values = m[1], re.findall(r"'[^']*'", m[2])
+        return "(" + " OR ".join(f"{col} = {v}" for v in values) + ")"
+
+    return _JSON_CHECK.sub("", _IN_LIST.sub(or_chain, sql))
+
+
+def _cheap_checks(conn: sqlite3.Connection) -> None:
+    for table in _REBUILT:
+        row = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+        ).fetchone()
+        if row is None:
+            continue
+        old_sql = str(row[0])
+        new_sql = cheap_checks(old_sql)
+        if new_sql == old_sql:
+            continue
+        indexes = [
+            str(r[0])
+            for r in conn.execute(
+                "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? "
+                "AND sql IS NOT NULL ORDER BY name",
+                (table,),
+            )
+        ]
+        columns = ", ".join(r[1] for r in conn.execute(f"PRAGMA table_info({table})"))
+        temp = f"{table}_i13"
+        head = re.match(r"CREATE TABLE\s+(\"?\w+\"?)", new_sql)
+        assert head is not None, new_sql
+        conn.execute(f"CREATE TABLE {temp}" + new_sql[head.end() :])
+        conn.execute(f"INSERT INTO {temp} ({columns}) SELECT {columns} FROM {table}")
+        conn.execute(f"DROP TABLE {table}")
+        conn.execute(f"ALTER TABLE {temp} RENAME TO {table}")
+        for index_sql in indexes:
+            conn.execute(index_sql)
+
+
+Migration = str | Callable[[sqlite3.Connection], None]
+
+MIGRATIONS: list[tuple[str, Migration]] = [
     ("0001_initial", _INITIAL),
     ("0002_audit_subjects", _AUDIT_SUBJECTS),
     ("0003_social_epistemics", _SOCIAL),
+    ("0004_i13_cheap_checks", _cheap_checks),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -217,25 +284,35 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT count(*) FROM _migrations").fetchone()[0])
 
 
+def unknown_migrations(conn: sqlite3.Connection) -> list[str]:
+    """Migrations recorded in the database that this version does not know (sorted)."""
+    if schema_version(conn) == 0:
+        return []
+    done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+    return sorted(done - {name for name, _ in MIGRATIONS})
+
+
 def migrate(conn: sqlite3.Connection, *, upto: int = SCHEMA_VERSION) -> list[str]:
     """Apply every migration not yet applied, up to ``upto``; return the names applied."""
-    conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY)")
-    done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
-    known = {name for name, _ in MIGRATIONS}
-    unknown = done - known
+    unknown = unknown_migrations(conn)
     if unknown:
         raise RuntimeError(
-            f"database has migrations this version does not know: {sorted(unknown)}; "
+            f"database has migrations this version does not know: {unknown}; "
             "it was written by a newer Credence"
         )
+    conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY)")
+    done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
     applied = []
     for name, sql in MIGRATIONS[:upto]:
         if name in done:
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _statements(sql):
-                conn.execute(statement)
+            if callable(sql):
+                sql(conn)
+            else:
+                for statement in _statements(sql):
+                    conn.execute(statement)
             conn.execute("INSERT INTO _migrations (name) VALUES (?)", (name,))
             conn.execute("COMMIT")
         except BaseException:
