@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -19,9 +20,13 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from wsclient import guard
 
-__all__ = ["Browser", "available", "browser"]
+__all__ = ["REQUIRE", "Browser", "available", "browser", "need"]
+
+#: Set by ``.ci/run``: a missing browser or node is a failure there, never a skip.
+REQUIRE = "CREDENCE_REQUIRE_BROWSER"
 
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
 
@@ -43,6 +48,15 @@ def available() -> str | None:
             "chromedriver is not installed (.ci/run installs it: apt-get install chromium-driver)"
         )
     return None
+
+
+def need(reason: str | None) -> None:
+    """Skip the calling test for ``reason`` (fail instead when $CREDENCE_REQUIRE_BROWSER is set)."""
+    if reason is None:
+        return
+    if os.environ.get(REQUIRE):
+        pytest.fail(f"{reason}, and ${REQUIRE} is set")
+    pytest.skip(reason)
 
 
 def _free_port() -> int:

@@ -20,15 +20,16 @@ from pathlib import Path
 from typing import ClassVar
 
 import chromium
-import pytest
 from wsclient import running
 
 ROOT = Path(__file__).resolve().parents[1]
 JS = ROOT / "protocol" / "clients" / "js"
-needs_node = pytest.mark.skipif(
-    shutil.which("node") is None or shutil.which("npm") is None,
-    reason="node and npm are not installed (.ci/run installs them)",
-)
+
+
+def node_missing() -> str | None:
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        return "node and npm are not installed (.ci/run installs them)"
+    return None
 
 
 def npm_ready() -> None:
@@ -45,9 +46,9 @@ def _packages(lock_text: str) -> object:
     return {k: v.get("version") for k, v in packages.items() if k}
 
 
-@needs_node
 def test_js_client_node_suite() -> None:
     """The client's node --test suite passes against real sidecars."""
+    chromium.need(node_missing())
     npm_ready()
     tests = sorted(str(p.relative_to(JS)) for p in (JS / "test").glob("*.test.js"))
     env = {**os.environ, "CREDENCE_PYTHON": sys.executable}
@@ -65,10 +66,9 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@needs_node
-@pytest.mark.skipif(chromium.available() is not None, reason=str(chromium.available()))
 async def test_js_client_in_headless_chromium(tmp_path: Path) -> None:
     """A page using the client with the browser's native WebSocket: hello, event, ack, query."""
+    chromium.need(node_missing() or chromium.available())
     npm_ready()
     handler = functools.partial(_Quiet, directory=str(JS))
     files = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
