@@ -32,8 +32,12 @@ def node_missing() -> str | None:
     return None
 
 
+@functools.cache
 def npm_ready() -> None:
-    """``npm ci`` unless node_modules already matches package-lock.json, then build with tsc."""
+    """``npm ci`` unless node_modules already matches package-lock.json, then build with tsc.
+
+    Once per test session (the build takes seconds).
+    """
     lock = (JS / "package-lock.json").read_text()
     installed = JS / "node_modules" / ".package-lock.json"
     if not installed.exists() or _packages(installed.read_text()) != _packages(lock):
