@@ -29,6 +29,7 @@ from websockets.http11 import Request, Response
 from .. import __version__
 from ..engine import DEFAULT_RULES, Rules
 from ..store import EventResult, Reader, Writer, WriterLock
+from . import inspector
 from .auth import Auth
 from .capture import CaptureWriter
 from .connection import BoundedServerConnection, Connection
@@ -204,6 +205,9 @@ class Sidecar:
     def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         if request.headers.get("Upgrade", "").lower() == "websocket":
             return None
+        page = inspector.respond(connection, request.path)  # GET /inspect: the live inspector
+        if page is not None:
+            return page
         state = "failed" if self.failed else "stopping" if self.stopping else "ok"
         body = orjson.dumps(
             {"status": state, "server": f"credence/{__version__}",
