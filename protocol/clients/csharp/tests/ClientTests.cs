@@ -12,7 +12,8 @@
 //       the client against a sidecar started with those tokens: auth, acks, refusals,
 //       notifications, window, paging, inbound backpressure, reconnect + resume + resend,
 //       a sidecar crash and restart (asked of the runner on stdout: "CONTROL kill" /
-//       "CONTROL start", answered with a line on stdin), the mirror against the sidecar.
+//       "CONTROL start", answered with a line on stdin), the mirror against the sidecar, and
+//       a restart with other tokens ("CONTROL retoken": the reconnect is refused 4001, for good).
 
 using System;
 using System.Collections;
@@ -617,10 +618,14 @@ namespace Credence.Tests
             for (int i = 0; i < 3; i++)
                 queued.Add(main.SendEventAsync(Events.Observe("offline-" + i, 6, new[] { "mira" }, "offline:" + i, "x", "while offline")));
             Check(main.UnackedEvents == 3 && queued.All(t => !t.IsCompleted), "3 events wait while reconnecting");
+            var offlineQuery = main.DistributionAsync("offline:2");
             int resumesBefore = resumes.Count;
             gate.SetResult(true);
             var offline = await Within(Task.WhenAll(queued), "acks after reconnect");
             Check(offline.All(a => !a.Duplicate && a.Changes == 1), "queued events are sent after the reconnect");
+            var oq = await Within(offlineQuery, "a query sent while reconnecting");
+            Check(oq.Items("residents").Count == 1 && (string)oq.Items("residents")[0]["resident"] == "mira",
+                "a query sent while reconnecting is answered after the events queued before it");
             await Until(() => { pump(); return resumes.Count > resumesBefore && seen.Any(c => c.EventId == "offline-2"); }, "resume and live notifications");
             Check(main.Connections == 2 && welcomes.Count == 2 && welcomes[1].Reconnected, "one reconnect, with a second welcome");
             long written = (await Task.WhenAll(meanwhile)).Sum(a => (long)a.Changes);
@@ -663,6 +668,17 @@ namespace Credence.Tests
                         && (string)stored[i]["subject"] == mirrored[i].Subject;
                 Check(equal, "the mirror of " + resident + " equals the sidecar's beliefs (" + stored.Count + " vs " + mirrored.Count + ")");
             }
+            // -- a mirror seeded by a beliefs query instead of a resume from 0
+            var late = new CredenceClient(new CredenceOptions { Url = url, World = "town", Token = readerToken, Subscribe = new[] { "mira" } });
+            await Within(late.ConnectAsync(), "late hello");
+            await Within(late.LoadMirrorAsync("mira"), "load mirror");
+            late.DispatchPending();
+            var lateMirror = late.Mirror.Of("mira");
+            var mainMirror = main.Mirror.Of("mira").Where(m => !m.Root.StartsWith("trust:")).ToList();
+            Check(lateMirror.Count == mainMirror.Count && lateMirror.Zip(mainMirror, (x, y) => x.Root == y.Root && Same(x.Value, y.Value) && x.Confidence == y.Confidence).All(b => b),
+                "LoadMirrorAsync fills the mirror like a full resume does (" + lateMirror.Count + " beliefs)");
+            await late.CloseAsync();
+
             Check(stray.Count == 0, "no stray errors: " + string.Join("; ", stray.Select(e => e.Message)));
 
             // -- closing
@@ -674,6 +690,21 @@ namespace Credence.Tests
                 Check(false, "sending after close fails");
             }
             catch (CredenceConnectionException) { checks++; }
+
+            // -- the sidecar comes back with other tokens: the reconnect is refused 4001, for good
+            var readerLost = new List<Disconnected>();
+            reader.ConnectionLost += d => readerLost.Add(d);
+            Control("retoken");
+            Exception revoked = null;
+            try { revoked = await Refusal(reader.TrustAsync("mira")); }
+            catch (CredenceConnectionException e) { revoked = e; }
+            var rc = revoked as CredenceConnectionException;
+            Check(rc != null && (rc.CloseCode == 4001 || rc.CloseCode == null), "a query pending when the token is revoked fails with CredenceConnectionException, got " + revoked);
+            await Until(() => { reader.DispatchPending(); return reader.State == ConnectionState.Failed && readerLost.Any(d => d.Final); }, "the reader gives up");
+            Check(readerLost.Last().Final && readerLost.Last().CloseCode == 4001 && readerLost.Last().Reason == "unauthorized", "its last ConnectionLost is final: 4001 unauthorized");
+            int attempts = reader.Connections;
+            await Task.Delay(300);
+            Check(reader.Connections == attempts && reader.State == ConnectionState.Failed, "no reconnect loop after 4001");
             await reader.CloseAsync();
             await other.CloseAsync();
             Console.WriteLine("client: " + seqs.Count + " notifications, " + main.Connections + " connections");
