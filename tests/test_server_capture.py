@@ -34,15 +34,17 @@ DEFECTS: dict[str, bytes | str] = {
     "no_type": _mp({k: v for k, v in HELLO.items() if k != "type"}),
     "json_trailing": '{"type":"hello","protocol":1,"world":"town","token":"' + SECRET + '"}x',
     "json_lone_surrogate": (
-        '{"type":"hello","protocol":1,"world":"town","client":"\\ud800","token":"'
-        + SECRET
-        + '"}'
+        '{"type":"hello","protocol":1,"world":"town","client":"\\ud800","token":"' + SECRET + '"}'
     ),
     "json_no_type": '{"protocol":1,"world":"town","token":"' + SECRET + '"}',
     "json_escaped_token": '{"protocol":1,"token":"'
     + SECRET.encode("ascii", "backslashreplace").decode().replace("\\x", "\\u00")
     + '"}x',
 }
+
+
+def _size(data: bytes | str) -> int:
+    return len(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
 
 
 def _leaks(data: bytes | str) -> bool:
@@ -59,7 +61,7 @@ def test_redact_masks_the_token_of_a_malformed_first_message(name: str) -> None:
         out = redact(message, first=True, secrets=secrets)
         assert not _leaks(out), (name, out)
         assert type(out) is type(message)
-        assert len(out) == len(message)  # masked in place: the defect is kept for replay
+        assert _size(out) == _size(message)  # masked in place: the defect is kept for replay
 
 
 def test_redact_keeps_ordinary_frames_byte_for_byte_and_redacts_decoded_hellos() -> None:

@@ -91,7 +91,9 @@ class Sidecar:
             raise
         self.hub: dict[str, set[Connection]] = {}
         self.stopping = False
-        self.capture = CaptureWriter(config.capture) if config.capture else None
+        secrets = [s for table in (self.auth.writers, self.auth.readers) for v in table.values()
+                   for s in v]  # fmt: skip
+        self.capture = CaptureWriter(config.capture, secrets=secrets) if config.capture else None
         self._ids = itertools.count(1)
         self._local = threading.local()
         self._readers: list[Reader] = []
