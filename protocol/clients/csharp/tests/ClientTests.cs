@@ -14,6 +14,10 @@
 //       a sidecar crash and restart (asked of the runner on stdout: "CONTROL kill" /
 //       "CONTROL start", answered with a line on stdin), the mirror against the sidecar, and
 //       a restart with other tokens ("CONTROL retoken": the reconnect is refused 4001, for good).
+//   mono CredenceTests.exe bench URL N
+//       figures only (no assertion on speed): N observe events through the client, window 256,
+//       with a second client subscribed to every resident; events/s acked, notifications/s,
+//       and the codec's decode rate on a belief frame.
 
 using System;
 using System.Collections;
@@ -52,8 +56,9 @@ namespace Credence.Tests
                     case "vectors": Vectors(args[1]); break;
                     case "session": Session(new Uri(args[1]), args[2], args.Length > 3 ? args[3] : null).Wait(); break;
                     case "client": ClientScenario(new Uri(args[1]), args[2], args[3]).Wait(); break;
+                    case "bench": Bench(new Uri(args[1]), int.Parse(args[2])).Wait(); break;
                     default:
-                        Console.WriteLine("usage: vectors FILE | session URL FILE [TRANSCRIPT] | client URL WTOKEN RTOKEN");
+                        Console.WriteLine("usage: vectors FILE | session URL FILE [TRANSCRIPT] | client URL WTOKEN RTOKEN | bench URL N");
                         return 2;
                 }
             }
@@ -550,10 +555,13 @@ namespace Credence.Tests
             // -- the window: 400 events at once, at most 16 on the wire; acks in order; paged replies
             var subject = new string('s', 1500);
             var burst = new List<Task<Ack>>();
+            var clock = System.Diagnostics.Stopwatch.StartNew();
             for (int i = 0; i < 400; i++)
                 burst.Add(main.SendEventAsync(Events.Observe("lore-" + i, 4, new[] { "mira" }, "lore:" + i.ToString("D3"), i, subject + i)));
             Check(main.QueuedFrames > 16 && main.InFlight <= 16, "a burst waits in the client beyond the window of 16");
             var acks = await Within(Task.WhenAll(burst), "400 acks", 60);
+            Console.WriteLine("burst: 400 events of ~1.5 KB acked in " + clock.ElapsedMilliseconds + " ms ("
+                + (400 / clock.Elapsed.TotalSeconds).ToString("F0", CultureInfo.InvariantCulture) + " events/s, window 16)");
             Check(acks.All(a => !a.Duplicate && a.Changes == 1), "400 events, one change each");
             Check(acks.Zip(acks.Skip(1), (x, y) => y.Seq > x.Seq).All(b => b), "acks in send order (seq increasing)");
             Check(main.MaxInFlightSeen <= 16 && main.MaxInFlightSeen >= 8, "at most 16 frames were ever in flight (max " + main.MaxInFlightSeen + ")");
@@ -708,6 +716,47 @@ namespace Credence.Tests
             await reader.CloseAsync();
             await other.CloseAsync();
             Console.WriteLine("client: " + seqs.Count + " notifications, " + main.Connections + " connections");
+        }
+
+        // ------------------------------------------------------------------ figures
+
+        static async Task Bench(Uri url, int n)
+        {
+            var writer = new CredenceClient(new CredenceOptions { Url = url, World = "bench", MaxInFlight = 256 });
+            var watcher = new CredenceClient(new CredenceOptions { Url = url, World = "bench", SubscribeAll = true, KeepMirror = true });
+            await writer.ConnectAsync();
+            await watcher.ConnectAsync();
+            int seen = 0;
+            watcher.BeliefChanged += c => seen++;
+            var clock = System.Diagnostics.Stopwatch.StartNew();
+            var acks = new List<Task<Ack>>(n);
+            for (int i = 0; i < n; i++)
+                acks.Add(writer.SendEventAsync(Events.Observe("b-" + i, 1 + i / 1000, new[] { "r" + (i % 50) }, "k:" + (i % 500), i % 7, "bench event " + i)));
+            await Task.WhenAll(acks);
+            double ackSeconds = clock.Elapsed.TotalSeconds;
+            while (seen < n)
+            {
+                watcher.DispatchPending();
+                await Task.Delay(1);
+            }
+            double allSeconds = clock.Elapsed.TotalSeconds;
+            Console.WriteLine(string.Format(CultureInfo.InvariantCulture,
+                "bench: {0} events acked in {1:F2} s ({2:F0} events/s); {3} notifications dispatched by {4:F2} s ({5:F0}/s); mirror {6} beliefs",
+                n, ackSeconds, n / ackSeconds, seen, allSeconds, seen / allSeconds, watcher.Mirror.Count));
+            var frame = MsgPack.Encode(new Dictionary<string, object>
+            {
+                { "type", "belief" }, { "seq", 12345L }, { "resident", "mira" }, { "root", "water:well" }, { "value", "poisoned" },
+                { "prev_value", null }, { "change", "formed" }, { "confidence", 58L }, { "prev_confidence", null }, { "state", "influencing" },
+                { "prev_state", null }, { "source_kind", "hearsay" }, { "source", "bo" }, { "subject", "The well is poisoned" },
+                { "prev_subject", null }, { "event_id", "e-1" }, { "evidence_id", "e-1/mira" }, { "day", 1.0 }, { "detail", null },
+            });
+            clock.Restart();
+            int rounds = 200000;
+            for (int i = 0; i < rounds; i++) MsgPack.DecodeFrame(frame);
+            Console.WriteLine(string.Format(CultureInfo.InvariantCulture, "bench: codec decodes a {0}-byte belief frame {1:F0} times/s",
+                frame.Length, rounds / clock.Elapsed.TotalSeconds));
+            await writer.CloseAsync();
+            await watcher.CloseAsync();
         }
     }
 }
