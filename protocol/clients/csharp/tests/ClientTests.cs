@@ -254,6 +254,12 @@ namespace Credence.Tests
                 }
                 catch (ArgumentException) { checks++; }
             }
+            try
+            {
+                MsgPack.Encode(new Dictionary<string, object> { { "type", "event" }, { "witnesses", new List<object> { "a", new byte[1] } } });
+                Check(false, "bin in a list is refused");
+            }
+            catch (ArgumentException e) { Check(e.Message.StartsWith("frame.witnesses[1]: "), "the encoder names where: " + e.Message); }
             var ok = MsgPack.Encode(new Dictionary<string, object> { { "type", "x" }, { "v", Nest(15) }, { "max", 9007199254740991L }, { "min", -9007199254740991L } });
             Check(MsgPack.DecodeFrame(ok).Count == 4, "depth 16 and ±(2^53−1) encode");
             // Widths: every integer boundary round-trips with the right type.
