@@ -149,6 +149,7 @@ def run(program: Path, *args: str, sidecar: Sidecar | None = None, seconds: floa
         if proc.poll() is None:
             proc.kill()
     output = "".join(lines)
+    print(output)  # the program's figures, shown with pytest -s or -rP
     assert code == 0, output
     return output
 

@@ -616,6 +616,31 @@ namespace Credence.Tests
                 "the slow client got all 300 notifications, in seq order, none lost");
             await slow.CloseAsync();
 
+            // -- a client that stops reading long enough is closed 4008 slow_consumer by the sidecar;
+            //    it resumes from the last seq it received and loses nothing
+            var stall = new CredenceClient(new CredenceOptions { Url = url, World = "town", Token = writerToken, SubscribeAll = true, MaxPendingNotifications = 20, ReconnectDelay = delay });
+            var stallSeen = new List<long>();
+            var stallLost = new List<Disconnected>();
+            var stallErrors = new List<string>();
+            stall.BeliefChanged += c => stallSeen.Add(c.Seq);
+            stall.ConnectionLost += d => stallLost.Add(d);
+            stall.ErrorReceived += e => stallErrors.Add(e.Code);
+            var stw = await Within(stall.ConnectAsync(), "stall hello");
+            var big = new string('b', 3900);
+            var heavy = new List<Task<Ack>>();
+            for (int i = 0; i < 1500; i++)
+                heavy.Add(main.SendEventAsync(Events.Observe("big-" + i, 5, new[] { "stall-r" }, "big:" + i, i, big + i)));
+            var heavyAcks = await Within(Task.WhenAll(heavy), "1500 heavy acks", 60);
+            long lastHeavy = heavyAcks.Last().Seq.Value;
+            await Task.Delay(300);
+            Check(stall.PendingNotifications <= 20 && stall.Connections == 1, "the stalled client stopped reading at 20 pending");
+            await Until(() => { pump(); stall.DispatchPending(); return stallSeen.Count > 0 && stallSeen.Last() >= lastHeavy; }, "the stalled client catches up", 60);
+            Check(stallSeen.Count == 1500 && stallSeen[0] == stw.Seq + 1 && stallSeen.Zip(stallSeen.Skip(1), (x, y) => y == x + 1).All(b => b),
+                "after a stall and a reconnect: all 1500 notifications exactly once, in seq order (" + stallSeen.Count + ")");
+            Check(stall.Connections >= 2 && stallLost.Count >= 1, "the stalled client was disconnected and came back (" + stall.Connections + " connections)");
+            Console.WriteLine("stall: closed with " + string.Join(", ", stallLost.Select(d => d.CloseCode.ToString())) + "; errors: " + string.Join(", ", stallErrors));
+            await stall.CloseAsync();
+
             // -- reconnect: the connection drops; others write meanwhile; the client queues events;
             //    it comes back with resume and resend
             pump();
