@@ -745,6 +745,32 @@ namespace Credence.Tests
             await Task.Delay(300);
             Check(reader.Connections == attempts && reader.State == ConnectionState.Failed, "no reconnect loop after 4001");
             await reader.CloseAsync();
+
+            // -- a game loop: one thread with a SynchronizationContext (as Unity's main thread);
+            //    awaits resume on it and every notification is raised on it, by DispatchPending
+            var game = new GameThread();
+            var gameErrors = new List<string>();
+            var gameThread = new Thread(() => game.Run(async () =>
+            {
+                var client = new CredenceClient(new CredenceOptions { Url = url, World = "town", Token = "new-w-secret", Subscribe = new[] { "ann" } });
+                client.BeliefChanged += c => { if (!game.OnThread) gameErrors.Add("BeliefChanged off the game thread"); game.Beliefs++; };
+                var w = await client.ConnectAsync();
+                if (!game.OnThread) gameErrors.Add("ConnectAsync resumed off the game thread");
+                if (w.Role != "writer") gameErrors.Add("the new writer token is not a writer: " + w.Role);
+                var a = await client.SendEventAsync(Events.Observe("game-1", 7, new[] { "ann" }, "mill", "burnt", "The mill burnt down"));
+                if (!game.OnThread) gameErrors.Add("SendEventAsync resumed off the game thread");
+                if (a.Changes != 1) gameErrors.Add("game-1 changes " + a.Changes);
+                for (int frame = 0; frame < 500 && game.Beliefs == 0; frame++)
+                {
+                    client.DispatchPending();  // Update()
+                    await Task.Delay(10);      // the next frame
+                }
+                await client.CloseAsync();
+            }));
+            gameThread.Start();
+            await Task.Run(() => gameThread.Join(30000));
+            Check(game.Beliefs == 1 && game.Error == null && gameErrors.Count == 0,
+                "a game loop: awaits resume and notifications arrive on the game thread (" + string.Join("; ", gameErrors) + game.Error + ")");
             await other.CloseAsync();
             Console.WriteLine("client: " + seqs.Count + " notifications, " + main.Connections + " connections");
         }
@@ -788,6 +814,33 @@ namespace Credence.Tests
                 frame.Length, rounds / clock.Elapsed.TotalSeconds));
             await writer.CloseAsync();
             await watcher.CloseAsync();
+        }
+    }
+
+    /// <summary>A single thread with a SynchronizationContext that runs posted work in order, as Unity's main thread.</summary>
+    sealed class GameThread : SynchronizationContext
+    {
+        readonly System.Collections.Concurrent.BlockingCollection<KeyValuePair<SendOrPostCallback, object>> work =
+            new System.Collections.Concurrent.BlockingCollection<KeyValuePair<SendOrPostCallback, object>>();
+        int threadId;
+        public int Beliefs;
+        public Exception Error;
+
+        public bool OnThread { get { return Thread.CurrentThread.ManagedThreadId == threadId; } }
+
+        public override void Post(SendOrPostCallback d, object state)
+        {
+            work.Add(new KeyValuePair<SendOrPostCallback, object>(d, state));
+        }
+
+        public void Run(Func<Task> body)
+        {
+            threadId = Thread.CurrentThread.ManagedThreadId;
+            SetSynchronizationContext(this);
+            var task = body();
+            task.ContinueWith(t => work.CompleteAdding(), TaskScheduler.Default);
+            foreach (var item in work.GetConsumingEnumerable()) item.Key(item.Value);
+            if (task.IsFaulted) Error = task.Exception.InnerException;
         }
     }
 }
