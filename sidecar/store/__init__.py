@@ -1,8 +1,11 @@
 """The SQLite store: schema and migrations, the single group-commit writer, readers, rebuild."""
 
+from .lock import WriterLock, lock_path
 from .rebuild import RebuildReport, rebuild
 from .schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
 from .store import (
+    CannotOpen,
+    DatabaseInUse,
     EventResult,
     Reader,
     ResultStatus,
@@ -16,6 +19,8 @@ from .store import (
 __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "CannotOpen",
+    "DatabaseInUse",
     "EventResult",
     "Reader",
     "RebuildReport",
@@ -24,7 +29,9 @@ __all__ = [
     "StorageFailure",
     "StoreError",
     "Writer",
+    "WriterLock",
     "connect",
+    "lock_path",
     "migrate",
     "rebuild",
     "schema_version",

@@ -11,7 +11,14 @@ import re
 import sqlite3
 from collections.abc import Callable
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "cheap_checks", "migrate", "schema_version"]
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "cheap_checks",
+    "migrate",
+    "schema_version",
+    "unknown_migrations",
+]
 
 _STATES = "('influencing','past','doubtful','anomalous','corrected')"
 _SOURCES = "('firsthand','hearsay','implanted')"
@@ -277,17 +284,24 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT count(*) FROM _migrations").fetchone()[0])
 
 
+def unknown_migrations(conn: sqlite3.Connection) -> list[str]:
+    """Migrations recorded in the database that this version does not know (sorted)."""
+    if schema_version(conn) == 0:
+        return []
+    done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+    return sorted(done - {name for name, _ in MIGRATIONS})
+
+
 def migrate(conn: sqlite3.Connection, *, upto: int = SCHEMA_VERSION) -> list[str]:
     """Apply every migration not yet applied, up to ``upto``; return the names applied."""
-    conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY)")
-    done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
-    known = {name for name, _ in MIGRATIONS}
-    unknown = done - known
+    unknown = unknown_migrations(conn)
     if unknown:
         raise RuntimeError(
-            f"database has migrations this version does not know: {sorted(unknown)}; "
+            f"database has migrations this version does not know: {unknown}; "
             "it was written by a newer Credence"
         )
+    conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY)")
+    done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
     applied = []
     for name, sql in MIGRATIONS[:upto]:
         if name in done:
