@@ -117,3 +117,28 @@ async def test_schema_over_the_wire_warns_refuses_and_rebuilds(tmp_path: Path) -
     finally:
         reader.close()
     assert rebuild(tmp_path / "x.db").ok
+
+
+def test_a_schema_in_the_middle_of_a_batch_applies_to_the_rest_of_it(tmp_path: Path) -> None:
+    """One group-commit batch: the schema event, then a typo (refused), then a good event."""
+    from sidecar.store import ResultStatus, Writer
+
+    w = Writer(tmp_path / "b.db")
+    try:
+        batch = [
+            ("town", ev("s", 1, "schema", **SCHEMA)),
+            ("town", ev("o1", 1, "observe", witnesses=["mira"],
+                        claim={"root": "water:well", "value": "poisond"}, subject="typo")),
+            ("town", ev("o2", 1, "observe", witnesses=["mira"],
+                        claim={"root": "water:well", "value": "clean"}, subject="clear")),
+        ]  # fmt: skip
+        results = w.apply(batch)
+        assert [r.status for r in results] == [
+            ResultStatus.APPLIED, ResultStatus.REJECTED, ResultStatus.APPLIED,
+        ]  # fmt: skip
+        assert isinstance(results[1].error, SchemaViolation)
+        later = w.apply([("town", ev("o3", 2, "observe", witnesses=["kai"],
+                                     claim={"root": "weather", "value": 1}, subject="s"))])  # fmt: skip
+        assert later[0].status is ResultStatus.REJECTED  # undeclared, and the schema refuses
+    finally:
+        w.close()
