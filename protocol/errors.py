@@ -33,6 +33,8 @@ class ErrorCode(StrEnum):
     NOT_FOUND = "not_found"  # unknown resident / belief
     SLOW_CONSUMER = "slow_consumer"  # stopped reading notifications (fatal; resume later)
     OVERLOADED = "overloaded"  # writer queue full; retry the event later
+    SHUTTING_DOWN = "shutting_down"  # stopping; the event was not started, resend it later
+    LIMIT_EXCEEDED = "limit_exceeded"  # a per-connection bound (e.g. subscriptions) is reached
     INTERNAL_ERROR = "internal_error"  # a bug on our side; the event was not stored
 
 
