@@ -123,6 +123,9 @@ async def test_every_error_code_is_reachable_over_the_wire(tmp_path: Path) -> No
                       "actor": "mira", "action": "open", "status": "rejected",
                       "claim": {"root": "action:mira:open", "value": "completed"}}  # fmt: skip
             saw(await expect_error_then_ack(c, forged, "contract_violation"))
+            crowd = {"type": "event", "event_id": "crowd", "day": 1, "kind": "observe",
+                     **observe([f"w{i}" for i in range(257)], "r", 1)}  # fmt: skip
+            saw(await expect_error_then_ack(c, crowd, "too_many_residents"))
             saw(await c.request({"type": "beliefs", "resident": "nobody"}))
             people = [f"{i:04d}" + "p" * 196 for i in range(320)]
             await c.event("observe", **observe(["mira"], "crowd", "big", people=people))

@@ -231,7 +231,7 @@ class _Vectors:
         self,
         name: str,
         description: str,
-        frame: Frame | None,
+        frame: object,
         *,
         data: bytes | None = None,
         error: ErrorCode | None = None,
@@ -1156,7 +1156,7 @@ def _refusals(v: _Vectors) -> None:
     )
     s("invalid.event.day_negative", "day is 0..1e12.", _event("x-3", -1, "tick"), error=e)
     s("invalid.event.day_too_large", "day is 0..1e12.", _event("x-4", 1e12 + 1, "tick"), error=e)
-    s("invalid.event.day_bool", "A boolean is not a number.", _event("x-5", True, "tick"), error=e)  # type: ignore[arg-type]
+    s("invalid.event.day_bool", "A boolean is not a number.", _event("x-5", True, "tick"), error=e)
     s(
         "invalid.event.unknown_kind",
         "kind is one of observe, say, announce, act, intervene, tick, trust, propose.",
@@ -1246,6 +1246,41 @@ def _refusals(v: _Vectors) -> None:
             subject="s",
         ),
         error=e,
+    )
+    s(
+        "invalid.event.topic_star",
+        'A topic may not be "*" (it leads the topics list, whose entries are ids).',
+        _event("x-topic", 23, "say", speaker="bo", listeners=["ana"], claim=_claim("r", "v"),
+               subject="s", topic="*"),
+        error=e,
+    )  # fmt: skip
+    s(
+        "invalid.event.op_list",
+        "intervene.op is one of the four op strings; a list or map is refused, not a crash.",
+        _event("x-op", 23, "intervene", resident="ana", op=["implant"], claim=_claim("r", "v"),
+               subject="s"),
+        error=e,
+    )  # fmt: skip
+    s(
+        "invalid.event.edit_merge_not_list",
+        "Every field of a propose edit is typed: merge is a list of roots, not a number.",
+        {"type": "propose", "event_id": "x-merge", "day": 23, "resident": "ana",
+         "edits": [{"root": "r", "merge": 5}]},
+        error=e,
+    )  # fmt: skip
+    out = s(
+        "invalid.event.too_many_residents",
+        "An event names at most welcome.max_residents (256) witnesses, listeners, overhearers "
+        "and audience together.",
+        _event("x-many", 23, "observe", witnesses=[f"w{i}" for i in range(257)],
+               claim=_claim("r", "v"), subject="s"),
+        error=ErrorCode.TOO_MANY_RESIDENTS,
+    )  # fmt: skip
+    v.server(
+        "server.error.too_many_residents",
+        "An event naming more residents than welcome.max_residents: refused whole, nothing "
+        "stored; event_id echoed.",
+        out[0],
     )
     c = ErrorCode.CONTRACT_VIOLATION
     out = s(

@@ -40,12 +40,23 @@ def relation_of(belief: Belief | None, evidence: Evidence) -> Relation:
 
 def ages(belief: Belief, rules: Rules = DEFAULT_RULES) -> bool:
     """Whether hearsay aging applies: uncorroborated hearsay, influencing, not tampered with."""
+    return _ages(
+        belief.source_kind, belief.state, belief.intervention, belief.heard_from,
+        belief.confidence, rules,
+    )  # fmt: skip
+
+
+def _ages(
+    source_kind: SourceKind, state: State, intervention: Intervention | None,
+    heard_from: tuple[str, ...], confidence: int, rules: Rules,
+) -> bool:  # fmt: skip
+    """:func:`ages` on the fields of a belief about to be built (one copy, not two)."""
     return (
-        belief.source_kind is SourceKind.HEARSAY
-        and belief.state is State.INFLUENCING
-        and belief.intervention is None
-        and len(belief.heard_from) <= rules.decay_max_refs
-        and belief.confidence > rules.decay_floor
+        source_kind is SourceKind.HEARSAY
+        and state is State.INFLUENCING
+        and intervention is None
+        and len(heard_from) <= rules.decay_max_refs
+        and confidence > rules.decay_floor
     )
 
 
@@ -57,14 +68,6 @@ def decay_due(
         return None
     start = belief.last_evidence_day if since is None else since
     return start + (belief.decay_period or rules.decay_period_days)
-
-
-def _scheduled(belief: Belief, rules: Rules) -> Belief:
-    """Recompute ``next_decay_day`` after evidence touched the belief."""
-    due = decay_due(belief, rules)
-    if due is None and belief.next_decay_day is None:
-        return belief  # nothing to schedule (firsthand, implanted, corroborated): no copy
-    return replace(belief, next_decay_day=due)
 
 
 def _change(
@@ -125,6 +128,10 @@ def _form(ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
         initial = rules.hearsay_initial
     else:
         initial = rules.hearsay_confidence(ev.trust)
+    heard_from = (ev.source_resident_id,) if ev.source_resident_id else ()
+    period = rules.decay_period(ev.importance, ev.emotion, ev.trust) if hearsay else None
+    # Scheduled as it is built (decay_due of the result, without a second copy).
+    scheduled = _ages(ev.source_kind, State.INFLUENCING, None, heard_from, initial, rules)
     belief = Belief(
         resident=ev.resident,
         root=ev.claim.root,
@@ -142,13 +149,13 @@ def _form(ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
         updated_day=ev.day,
         last_evidence_day=ev.day,
         evidence_refs=(ev.evidence_id,),
-        heard_from=(ev.source_resident_id,) if ev.source_resident_id else (),
+        heard_from=heard_from,
         origins=(ev.origin,) if ev.origin else (),
         hops=ev.hops,
-        decay_period=rules.decay_period(ev.importance, ev.emotion, ev.trust) if hearsay else None,
+        decay_period=period,
         value_since=ev.day,
+        next_decay_day=ev.day + (period or rules.decay_period_days) if scheduled else None,
     )
-    belief = _scheduled(belief, rules)
     return belief, _change(None, belief, ChangeKind.FORMED, ev)
 
 
@@ -173,11 +180,25 @@ def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change
     source_kind, source, hops = belief.source_kind, belief.source_resident_id, belief.hops
     if source_kind is SourceKind.HEARSAY and ev.source_kind is SourceKind.FIRSTHAND:
         source_kind, source, hops = SourceKind.FIRSTHAND, None, ()  # seen for oneself now
+    confidence = min(rules.confidence_cap, belief.confidence + rules.reinforce_step)
+    state = State.CORRECTED if belief.state is State.CORRECTED else State.INFLUENCING
+    heard_from = (
+        (*belief.heard_from, ev.source_resident_id) if ev.source_resident_id else belief.heard_from
+    )
+    last_evidence_day = max(belief.last_evidence_day, ev.day)
+    # Rescheduled in the same copy (decay_due of the result, without a second copy).
+    due = (
+        last_evidence_day + (belief.decay_period or rules.decay_period_days)
+        if _ages(source_kind, state, belief.intervention, heard_from, confidence, rules)
+        else None
+    )
     after = replace(
         belief,
-        **_touched(belief, ev),  # type: ignore[arg-type]
-        confidence=min(rules.confidence_cap, belief.confidence + rules.reinforce_step),
-        state=State.CORRECTED if belief.state is State.CORRECTED else State.INFLUENCING,
+        evidence_refs=(*belief.evidence_refs, ev.evidence_id),
+        updated_day=max(belief.updated_day, ev.day),
+        last_evidence_day=last_evidence_day,
+        confidence=confidence,
+        state=state,
         source_kind=source_kind,
         source_resident_id=source,
         hops=hops,
@@ -186,13 +207,9 @@ def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change
         people=unique((*belief.people, *ev.people)),
         places=unique((*belief.places, *ev.places)),
         topics=unique((*belief.topics, *ev.topics)),
-        heard_from=(
-            (*belief.heard_from, ev.source_resident_id)
-            if ev.source_resident_id
-            else belief.heard_from
-        ),
+        heard_from=heard_from,
+        next_decay_day=due,
     )
-    after = _scheduled(after, rules)
     return after, _change(belief, after, ChangeKind.REINFORCED, ev)
 
 

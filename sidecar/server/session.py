@@ -56,6 +56,7 @@ from protocol import (
     encode_json,
     parse_hello,
 )
+from protocol.frames import MAX_RESIDENTS
 
 from .. import __version__
 from ..engine import Change
@@ -268,6 +269,7 @@ class Session:
                 "role": str(self.role),
                 "auth": "open" if auth_open else "token",
                 "max_frame": self.max_frame,
+                "max_residents": MAX_RESIDENTS,
             }
         )
         if hello.resume is not None or self.missed > self.cursor:

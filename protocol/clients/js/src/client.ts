@@ -209,6 +209,8 @@ export class CredenceClient {
   private readonly extraFilters: SubscribeFilter[] = [];
   private nextRid = 1;
   private room: Array<() => void> = [];
+  private reserved = 0;
+  private poll: ReturnType<typeof setInterval> | undefined;
   private connected: { promise: Promise<void>; resolve: () => void; reject: (e: unknown) => void };
   private closing = false;
   private attempt = 0;
@@ -406,21 +408,35 @@ export class CredenceClient {
 
   private hasRoom(): boolean {
     const buffered = this.ws?.bufferedAmount ?? 0;
-    return this.unacked.size < this.options.maxInFlight && buffered < this.options.highWaterBytes;
+    return (
+      this.unacked.size + this.reserved < this.options.maxInFlight &&
+      buffered < this.options.highWaterBytes
+    );
   }
 
+  /** Admit waiting senders in FIFO order, each with a reserved slot, while there is room. */
   private wakeSenders(): void {
-    while (this.room.length > 0 && (this.hasRoom() || this.state === "closed")) this.room.shift()!();
+    while (this.room.length > 0 && (this.hasRoom() || this.state === "closed")) {
+      this.reserved += 1;
+      this.room.shift()!();
+    }
+    if (this.room.length === 0 && this.poll !== undefined) {
+      clearInterval(this.poll);
+      this.poll = undefined;
+    }
   }
 
-  private async waitForRoom(): Promise<void> {
-    while (!this.hasRoom() && this.state !== "closed") {
-      await new Promise<void>((resolve) => {
-        this.room.push(resolve);
-        // bufferedAmount drains without an event: look again shortly.
-        setTimeout(() => this.wakeSenders(), 20);
-      });
+  /** Wait for a slot (first come, first served); the caller owns one reserved slot after. */
+  private async admit(): Promise<void> {
+    if (this.room.length === 0 && this.hasRoom()) {
+      this.reserved += 1;
+      return;
     }
+    await new Promise<void>((resolve) => {
+      this.room.push(resolve);
+      // bufferedAmount drains without an event: look again every 20 ms while anyone waits.
+      this.poll ??= setInterval(() => this.wakeSenders(), 20);
+    });
   }
 
   /** How many events await their ack. */
@@ -456,7 +472,8 @@ export class CredenceClient {
    * reconnect the event is resent under the same `event_id` (a duplicate ack if it was stored).
    */
   async send(event: WorldEvent | (Frame & { event_id: string })): Promise<Ack> {
-    await this.waitForRoom();
+    await this.admit();
+    this.reserved -= 1; // the slot passes to `unacked` below, synchronously
     if (this.unacked.has(event.event_id)) {
       return Promise.reject(new CredenceError("invalid_event", `event ${event.event_id} is already in flight`));
     }

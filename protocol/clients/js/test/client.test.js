@@ -131,3 +131,22 @@ test("reconnect resumes after the last seq and resends unacked events exactly on
     await sidecar.stop();
   }
 });
+
+test("JSON text frames work the same (encoding: json)", async () => {
+  const sidecar = await startSidecar();
+  const client = new CredenceClient({ url: sidecar.url, world: "town", subscribe: ["ana"], encoding: "json" });
+  try {
+    const notes = [];
+    client.on("belief", (b) => notes.push(b));
+    await client.connect();
+    const ack = await client.send(observe("j-1", 2.5, ["ana"], "festival:day", 12));
+    assert.equal(ack.changes, 1);
+    assert.deepEqual(notes.map((n) => [n.root, n.value, n.day]), [["festival:day", 12, 2.5]]);
+    const narrative = await client.narrative("ana", { budget: 300 });
+    assert.equal(narrative.budget, 300);
+    assert.ok(narrative.text.length <= 300);
+  } finally {
+    client.close();
+    await sidecar.stop();
+  }
+});
