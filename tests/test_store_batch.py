@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from belief_builders import intervene, observe, say, tick
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -168,7 +169,7 @@ def test_engine_refusal_and_duplicates_stay_on_the_batched_path(db_path: Path) -
 
 
 def test_sqlite_refusing_rows_hands_the_batch_to_the_event_by_event_path(
-    db_path: Path,
+    db_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """SQLite refusing a row of the batch rolls the batch's rows back, redoes it event by
     event (only that event refused), and the next batch is batched again."""
@@ -192,6 +193,7 @@ def test_sqlite_refusing_rows_hands_the_batch_to_the_event_by_event_path(
     ]  # fmt: skip
     assert isinstance(results[1].error, StorageFailure)
     assert w.fallbacks == 1
+    assert "batch of 3 events redone event by event" in caplog.text
     assert_cache_matches_sqlite(w)
     statements, later = traced(w, [("w", parse_event(observe(4, ["kai"], "r", 2, eid="d")))])
     assert later[0].status is ResultStatus.APPLIED and w.fallbacks == 1

@@ -2,9 +2,11 @@
 
 :class:`Writer` is the only code that writes. :meth:`Writer.apply` takes a batch of world
 events, runs each through the engine's :func:`~sidecar.engine.ingest` inside one
-transaction (each event in its own savepoint, so a bad one is refused whole while the rest
-commit), commits once, and only then returns. Whatever it returns is durable: that return is
-the commit boundary the server waits on before it acknowledges.
+transaction — folded in Python first, then written with one ``executemany`` per table; a bad
+event is refused whole while the rest commit (if SQLite itself refuses a row, the batch is
+redone with a savepoint per event to find which) — commits once, and only then returns.
+Whatever it returns is durable: that return is the commit boundary the server waits on
+before it acknowledges.
 
 :class:`Reader` answers queries on its own connection; WAL lets it read while the writer
 writes. Raw ``sqlite3`` errors do not leave this module: they become :class:`StoreError`.
@@ -83,6 +85,9 @@ __all__ = [
     "Writer",
     "connect",
 ]
+
+
+log = logging.getLogger("credence.store")
 
 
 class StoreError(Exception):
@@ -643,7 +648,8 @@ class Writer:
         conn.execute("SAVEPOINT batch")
         try:
             staged, results = self._apply_batched(batch)
-        except Exception:  # redo event by event: it decides what fails, and how
+        except Exception as exc:  # redo event by event: it decides what fails, and how
+            log.warning("batch of %d events redone event by event: %r", len(batch), exc)
             conn.execute("ROLLBACK TO batch")
             conn.execute("RELEASE batch")
             # The cache only took reads of committed rows meanwhile: it stays valid.
