@@ -34,8 +34,9 @@ async def test_inspector_files_are_served_and_other_paths_stay_health(tmp_path: 
         assert status == 200 and ctype.startswith("text/css")
         status, _, _ = await asyncio.to_thread(fetch, f"{base}/inspect/../app.py")
         assert status == 404
-        status, ctype, body = await asyncio.to_thread(fetch, f"{base}/")
-        assert status == 200 and ctype == "application/json" and b'"status":"ok"' in body
+        for path in ("/", "/inspector", "/any/other/path"):
+            status, ctype, body = await asyncio.to_thread(fetch, f"{base}{path}")
+            assert status == 200 and ctype == "application/json" and b'"status":"ok"' in body
 
 
 async def test_inspector_shows_a_belief_a_test_event_just_formed(tmp_path: Path) -> None:

@@ -276,7 +276,13 @@
       const a = at.get(e.source), b = at.get(e.target);
       if (!a || !b) continue;
       const colour = EDGE_COLOURS[e.type] || "#777";
-      root.append(svg("line", { x1: a[0], y1: a[1], x2: b[0], y2: b[1], stroke: colour, "stroke-width": 1.6, "marker-end": "url(#arrow)" }));
+      // From border to border of the two boxes (240 × 30), so the arrow head shows.
+      const dx = b[0] - a[0], dy = b[1] - a[1];
+      const cut = Math.min(dx ? 121 / Math.abs(dx) : Infinity, dy ? 16 / Math.abs(dy) : Infinity, 0.5);
+      root.append(svg("line", {
+        x1: a[0] + dx * cut, y1: a[1] + dy * cut, x2: b[0] - dx * cut, y2: b[1] - dy * cut,
+        stroke: colour, "stroke-width": 1.6, "marker-end": "url(#arrow)",
+      }));
       root.append(svg("text", { x: (a[0] + b[0]) / 2, y: (a[1] + b[1]) / 2 - 4, fill: colour, "text-anchor": "middle" }, e.type));
     }
     for (const n of nodes) {

@@ -374,6 +374,11 @@ export class CredenceClient {
     }
     if (frame.type === "error") {
       const err = frame as unknown as ErrorFrame;
+      if (err.code === "shutting_down" && p.eventId !== undefined) {
+        // Not stored, and the 1001 close follows: keep it, it is resent after reconnecting.
+        p.parts = [];
+        return;
+      }
       this.settle(key!, p);
       p.reject(new CredenceError(err.code, err.message, err));
       return;
