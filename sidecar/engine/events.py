@@ -23,6 +23,7 @@ __all__ = [
     "MAX_ID_LEN",
     "MAX_LIST_LEN",
     "MAX_TEXT_LEN",
+    "NAME_LANGS",
     "ActStatus",
     "EventKind",
     "WorldEvent",
@@ -44,6 +45,7 @@ class EventKind(StrEnum):
     TICK = "tick"
     TRUST = "trust"  # the game sets Trust(resident ← source, topic) explicitly
     PROPOSE = "propose"  # an external memory organizer proposes text edits to beliefs
+    REGISTER = "register"  # the game names its residents (and actions) per language
 
 
 class ActStatus(StrEnum):
@@ -96,6 +98,9 @@ class WorldEvent:
     source: str | None = None  # kind trust: whom the resident trusts
     trust: float | None = None  # kind trust: the value set
     edits: tuple[Mapping[str, Any], ...] = ()  # kind propose
+    #: kind register: (resident, {lang: display name}) and (action, {lang: label}) pairs
+    names: tuple[tuple[str, Mapping[str, str]], ...] = ()
+    labels: tuple[tuple[str, Mapping[str, str]], ...] = ()
 
     def mentioned_residents(self) -> tuple[str, ...]:
         """Every resident this event names, in a stable order (the world learns of them)."""
@@ -110,6 +115,7 @@ class WorldEvent:
             names.append(self.source)
         if self.audience:
             names.extend(self.audience)
+        names.extend(resident for resident, _ in self.names)
         return unique(names)
 
     def to_dict(self) -> dict[str, Any]:
@@ -125,6 +131,12 @@ class WorldEvent:
             return out
         if kind is EventKind.PROPOSE:
             out |= {"resident": self.resident, "edits": [dict(e) for e in self.edits]}
+            return out
+        if kind is EventKind.REGISTER:
+            if self.names:
+                out["residents"] = [{"resident": r, "names": dict(n)} for r, n in self.names]
+            if self.labels:
+                out["actions"] = [{"action": a, "names": dict(n)} for a, n in self.labels]
             return out
         if kind is EventKind.ACT:
             out |= {
@@ -353,6 +365,38 @@ def _guard(kind: EventKind, data: Mapping[str, Any]) -> None:
             )
 
 
+#: Languages a registered name may be given in (the narrative's languages).
+NAME_LANGS = ("en", "zh-Hant")
+
+
+def _registered(
+    data: Mapping[str, Any], key: str, id_key: str
+) -> tuple[tuple[str, Mapping[str, str]], ...]:
+    """``[{<id_key>: id, names: {lang: text}}]`` → ((id, {lang: text}), ...), ids unique."""
+    raw = _get(data, key)
+    if raw is None:
+        return ()
+    if not isinstance(raw, list | tuple) or len(raw) > MAX_LIST_LEN:
+        raise InvalidEvent(f"field '{key}' must be a list of at most {MAX_LIST_LEN} entries")
+    out: dict[str, dict[str, str]] = {}
+    for entry in raw:
+        if not isinstance(entry, Mapping):
+            raise InvalidEvent(f"each entry of '{key}' must be a map with '{id_key}' and 'names'")
+        ident = _ident(entry, id_key)
+        names = _get(entry, "names")
+        if not isinstance(names, Mapping) or not names:
+            raise InvalidEvent(f"'{key}' entry {ident!r} needs 'names': a map of language to text")
+        clean: dict[str, str] = {}
+        for lang in sorted(names, key=str):
+            if lang not in NAME_LANGS:
+                raise InvalidEvent(f"names may be given in {', '.join(NAME_LANGS)}, not {lang!r}")
+            text = _text(names, lang, required=True, limit=MAX_ID_LEN)
+            assert text is not None
+            clean[lang] = text
+        out[ident] = clean
+    return tuple(out.items())
+
+
 def parse_event(data: Mapping[str, Any]) -> WorldEvent:
     """Check a decoded event mapping and build the :class:`WorldEvent`.
 
@@ -388,6 +432,13 @@ def parse_event(data: Mapping[str, Any]) -> WorldEvent:
             **common, resident=resident, source=source, trust=float(value),
             topic=_text(data, "topic", required=False, limit=MAX_ID_LEN),
         )  # fmt: skip
+
+    if kind is EventKind.REGISTER:
+        names = _registered(data, "residents", "resident")
+        labels = _registered(data, "actions", "action")
+        if not names and not labels:
+            raise InvalidEvent("a register event needs 'residents' or 'actions'")
+        return WorldEvent(**common, names=names, labels=labels)
 
     if kind is EventKind.PROPOSE:
         resident = _ident(data, "resident")

@@ -236,6 +236,9 @@ class Belief:
     decay_period: float | None = None
     #: Game day since which the current value has been held.
     value_since: float = 0.0
+    #: The highest ``importance`` any of its evidence carried (``None``: never given); the
+    #: narrative ranks by it.
+    importance: float | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.confidence, bool) or not isinstance(self.confidence, int):

@@ -8,6 +8,7 @@ both call it, so a replay of the event log through either gives the same beliefs
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -77,6 +78,9 @@ class Outcome:
     facts: dict[str, Any] = field(default_factory=dict)
     #: Per-edit verdicts of a ``propose`` event.
     results: list[dict[str, Any]] = field(default_factory=list)
+    #: A ``register`` event's display names: resident → {lang: name}; action → {lang: label}.
+    names: dict[str, dict[str, str]] = field(default_factory=dict)
+    labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def _audience(event: WorldEvent, known: Iterable[str]) -> tuple[str, ...]:
@@ -100,6 +104,11 @@ def evidence_id(event_id: str, resident: str, suffix: str = "") -> str:
     return f"{escaped}/{resident}"
 
 
+def said_origin(speaker: str, claim: Claim) -> str:
+    """The origin of a claim a speaker tells without holding it: one per (speaker, claim)."""
+    return "said:" + json.dumps([speaker, claim.root, claim.value], ensure_ascii=False)
+
+
 def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Evidence]:
     """Turn a world event into per-resident evidence.
 
@@ -108,7 +117,7 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
     an intervention is implanted evidence for its one resident.
     """
     kind = event.kind
-    if kind in (EventKind.TICK, EventKind.TRUST, EventKind.PROPOSE):
+    if kind in (EventKind.TICK, EventKind.TRUST, EventKind.PROPOSE, EventKind.REGISTER):
         return []
     assert event.claim is not None
     base = {
@@ -240,6 +249,10 @@ def ingest(
     if event.kind is EventKind.PROPOSE:
         _propose(event, reader, out)
         return out
+    if event.kind is EventKind.REGISTER:
+        out.names = {resident: dict(names) for resident, names in event.names}
+        out.labels = {action: dict(names) for action, names in event.labels}
+        return out
     if event.kind in (EventKind.OBSERVE, EventKind.ACT):
         assert event.claim is not None
         out.facts[event.claim.root] = event.claim.value
@@ -335,8 +348,10 @@ class _Social:
         told = self.belief(speaker, ev.claim.root)
         if told is not None and told.claim.supports(ev.claim) and told.origins:
             origin, hops = told.origins[0], (*told.hops, speaker)
-        else:  # the claim enters the world with this utterance (a guess, a lie, a story)
-            origin, hops = evidence_id(event.event_id, speaker, suffix="said"), (speaker,)
+        else:  # the claim enters the world with the speaker (a guess, a lie, a story):
+            # one origin for all of the speaker's tellings of it, so a liar telling people
+            # separately is not corroboration when they compare notes
+            origin, hops = said_origin(speaker, ev.claim), (speaker,)
         return replace(ev, trust=round(trust, 4), origin=origin, hops=hops)
 
     def judge_sources(self, before: Belief | None, ev: Evidence, change: Change) -> None:
@@ -416,6 +431,8 @@ class MemoryWorld:
         self.evidence: list[tuple[Evidence, Relation]] = []
         self.trust: dict[tuple[str, str, str], float] = {}
         self.facts: dict[str, Any] = {}
+        self.names: dict[str, dict[str, str]] = {}
+        self.labels: dict[str, dict[str, str]] = {}
 
     def get_trust(self, resident: str, source: str, topic: str) -> float | None:
         return self.trust.get((resident, source, topic))
@@ -449,6 +466,8 @@ class MemoryWorld:
         self.evidence.extend(out.evidence)
         self.trust.update(out.trust)
         self.facts.update(out.facts)
+        self.names.update(out.names)
+        self.labels.update(out.labels)
         for change in out.changes:
             self.changes.append(replace(change, seq=len(self.changes) + 1))
         return out

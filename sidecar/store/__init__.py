@@ -3,6 +3,7 @@
 from .rebuild import RebuildReport, rebuild
 from .schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
 from .store import (
+    BeliefFilter,
     EventResult,
     Reader,
     ResultStatus,
@@ -16,6 +17,7 @@ from .store import (
 __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "BeliefFilter",
     "EventResult",
     "Reader",
     "RebuildReport",

@@ -200,10 +200,42 @@ CREATE INDEX changes_by_belief ON changes (world, resident, root, seq);
 CREATE INDEX changes_by_resident ON changes (world, resident, seq);
 """
 
+_EVENT_KINDS_I10 = _EVENT_KINDS_V3[:-1] + ",'register')"
+
+# Issue 10: what the NPC's LLM reads. Importance is stored on beliefs (the narrative ranks
+# by it); the resident registry (display names per language, from logged ``register``
+# events) lives beside the residents, action labels in ``labels``; ``register`` joins the
+# event kinds (SQLite cannot alter a CHECK, so the log table is rebuilt once more).
+_I10_MEMORY = f"""
+ALTER TABLE beliefs ADD COLUMN importance REAL CHECK (importance IS NULL OR importance >= 0);
+ALTER TABLE residents ADD COLUMN names TEXT CHECK (names IS NULL OR json_valid(names));
+CREATE TABLE labels (
+    world     TEXT NOT NULL REFERENCES worlds(world),
+    kind      TEXT NOT NULL CHECK (kind IN ('action')),
+    key       TEXT NOT NULL,
+    names     TEXT NOT NULL CHECK (json_valid(names)),
+    PRIMARY KEY (world, kind, key)
+) WITHOUT ROWID;
+CREATE TABLE events_i10 (
+    world     TEXT NOT NULL REFERENCES worlds(world),
+    seq       INTEGER NOT NULL CHECK (seq > 0),
+    event_id  TEXT NOT NULL,
+    day       REAL NOT NULL CHECK (day >= 0),
+    kind      TEXT NOT NULL CHECK (kind IN {_EVENT_KINDS_I10}),
+    body      TEXT NOT NULL CHECK (json_valid(body)),
+    PRIMARY KEY (world, seq),
+    UNIQUE (world, event_id)
+);
+INSERT INTO events_i10 SELECT world, seq, event_id, day, kind, body FROM events;
+DROP TABLE events;
+ALTER TABLE events_i10 RENAME TO events;
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _INITIAL),
     ("0002_audit_subjects", _AUDIT_SUBJECTS),
     ("0003_social_epistemics", _SOCIAL),
+    ("0004_i10_memory", _I10_MEMORY),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
