@@ -13,6 +13,7 @@ from .codec import (
     decode_msgpack,
     encode,
     encode_json,
+    integral,
 )
 from .errors import CloseCode, ErrorCode, ProtocolError
 from .frames import (
@@ -60,6 +61,7 @@ __all__ = [
     "decode_msgpack",
     "encode",
     "encode_json",
+    "integral",
     "parse_client_frame",
     "parse_hello",
 ]

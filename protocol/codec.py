@@ -27,6 +27,7 @@ __all__ = [
     "decode_msgpack",
     "encode",
     "encode_json",
+    "integral",
 ]
 
 MAX_SAFE_INT = 2**53 - 1
@@ -68,6 +69,23 @@ def check_value(value: Any, depth: int = 0, path: str = "frame") -> None:
             ErrorCode.BAD_FRAME, f"{path}: binary (bin) values are not allowed; send text as str"
         )
     raise ProtocolError(ErrorCode.BAD_FRAME, f"{path}: unsupported value type")
+
+
+def integral(value: object) -> int | None:
+    """``value`` as an integer if it is one: an int, or a float with no fraction (``3.0``).
+
+    Godot's JSON parser turns every number into a float, so a seq echoed back arrives as
+    ``12.0``; wherever the protocol expects an integer it takes such a float as the integer.
+    Returns ``None`` for anything else (booleans, ``3.5``, strings, floats beyond ±(2^53−1)),
+    which the caller refuses with its own message.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_SAFE_INT:
+        return int(value)
+    return None
 
 
 def _as_frame(value: Any) -> dict[str, Any]:

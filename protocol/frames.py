@@ -21,6 +21,7 @@ from sidecar.engine import (
     parse_event,
 )
 
+from .codec import integral
 from .errors import ErrorCode, ProtocolError
 
 __all__ = [
@@ -71,6 +72,32 @@ def _str(frame: dict[str, Any], key: str, rid: object, *, required: bool = True)
     if not isinstance(value, str) or not value or len(value) > MAX_ID:
         raise _fail(f"field '{key}' must be a non-empty string of at most {MAX_ID} characters", rid)
     return value
+
+
+def _integer(
+    frame: dict[str, Any], key: str, rid: object, what: str, minimum: int | None = None
+) -> int | None:
+    """An integer field; an integral float (``12.0``, from Godot's JSON) counts as the integer."""
+    raw = frame.get(key)
+    if raw is None:
+        return None
+    value = integral(raw)
+    if value is None:
+        why = " (not a whole number)" if isinstance(raw, float) else ""
+        raise _fail(f"field '{key}' must be {what}{why}", rid)
+    if minimum is not None and value < minimum:
+        raise _fail(f"field '{key}' must be {what}", rid)
+    return value
+
+
+def _whole_claim_value(frame: dict[str, Any]) -> dict[str, Any]:
+    """The event frame with an integral float claim value (``12.0``) read as the integer."""
+    claim = frame.get("claim")
+    if isinstance(claim, dict) and isinstance(claim.get("value"), float):
+        whole = integral(claim["value"])
+        if whole is not None:
+            return {**frame, "claim": {**claim, "value": whole}}
+    return frame
 
 
 def _residents(value: Any, key: str, rid: object) -> tuple[str, ...] | None:
@@ -207,11 +234,11 @@ def parse_hello(frame: dict[str, Any]) -> Hello:
     rid = _rid(frame)
     if frame.get("type") != "hello":
         raise ProtocolError(ErrorCode.HELLO_REQUIRED, "the first frame must be 'hello'", rid=rid)
-    version = frame.get("protocol")
-    if version != PROTOCOL_VERSION or isinstance(version, bool):
+    version = integral(frame.get("protocol"))
+    if version != PROTOCOL_VERSION:
         raise ProtocolError(
             ErrorCode.UNSUPPORTED_PROTOCOL,
-            f"protocol {version!r} is not supported; this sidecar speaks protocol {PROTOCOL_VERSION}",
+            f"protocol {frame.get('protocol')!r} is not supported; this sidecar speaks protocol {PROTOCOL_VERSION}",
             rid=rid,
         )
     world = _str(frame, "world", rid)
@@ -222,11 +249,7 @@ def parse_hello(frame: dict[str, Any]) -> Hello:
     client = frame.get("client")
     if client is not None and not isinstance(client, str):
         raise _fail("field 'client' must be a string", rid)
-    resume = frame.get("resume")
-    if resume is not None and (
-        isinstance(resume, bool) or not isinstance(resume, int) or resume < 0
-    ):
-        raise _fail("field 'resume' must be a non-negative integer change seq", rid)
+    resume = _integer(frame, "resume", rid, "a non-negative integer change seq", 0)
     raw_sub = frame.get("subscribe")
     sub = None if raw_sub is None else _residents(raw_sub, "subscribe", rid)
     return Hello(
@@ -296,10 +319,8 @@ def _beliefs_query(frame: dict[str, Any], rid: object) -> BeliefsQuery:
     states = _strings(frame.get("states"), "states", rid)
     if any(state not in _STATE_NAMES for state in states):
         raise _fail(f"field 'states' may only hold: {', '.join(_STATE_NAMES)}", rid)
-    minimum = frame.get("min_confidence")
-    if minimum is not None and (
-        isinstance(minimum, bool) or not isinstance(minimum, int) or not 0 <= minimum <= 100
-    ):
+    minimum = _integer(frame, "min_confidence", rid, "an integer between 0 and 100", 0)
+    if minimum is not None and minimum > 100:
         raise _fail("field 'min_confidence' must be an integer between 0 and 100", rid)
     return BeliefsQuery(
         resident=resident,
@@ -317,8 +338,9 @@ def _beliefs_query(frame: dict[str, Any], rid: object) -> BeliefsQuery:
 def _narrative_query(frame: dict[str, Any], rid: object) -> NarrativeQuery:
     resident = _str(frame, "resident", rid)
     assert resident is not None
-    budget = frame.get("budget", 2000) or 2000
-    if isinstance(budget, bool) or not isinstance(budget, int) or not 200 <= budget <= 50_000:
+    budget = _integer(frame, "budget", rid, "an integer between 200 and 50000 characters")
+    budget = budget or 2000  # absent, nil or 0: the default
+    if not 200 <= budget <= 50_000:
         raise _fail("field 'budget' must be an integer between 200 and 50000 characters", rid)
     lang = frame.get("lang") or "en"
     if lang not in ("en", "zh-Hant"):
@@ -361,7 +383,7 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
     if kind in ("event", "trust", "propose", "register"):
         # ``trust`` with a value, ``propose`` and ``register`` are events of that kind:
         # logged, replayable.
-        data = frame if kind == "event" else {**frame, "kind": kind}
+        data = _whole_claim_value(frame if kind == "event" else {**frame, "kind": kind})
         try:
             event = parse_event(data)
         except ContractViolation as exc:

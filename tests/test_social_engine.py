@@ -12,6 +12,7 @@ from sidecar.engine import (
     DEFAULT_RULES,
     Belief,
     ChangeKind,
+    Edit,
     MemoryWorld,
     Rules,
     SourceKind,
@@ -314,7 +315,7 @@ def test_judge_edits_refuses_tags_and_relationship_rewording() -> None:
         {"root": "mill", "people": ["bo"], "subject": "the mill burnt down"},
         {"root": "relation:bo:kind", "interpretation": "he is kind"},
     ]
-    verdicts = [v for _, v in judge_edits("ann", edits, world.get_belief)]
+    verdicts = [v for _, v in judge_edits("ann", [Edit.parse(e) for e in edits], world.get_belief)]
     assert [v["reasons"] for v in verdicts] == [
         ["changes_tags_without_evidence"],
         [],

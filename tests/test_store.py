@@ -16,6 +16,7 @@ from belief_builders import announce, intervene, observe, say, tick
 
 from sidecar.engine import ChangeKind, InvalidEvent, SourceKind, State, parse_event
 from sidecar.store import (
+    MIGRATIONS,
     SCHEMA_VERSION,
     Reader,
     ResultStatus,
@@ -25,7 +26,6 @@ from sidecar.store import (
     migrate,
     schema_version,
 )
-from sidecar.store.schema import MIGRATIONS
 from sidecar.store.store import connect
 
 TABLES = ("worlds", "events", "residents", "evidence", "beliefs", "changes", "trust", "facts")

@@ -494,10 +494,16 @@ def _handshakes(v: _Vectors) -> None:
         error=bad.INVALID_FRAME,
     )
     h(
-        "handshake.resume_float",
-        "resume is an integer: a float, even 3.0, is refused.",
-        {"type": "hello", "protocol": 1, "world": WORLD, "resume": 3.0},
+        "handshake.resume_fraction",
+        "resume is an integer: a float with a fraction is refused (3.0 would be taken as 3).",
+        {"type": "hello", "protocol": 1, "world": WORLD, "resume": 3.5},
         error=bad.INVALID_FRAME,
+    )
+    h(
+        "client.hello.integral_floats",
+        "Integer fields take integral floats: protocol 1.0 and resume 3.0 (what Godot's JSON "
+        "parser gives for every number) are 1 and 3.",
+        {"type": "hello", "protocol": 1.0, "world": WORLD, "resume": 3.0},
     )
     h(
         "handshake.subscribe_not_list",
@@ -1160,9 +1166,9 @@ def _refusals(v: _Vectors) -> None:
         error=f,
     )
     s(
-        "invalid.narrative_budget_float",
-        "budget is an integer.",
-        {"type": "narrative", "resident": "mira", "budget": 600.0, "rid": 19},
+        "invalid.narrative_budget_fraction",
+        "budget is an integer: 600.5 is refused (600.0 is taken as 600).",
+        {"type": "narrative", "resident": "mira", "budget": 600.5, "rid": 19},
         error=f,
     )
     s(
@@ -1424,6 +1430,11 @@ def _queries(v: _Vectors) -> None:
         "client.narrative.defaults",
         "budget and lang left out: 2000 characters, English.",
         {"type": "narrative", "resident": "bo", "rid": 37},
+    )
+    s(
+        "client.narrative.budget_float",
+        "An integral float where an integer is expected is that integer: budget 600.0 is 600.",
+        {"type": "narrative", "resident": "bo", "budget": 600.0, "rid": 37},
     )
     out = s(
         "client.graph",

@@ -41,7 +41,9 @@ def with_reader(
         return fail(prog, f"no database at {args.db}"), None
     try:
         reader = Reader(args.db)
-    except (sqlite3.Error, StoreError) as exc:
+    except StoreError as exc:
+        return fail(prog, str(exc)), None
+    except sqlite3.Error as exc:
         return fail(prog, f"cannot open {args.db}: {exc}"), None
     try:
         if not world_exists(reader, args.world):

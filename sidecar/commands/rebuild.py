@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..store import rebuild
+from ..store import StoreError, rebuild
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,7 +25,11 @@ def run(args: argparse.Namespace) -> int:
     if not Path(args.db).exists():
         print(f"credence rebuild: no database at {args.db}", file=sys.stderr)
         return 2
-    report = rebuild(args.db, args.out)
+    try:
+        report = rebuild(args.db, args.out)
+    except StoreError as exc:
+        print(f"credence rebuild: {exc}", file=sys.stderr)
+        return 2
     print(
         f"replayed {report.events} events in {report.worlds} world(s): "
         f"{report.beliefs} beliefs, {report.changes} changes"

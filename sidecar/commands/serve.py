@@ -7,6 +7,12 @@ import asyncio
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..server import Sidecar
+
+URL_PREFIX = "CREDENCE_URL="
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,6 +52,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     from ..engine import Rules
     from ..server import ServerConfig, Sidecar
+    from ..store import StoreError
 
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -59,8 +66,17 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     try:
         sidecar = Sidecar(config)
-    except ValueError as exc:
+    except (ValueError, StoreError) as exc:
         print(f"credence serve: {exc}", file=sys.stderr)
         return 2
-    asyncio.run(sidecar.run_forever())
+    asyncio.run(sidecar.run_forever(ready=announce))
     return 0
+
+
+def announce(sidecar: Sidecar) -> None:
+    """Print the bound URL as the one machine-readable stdout line (``--port 0`` picks a port).
+
+    The format is exactly ``CREDENCE_URL=ws://HOST:PORT`` (an IPv6 host in brackets), so a game
+    that launches the sidecar reads stdout until a line starts with ``CREDENCE_URL=``.
+    """
+    print(f"{URL_PREFIX}{sidecar.url}", flush=True)

@@ -1,10 +1,16 @@
 """World events: what the game says happened, and the evidence each one gives residents.
 
-The event log is the world's history; a belief is one resident's reading of it. Events are
-parsed from plain mappings (decoded msgpack or JSON) by :func:`parse_event`, which is the
-single place where event fields are checked, and turned back into their canonical mapping by
-:meth:`WorldEvent.to_dict` for the log. Parsing the canonical mapping again gives an equal
-event, which is what makes a replay of the log rebuild every belief exactly.
+The event log is the world's history; a belief is one resident's reading of it. There is one
+small frozen class per event kind (h11 style): :class:`Observe`, :class:`Say`,
+:class:`Announce`, :class:`Act`, :class:`Intervene`, :class:`Tick`, :class:`Trust`,
+:class:`Propose` (whose edits are :class:`Edit` values) and :class:`Register`. Each checks and normalizes its own
+fields on construction and raises :class:`~.model.InvalidEvent` naming the field, so an event
+that exists is well typed: nothing ill-typed reaches the engine. :data:`WorldEvent` is their
+union.
+
+:func:`parse_event` builds one from a plain mapping (decoded msgpack or JSON); ``to_dict``
+gives its canonical mapping back for the log. Parsing the canonical mapping again gives an
+equal event, which is what makes a replay of the log rebuild every belief exactly.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar, TypeAlias
 
 from .model import Claim, ContractViolation, InvalidEvent, Value, check_value, unique
 
@@ -24,8 +30,22 @@ __all__ = [
     "MAX_LIST_LEN",
     "MAX_TEXT_LEN",
     "NAME_LANGS",
+    "Act",
     "ActStatus",
+    "Announce",
+    "BaseEvent",
+    "ClaimEvent",
+    "Edit",
     "EventKind",
+    "Intervene",
+    "Observe",
+    "Op",
+    "Propose",
+    "Register",
+    "Say",
+    "Tick",
+    "Trust",
+    "Utterance",
     "WorldEvent",
     "action_root",
     "parse_event",
@@ -34,6 +54,7 @@ __all__ = [
 MAX_ID_LEN = 200
 MAX_TEXT_LEN = 4000
 MAX_LIST_LEN = 1000
+MAX_EDITS = 200
 
 
 class EventKind(StrEnum):
@@ -55,8 +76,17 @@ class ActStatus(StrEnum):
     REPLACED = "replaced"
 
 
+class Op(StrEnum):
+    """A player intervention on one resident's memory."""
+
+    IMPLANT = "implant"
+    DISTORT = "distort"
+    SUPPRESS = "suppress"
+    SOFTEN = "soften"
+
+
 ACT_STATUSES = frozenset(ActStatus)
-INTERVENTION_OPS = frozenset({"implant", "distort", "suppress", "soften"})
+INTERVENTION_OPS = frozenset(Op)
 
 
 def action_root(actor: str, action: str) -> str:
@@ -64,143 +94,18 @@ def action_root(actor: str, action: str) -> str:
     return f"action:{actor}:{action}"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WorldEvent:
-    """One entry of the world log. Kind-specific fields are ``None``/empty when unused.
-
-    Only the fields of its kind are meaningful; :func:`parse_event` guarantees that the
-    required ones are present and well typed.
-    """
-
-    event_id: str
-    day: float
-    kind: EventKind
-    claim: Claim | None = None
-    subject: str | None = None
-    witnesses: tuple[str, ...] = ()
-    interpretations: Mapping[str, str] = field(default_factory=dict)
-    people: tuple[str, ...] = ()
-    places: tuple[str, ...] = ()
-    topics: tuple[str, ...] = ()
-    importance: float | None = None
-    speaker: str | None = None
-    listeners: tuple[str, ...] = ()
-    audience: tuple[str, ...] | None = None  # None with kind announce means "everyone"
-    actor: str | None = None
-    action: str | None = None
-    status: ActStatus | None = None
-    resident: str | None = None
-    op: str | None = None
-    overhearers: tuple[str, ...] = ()
-    topic: str | None = None
-    emotion: float | None = None
-    mutable: bool = False
-    source: str | None = None  # kind trust: whom the resident trusts
-    trust: float | None = None  # kind trust: the value set
-    edits: tuple[Mapping[str, Any], ...] = ()  # kind propose
-    #: kind register: (resident, {lang: display name}) and (action, {lang: label}) pairs
-    names: tuple[tuple[str, Mapping[str, str]], ...] = ()
-    labels: tuple[tuple[str, Mapping[str, str]], ...] = ()
-
-    def mentioned_residents(self) -> tuple[str, ...]:
-        """Every resident this event names, in a stable order (the world learns of them)."""
-        names: list[str] = []
-        for one in (self.speaker, self.actor, self.resident):
-            if one:
-                names.append(one)
-        names.extend(self.witnesses)
-        names.extend(self.listeners)
-        names.extend(self.overhearers)
-        if self.source:
-            names.append(self.source)
-        if self.audience:
-            names.extend(self.audience)
-        names.extend(resident for resident, _ in self.names)
-        return unique(names)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The canonical mapping stored in the world log (only fields of this kind)."""
-        out: dict[str, Any] = {"event_id": self.event_id, "day": self.day, "kind": str(self.kind)}
-        kind = self.kind
-        if kind is EventKind.TICK:
-            return out
-        if kind is EventKind.TRUST:
-            out |= {"resident": self.resident, "source": self.source, "value": self.trust}
-            if self.topic is not None:
-                out["topic"] = self.topic
-            return out
-        if kind is EventKind.PROPOSE:
-            out |= {"resident": self.resident, "edits": [dict(e) for e in self.edits]}
-            return out
-        if kind is EventKind.REGISTER:
-            if self.names:
-                out["residents"] = [{"resident": r, "names": dict(n)} for r, n in self.names]
-            if self.labels:
-                out["actions"] = [{"action": a, "names": dict(n)} for a, n in self.labels]
-            return out
-        if kind is EventKind.ACT:
-            out |= {
-                "actor": self.actor,
-                "action": self.action,
-                "status": str(self.status),
-                "witnesses": list(self.witnesses),
-            }
-            if self.subject is not None:
-                out["subject"] = self.subject
-            return out
-        assert self.claim is not None
-        claim: dict[str, Any] = {"root": self.claim.root, "value": self.claim.value}
-        if self.mutable:
-            claim["mutable"] = True
-        if kind is EventKind.INTERVENE:
-            if self.op in ("suppress", "soften"):
-                claim = {"root": self.claim.root}
-            out |= {"resident": self.resident, "op": self.op, "claim": claim}
-            if self.subject is not None:
-                out["subject"] = self.subject
-            return out
-        out |= {"claim": claim, "subject": self.subject}
-        if kind is EventKind.OBSERVE:
-            out["witnesses"] = list(self.witnesses)
-            if self.interpretations:
-                out["interpretations"] = dict(self.interpretations)
-        elif kind is EventKind.SAY:
-            out |= {"speaker": self.speaker, "listeners": list(self.listeners)}
-            if self.overhearers:
-                out["overhearers"] = list(self.overhearers)
-        elif kind is EventKind.ANNOUNCE:
-            out["speaker"] = self.speaker
-            out["audience"] = "*" if self.audience is None else list(self.audience)
-        if self.topic is not None:
-            out["topic"] = self.topic
-        if self.importance is not None:
-            out["importance"] = self.importance
-        if self.emotion is not None:
-            out["emotion"] = self.emotion
-        for name in ("people", "places", "topics"):
-            if getattr(self, name):
-                out[name] = list(getattr(self, name))
-        return out
+# --------------------------------------------------------------------------- field checks
+# Each takes a field's raw value and its wire name, and returns it checked and normalized
+# (or raises InvalidEvent naming the field). Absent and nil mean the same thing on the wire.
 
 
-# --------------------------------------------------------------------------- parsing
-
-
-def _get(data: Mapping[str, Any], key: str) -> Any:
-    """Absent and nil mean the same thing on the wire."""
-    return data.get(key)
-
-
-def _text(
-    data: Mapping[str, Any], key: str, *, required: bool, limit: int = MAX_TEXT_LEN
-) -> str | None:
-    value = _get(data, key)
+def _text(value: object, key: str, *, required: bool, limit: int = MAX_TEXT_LEN) -> str | None:
     if value is None:
         if required:
             raise InvalidEvent(f"field '{key}' is required")
         return None
     if not isinstance(value, str):
-        raise InvalidEvent(f"field '{key}' must be a string")
+        raise InvalidEvent(f"field '{key}' must be a string, not {_type(value)}")
     if required and not value:
         raise InvalidEvent(f"field '{key}' must not be empty")
     if len(value) > limit:
@@ -210,32 +115,45 @@ def _text(
     return value
 
 
-def _ident(data: Mapping[str, Any], key: str) -> str:
-    value = _text(data, key, required=True, limit=MAX_ID_LEN)
-    assert value is not None
-    if value == "*":
+def _required_text(value: object, key: str, limit: int = MAX_TEXT_LEN) -> str:
+    checked = _text(value, key, required=True, limit=limit)
+    assert checked is not None
+    return checked
+
+
+def _ident(value: object, key: str) -> str:
+    checked = _required_text(value, key, MAX_ID_LEN)
+    if checked == "*":
         raise InvalidEvent(f"field '{key}' must not be '*'")
-    return value
+    return checked
 
 
-def _id_list(data: Mapping[str, Any], key: str, *, required: bool) -> tuple[str, ...]:
-    value = _get(data, key)
+def _optional_ident(value: object, key: str) -> str | None:
+    return None if value is None else _ident(value, key)
+
+
+def _id_list(value: object, key: str, *, required: bool) -> tuple[str, ...]:
     if value is None:
         if required:
             raise InvalidEvent(f"field '{key}' is required")
         return ()
     if not isinstance(value, list | tuple):
-        raise InvalidEvent(f"field '{key}' must be a list of strings")
+        raise InvalidEvent(f"field '{key}' must be a list of strings, not {_type(value)}")
     if len(value) > MAX_LIST_LEN:
         raise InvalidEvent(f"field '{key}' has more than {MAX_LIST_LEN} entries")
-    items = [_ident({key: one}, key) for one in value]
+    items = unique([_ident(one, key) for one in value])
     if required and not items:
         raise InvalidEvent(f"field '{key}' must not be empty")
-    return unique(items)
+    return items
 
 
-def _day(data: Mapping[str, Any]) -> float:
-    value = _get(data, "day")
+def _number(value: object, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidEvent(f"field '{key}' must be a number, not {_type(value)}")
+    return float(value)
+
+
+def _day(value: object) -> float:
     if value is None:
         raise InvalidEvent("field 'day' is required")
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -246,88 +164,579 @@ def _day(data: Mapping[str, Any]) -> float:
     return day
 
 
-def _claim(data: Mapping[str, Any], *, value_required: bool = True) -> Claim | tuple[str, None]:
-    raw = _get(data, "claim")
-    if not isinstance(raw, Mapping):
-        raise InvalidEvent("field 'claim' must be a map with 'root' and 'value'")
-    root = _text(raw, "root", required=True, limit=MAX_ID_LEN)
-    assert root is not None
-    value = raw.get("value")
+def _weight(value: object, key: str) -> float | None:
     if value is None:
+        return None
+    number = _number(value, key)
+    if not math.isfinite(number) or not 0 <= number <= 1e6:
+        raise InvalidEvent(f"field '{key}' must be a finite number ≥ 0")
+    return number
+
+
+def _flag(value: object, key: str) -> bool:
+    if value is not None and not isinstance(value, bool):
+        raise InvalidEvent(f"field '{key}' must be a boolean")
+    return bool(value)
+
+
+def _type(value: object) -> str:
+    """How a wrong value is named in a message: its wire type, not Python's."""
+    if value is None:
+        return "nil"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "a map"
+    return type(value).__name__
+
+
+def _claim(value: object, *, value_required: bool = True) -> Claim:
+    """The wire ``claim`` map; without a value (suppress/soften) the value is ``""``."""
+    if not isinstance(value, Mapping):
+        raise InvalidEvent("field 'claim' must be a map with 'root' and 'value'")
+    root = _required_text(value.get("root"), "claim.root", MAX_ID_LEN)
+    raw = value.get("value")
+    if raw is None:
         if value_required:
             raise InvalidEvent("field 'claim.value' is required")
-        return (root, None)
-    if raw.get("interpretation") is not None:
+        return Claim(root=root, value="")
+    if value.get("interpretation") is not None:
         raise ContractViolation(
             "interpretation_as_value",
             "a claim must not carry an interpretation; it is never a fact",
         )
-    checked: Value = check_value(value, "claim.value")
+    checked: Value = check_value(raw, "claim.value")
     if isinstance(checked, str) and len(checked) > MAX_TEXT_LEN:
         raise InvalidEvent("field 'claim.value' is too long")
     return Claim(root=root, value=checked)
 
 
-def _interpretations(data: Mapping[str, Any], witnesses: tuple[str, ...]) -> dict[str, str]:
-    raw = _get(data, "interpretations")
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise InvalidEvent("field 'interpretations' must be a map of resident to text")
-    out: dict[str, str] = {}
-    for resident, text in raw.items():
-        if not isinstance(resident, str) or resident not in witnesses:
-            raise InvalidEvent("interpretations may only be given for witnesses")
-        checked = _text({"interpretation": text}, "interpretation", required=True)
-        assert checked is not None
-        out[resident] = checked
-    return dict(sorted(out.items()))
+def _set(obj: object, name: str, value: object) -> None:
+    """Store a normalized field value on a frozen instance (inside ``__post_init__`` only)."""
+    object.__setattr__(obj, name, value)
 
 
-def _weight(data: Mapping[str, Any], key: str) -> float | None:
-    value = _get(data, key)
+# --------------------------------------------------------------------------- event classes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BaseEvent:
+    """Fields every event has. Never built itself; see :data:`WorldEvent`."""
+
+    kind: ClassVar[EventKind]
+    event_id: str
+    day: float
+
+    def __post_init__(self) -> None:
+        _set(self, "event_id", _required_text(self.event_id, "event_id", MAX_ID_LEN))
+        _set(self, "day", _day(self.day))
+
+    def mentioned_residents(self) -> tuple[str, ...]:
+        """Every resident this event names, in a stable order (the world learns of them)."""
+        return ()
+
+    def hearers(self) -> tuple[str, ...]:
+        """The residents this event names as witnesses, listeners, overhearers or audience."""
+        return ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The canonical mapping stored in the world log (only fields of this kind)."""
+        return {"event_id": self.event_id, "day": self.day, "kind": str(self.kind)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tick(BaseEvent):
+    """Time passed: hearsay ages up to ``day``."""
+
+    kind: ClassVar[EventKind] = EventKind.TICK
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trust(BaseEvent):
+    """The game sets Trust(``resident`` ← ``source``, ``topic``) to ``value``."""
+
+    kind: ClassVar[EventKind] = EventKind.TRUST
+    resident: str
+    source: str
+    value: float
+    topic: str | None = None
+
+    def __post_init__(self) -> None:
+        BaseEvent.__post_init__(self)
+        resident, source = _ident(self.resident, "resident"), _ident(self.source, "source")
+        if resident == source:
+            raise InvalidEvent("a resident's trust in itself is not modelled")
+        value = self.value
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise InvalidEvent("field 'value' must be a trust between 0 and 1")
+        _set(self, "resident", resident)
+        _set(self, "source", source)
+        _set(self, "value", float(value))
+        _set(self, "topic", _text(self.topic, "topic", required=False, limit=MAX_ID_LEN))
+
+    def mentioned_residents(self) -> tuple[str, ...]:
+        return (self.resident, self.source)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = BaseEvent.to_dict(self)
+        out |= {"resident": self.resident, "source": self.source, "value": self.value}
+        if self.topic is not None:
+            out["topic"] = self.topic
+        return out
+
+
+def _text_list(value: object, key: str) -> tuple[str, ...] | None:
+    """An edit's list of roots or tags: kept as given (its order is the log's)."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidEvent(f"field '{key}' must be a number")
-    if not math.isfinite(value) or not 0 <= value <= 1e6:
-        raise InvalidEvent(f"field '{key}' must be a finite number ≥ 0")
-    return float(value)
+    if not isinstance(value, list | tuple):
+        raise InvalidEvent(f"field '{key}' must be a list of strings, not {_type(value)}")
+    if len(value) > MAX_LIST_LEN:
+        raise InvalidEvent(f"field '{key}' has more than {MAX_LIST_LEN} entries")
+    return tuple(_required_text(one, key, MAX_ID_LEN) for one in value)
 
 
-def _mutable(data: Mapping[str, Any]) -> bool:
-    raw = _get(data, "claim")
-    flag = raw.get("mutable") if isinstance(raw, Mapping) else None
-    if flag is not None and not isinstance(flag, bool):
-        raise InvalidEvent("field 'claim.mutable' must be a boolean")
-    return bool(flag)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Edit:
+    """One edit of a ``propose`` event. ``None`` means the edit does not touch that field.
 
+    The guard (:mod:`.guard`) decides whether it is accepted; here only its types are checked,
+    so a judgement can never trip over a wrong type.
+    """
+
+    root: str
+    subject: str | None = None
+    interpretation: str | None = None
+    value: Value | None = None
+    source_kind: str | None = None
+    source: str | None = None
+    state: str | None = None
+    confidence: float | None = None
+    merge: tuple[str, ...] | None = None
+    people: tuple[str, ...] | None = None
+    places: tuple[str, ...] | None = None
+    topics: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        _set(self, "root", _required_text(self.root, "edits.root", MAX_ID_LEN))
+        for name in ("subject", "interpretation"):
+            _set(self, name, _text(getattr(self, name), f"edits.{name}", required=False))
+        if self.value is not None:
+            checked = check_value(self.value, "field 'edits.value'")
+            if isinstance(checked, str) and len(checked) > MAX_TEXT_LEN:
+                raise InvalidEvent("field 'edits.value' is too long")
+        for name in ("source_kind", "source", "state"):
+            _text(getattr(self, name), f"edits.{name}", required=False, limit=MAX_ID_LEN)
+        if self.confidence is not None:
+            if not math.isfinite(_number(self.confidence, "edits.confidence")):
+                raise InvalidEvent("field 'edits.confidence' must be a finite number")
+        for name in ("merge", "people", "places", "topics"):
+            _set(self, name, _text_list(getattr(self, name), f"edits.{name}"))
+
+    @classmethod
+    def parse(cls, data: object) -> Edit:
+        if not isinstance(data, Mapping):
+            raise InvalidEvent("each edit must be a map with at least 'root'")
+        fields: dict[str, Any] = {name: data.get(name) for name in _EDIT_FIELDS}
+        return cls(**fields)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields this edit sets, sorted by name, lists as lists (the log's form)."""
+        out: dict[str, Any] = {}
+        for name in sorted(_EDIT_FIELDS):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+_EDIT_FIELDS = (
+    "root", "subject", "interpretation", "value", "source_kind", "source", "state",
+    "confidence", "merge", "people", "places", "topics",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Propose(BaseEvent):
+    """An external memory organizer proposes text edits to one resident's beliefs."""
+
+    kind: ClassVar[EventKind] = EventKind.PROPOSE
+    resident: str
+    edits: tuple[Edit, ...]
+
+    def __post_init__(self) -> None:
+        BaseEvent.__post_init__(self)
+        _set(self, "resident", _ident(self.resident, "resident"))
+        edits = self.edits
+        if not isinstance(edits, list | tuple) or not edits or len(edits) > MAX_EDITS:
+            raise InvalidEvent(f"field 'edits' must be a list of 1 to {MAX_EDITS} edits")
+        _set(self, "edits", tuple(e if isinstance(e, Edit) else Edit.parse(e) for e in edits))
+
+    def mentioned_residents(self) -> tuple[str, ...]:
+        return (self.resident,)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = BaseEvent.to_dict(self)
+        out |= {"resident": self.resident, "edits": [e.to_dict() for e in self.edits]}
+        return out
+
+
+#: Languages a registered name may be given in (the narrative's languages).
+NAME_LANGS = ("en", "zh-Hant")
+Names: TypeAlias = tuple[tuple[str, Mapping[str, str]], ...]
+
+
+def _names(value: object, key: str, id_key: str) -> Names:
+    """``[{<id_key>: id, names: {lang: text}}]`` → ((id, {lang: text}), ...); a later entry
+    for the same id replaces an earlier one; languages in sorted order."""
+    if value is None:
+        return ()
+    if isinstance(value, tuple) and all(isinstance(v, tuple) for v in value):
+        value = [{id_key: i, "names": n} for i, n in value]  # already parsed (replace())
+    if not isinstance(value, list | tuple) or len(value) > MAX_LIST_LEN:
+        raise InvalidEvent(f"field '{key}' must be a list of at most {MAX_LIST_LEN} entries")
+    out: dict[str, dict[str, str]] = {}
+    for entry in value:
+        if not isinstance(entry, Mapping):
+            raise InvalidEvent(f"each entry of '{key}' must be a map with '{id_key}' and 'names'")
+        ident = _ident(entry.get(id_key), id_key)
+        names = entry.get("names")
+        if not isinstance(names, Mapping) or not names:
+            raise InvalidEvent(f"'{key}' entry {ident!r} needs 'names': a map of language to text")
+        clean: dict[str, str] = {}
+        for lang in sorted(names, key=str):
+            if lang not in NAME_LANGS:
+                raise InvalidEvent(
+                    f"names may be given in {', '.join(NAME_LANGS)}, not {str(lang)!r:.40}"
+                )
+            clean[lang] = _required_text(names[lang], f"names.{lang}", MAX_ID_LEN)
+        out[ident] = clean
+    return tuple(out.items())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Register(BaseEvent):
+    """The game names residents (``names``) and labels actions (``labels``) per language."""
+
+    kind: ClassVar[EventKind] = EventKind.REGISTER
+    names: Names = ()
+    labels: Names = ()
+
+    def __post_init__(self) -> None:
+        BaseEvent.__post_init__(self)
+        _set(self, "names", _names(self.names, "residents", "resident"))
+        _set(self, "labels", _names(self.labels, "actions", "action"))
+        if not self.names and not self.labels:
+            raise InvalidEvent("a register event needs 'residents' or 'actions'")
+
+    def mentioned_residents(self) -> tuple[str, ...]:
+        return tuple(resident for resident, _ in self.names)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = BaseEvent.to_dict(self)
+        if self.names:
+            out["residents"] = [{"resident": r, "names": dict(n)} for r, n in self.names]
+        if self.labels:
+            out["actions"] = [{"action": a, "names": dict(n)} for a, n in self.labels]
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Act(BaseEvent):
+    """A resident's action ended with ``status``; its claim is derived, never given."""
+
+    kind: ClassVar[EventKind] = EventKind.ACT
+    actor: str
+    action: str
+    status: ActStatus
+    witnesses: tuple[str, ...] = ()
+    subject: str | None = None
+
+    def __post_init__(self) -> None:
+        BaseEvent.__post_init__(self)
+        _set(self, "actor", _ident(self.actor, "actor"))
+        _set(self, "action", _ident(self.action, "action"))
+        status = self.status
+        if not isinstance(status, str) or status not in ACT_STATUSES:
+            raise InvalidEvent(
+                f"field 'status' must be one of {', '.join(ActStatus)}, not {status!r}"
+            )
+        _set(self, "status", ActStatus(status))
+        _set(self, "witnesses", _id_list(self.witnesses, "witnesses", required=False))
+        _set(self, "subject", _text(self.subject, "subject", required=False))
+
+    @property
+    def claim(self) -> Claim:
+        return Claim(root=action_root(self.actor, self.action), value=str(self.status))
+
+    def mentioned_residents(self) -> tuple[str, ...]:
+        return unique((self.actor, *self.witnesses))
+
+    def hearers(self) -> tuple[str, ...]:
+        return self.witnesses
+
+    def to_dict(self) -> dict[str, Any]:
+        out = BaseEvent.to_dict(self)
+        out |= {
+            "actor": self.actor,
+            "action": self.action,
+            "status": str(self.status),
+            "witnesses": list(self.witnesses),
+        }
+        if self.subject is not None:
+            out["subject"] = self.subject
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Intervene(BaseEvent):
+    """The player tampers with one resident's memory of ``claim.root``.
+
+    ``suppress`` and ``soften`` act on the belief whatever its value: their claim keeps the
+    root only (its value is ``""``).
+    """
+
+    kind: ClassVar[EventKind] = EventKind.INTERVENE
+    resident: str
+    op: Op
+    claim: Claim
+    subject: str | None = None
+
+    def __post_init__(self) -> None:
+        BaseEvent.__post_init__(self)
+        _set(self, "resident", _ident(self.resident, "resident"))
+        op = self.op
+        if not isinstance(op, str) or op not in INTERVENTION_OPS:
+            raise InvalidEvent(f"field 'op' must be one of {', '.join(sorted(Op))}")
+        op = Op(op)
+        _set(self, "op", op)
+        if not isinstance(self.claim, Claim):
+            raise InvalidEvent("field 'claim' must be a claim")
+        needs_value = op in (Op.IMPLANT, Op.DISTORT)
+        if not needs_value and self.claim.value != "":
+            _set(self, "claim", Claim(root=self.claim.root, value=""))
+        _set(self, "subject", _text(self.subject, "subject", required=needs_value))
+
+    def mentioned_residents(self) -> tuple[str, ...]:
+        return (self.resident,)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = BaseEvent.to_dict(self)
+        claim: dict[str, Any] = {"root": self.claim.root}
+        if self.op in (Op.IMPLANT, Op.DISTORT):
+            claim["value"] = self.claim.value
+        out |= {"resident": self.resident, "op": str(self.op), "claim": claim}
+        if self.subject is not None:
+            out["subject"] = self.subject
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimEvent(BaseEvent):
+    """Fields of the events that carry a claim with its tags: observe, say, announce."""
+
+    claim: Claim
+    subject: str
+    people: tuple[str, ...] = ()
+    places: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    importance: float | None = None
+    emotion: float | None = None
+    mutable: bool = False
+
+    def __post_init__(self) -> None:
+        BaseEvent.__post_init__(self)
+        if not isinstance(self.claim, Claim):
+            raise InvalidEvent("field 'claim' must be a claim")
+        _set(self, "subject", _required_text(self.subject, "subject"))
+        for name in ("people", "places", "topics"):
+            _set(self, name, _id_list(getattr(self, name), name, required=False))
+        _set(self, "importance", _weight(self.importance, "importance"))
+        _set(self, "emotion", _weight(self.emotion, "emotion"))
+        _set(self, "mutable", _flag(self.mutable, "claim.mutable"))
+
+    def to_dict(self) -> dict[str, Any]:
+        out = BaseEvent.to_dict(self)
+        claim: dict[str, Any] = {"root": self.claim.root, "value": self.claim.value}
+        if self.mutable:
+            claim["mutable"] = True
+        out |= {"claim": claim, "subject": self.subject}
+        return out
+
+    def _tags(self, out: dict[str, Any]) -> dict[str, Any]:
+        if self.importance is not None:
+            out["importance"] = self.importance
+        if self.emotion is not None:
+            out["emotion"] = self.emotion
+        for name in ("people", "places", "topics"):
+            if getattr(self, name):
+                out[name] = list(getattr(self, name))
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Observe(ClaimEvent):
+    """Residents saw something: firsthand evidence for every witness."""
+
+    kind: ClassVar[EventKind] = EventKind.OBSERVE
+    witnesses: tuple[str, ...]
+    interpretations: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        ClaimEvent.__post_init__(self)
+        witnesses = _id_list(self.witnesses, "witnesses", required=True)
+        _set(self, "witnesses", witnesses)
+        raw = self.interpretations
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, Mapping):
+            raise InvalidEvent("field 'interpretations' must be a map of resident to text")
+        out: dict[str, str] = {}
+        for resident, text in raw.items():
+            if not isinstance(resident, str) or resident not in witnesses:
+                raise InvalidEvent("interpretations may only be given for witnesses")
+            out[resident] = _required_text(text, "interpretation")
+        _set(self, "interpretations", dict(sorted(out.items())))
+
+    def mentioned_residents(self) -> tuple[str, ...]:
+        return self.witnesses
+
+    def hearers(self) -> tuple[str, ...]:
+        return self.witnesses
+
+    def to_dict(self) -> dict[str, Any]:
+        out = ClaimEvent.to_dict(self)
+        out["witnesses"] = list(self.witnesses)
+        if self.interpretations:
+            out["interpretations"] = dict(self.interpretations)
+        return self._tags(out)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Utterance(ClaimEvent):
+    """Fields of say and announce: hearsay from ``speaker``, on ``topic`` if given."""
+
+    speaker: str
+    topic: str | None = None
+
+    def __post_init__(self) -> None:
+        ClaimEvent.__post_init__(self)
+        _set(self, "speaker", _ident(self.speaker, "speaker"))
+        # "*" is no id: the topic leads `topics`, whose entries must parse again on replay.
+        topic = _text(self.topic, "topic", required=False, limit=MAX_ID_LEN)
+        if topic == "*":
+            raise InvalidEvent("field 'topic' must not be '*'")
+        _set(self, "topic", topic)
+        if topic:  # first: trust moves on a hearsay belief's first topic, so it must be this one
+            _set(self, "topics", (topic, *(t for t in self.topics if t != topic)))
+
+    def _spoken(self, out: dict[str, Any]) -> dict[str, Any]:
+        if self.topic is not None:
+            out["topic"] = self.topic
+        return self._tags(out)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Say(Utterance):
+    """One resident told ``listeners`` (and was overheard by ``overhearers``)."""
+
+    kind: ClassVar[EventKind] = EventKind.SAY
+    listeners: tuple[str, ...]
+    overhearers: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        Utterance.__post_init__(self)
+        listeners = _id_list(self.listeners, "listeners", required=True)
+        overhearers = tuple(
+            o for o in _id_list(self.overhearers, "overhearers", required=False)
+            if o not in listeners
+        )  # fmt: skip
+        if self.speaker in listeners or self.speaker in overhearers:
+            raise InvalidEvent("a speaker cannot be its own listener")
+        _set(self, "listeners", listeners)
+        _set(self, "overhearers", overhearers)
+
+    def mentioned_residents(self) -> tuple[str, ...]:
+        return unique((self.speaker, *self.listeners, *self.overhearers))
+
+    def hearers(self) -> tuple[str, ...]:
+        return (*self.listeners, *self.overhearers)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = ClaimEvent.to_dict(self)
+        out |= {"speaker": self.speaker, "listeners": list(self.listeners)}
+        if self.overhearers:
+            out["overhearers"] = list(self.overhearers)
+        return self._spoken(out)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Announce(Utterance):
+    """One resident told ``audience``; ``None`` is everyone the world knows."""
+
+    kind: ClassVar[EventKind] = EventKind.ANNOUNCE
+    audience: tuple[str, ...] | None
+
+    def __post_init__(self) -> None:
+        Utterance.__post_init__(self)
+        raw: object = self.audience
+        if raw is None:
+            return
+        if raw == "*":
+            _set(self, "audience", None)
+            return
+        audience = _id_list(raw, "audience", required=True)
+        audience = tuple(a for a in audience if a != self.speaker)
+        if not audience:
+            # Its canonical form (an empty list) would not parse again, breaking rebuild.
+            raise InvalidEvent("an announcement needs an audience besides its speaker")
+        _set(self, "audience", audience)
+
+    def mentioned_residents(self) -> tuple[str, ...]:
+        return unique((self.speaker, *(self.audience or ())))
+
+    def hearers(self) -> tuple[str, ...]:
+        return self.audience or ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out = ClaimEvent.to_dict(self)
+        out["speaker"] = self.speaker
+        out["audience"] = "*" if self.audience is None else list(self.audience)
+        return self._spoken(out)
+
+
+#: Any one world event.
+WorldEvent: TypeAlias = (
+    Observe | Say | Announce | Act | Intervene | Tick | Trust | Propose | Register
+)
+
+# --------------------------------------------------------------------------- parsing
 
 #: Fields that would let an utterance pose as firsthand evidence, or firsthand as hearsay.
 _FIRSTHAND_ONLY = ("witnesses", "interpretations")
 _SOURCE_FIELDS = ("source", "source_resident_id", "speaker")
-_EDIT_FIELDS = frozenset(
-    {"root", "subject", "interpretation", "value", "source_kind", "source", "state",
-     "confidence", "merge", "people", "places", "topics"}
-)  # fmt: skip
 
 
 def _guard(kind: EventKind, data: Mapping[str, Any]) -> None:
     """The epistemic guard's structural checks; each violation names a reason code."""
     if kind in (EventKind.SAY, EventKind.ANNOUNCE):
-        if _get(data, "source_kind") not in (None, "hearsay") or any(
-            _get(data, f) is not None for f in _FIRSTHAND_ONLY
+        if data.get("source_kind") not in (None, "hearsay") or any(
+            data.get(f) is not None for f in _FIRSTHAND_ONLY
         ):
             raise ContractViolation(
                 "utterance_as_firsthand",
                 "an utterance or announcement only ever makes hearsay, never firsthand evidence",
             )
-        if not _get(data, "speaker"):
+        if not data.get("speaker"):
             raise ContractViolation("hearsay_without_source", "hearsay must name its speaker")
     if kind in (EventKind.OBSERVE, EventKind.ACT, EventKind.INTERVENE):
-        if any(_get(data, f) is not None for f in _SOURCE_FIELDS) or _get(
-            data, "source_kind"
-        ) not in (
+        if any(data.get(f) is not None for f in _SOURCE_FIELDS) or data.get("source_kind") not in (
             None,
             "firsthand" if kind is not EventKind.INTERVENE else "implanted",
         ):
@@ -335,7 +744,7 @@ def _guard(kind: EventKind, data: Mapping[str, Any]) -> None:
                 "firsthand_with_source",
                 "firsthand and implanted evidence never name a source resident",
             )
-    claim = _get(data, "claim")
+    claim = data.get("claim")
     root = claim.get("root") if isinstance(claim, Mapping) else None
     if kind is EventKind.ACT and claim is not None:
         raise ContractViolation(
@@ -353,212 +762,91 @@ def _guard(kind: EventKind, data: Mapping[str, Any]) -> None:
             "a public announcement cannot create a private relationship belief",
         )
     if kind is EventKind.OBSERVE and isinstance(claim, Mapping):
-        interpretations = _get(data, "interpretations")
+        interpretations = data.get("interpretations")
         value = claim.get("value")
-        if (
-            isinstance(interpretations, Mapping)
-            and isinstance(value, str)
-            and value in interpretations.values()
-        ):
-            raise ContractViolation(
-                "interpretation_as_value", "an interpretation never becomes a claim value"
-            )
+        if isinstance(interpretations, Mapping) and isinstance(value, str):
+            if any(value == text for text in interpretations.values() if isinstance(text, str)):
+                raise ContractViolation(
+                    "interpretation_as_value", "an interpretation never becomes a claim value"
+                )
 
 
-#: Languages a registered name may be given in (the narrative's languages).
-NAME_LANGS = ("en", "zh-Hant")
-
-
-def _registered(
-    data: Mapping[str, Any], key: str, id_key: str
-) -> tuple[tuple[str, Mapping[str, str]], ...]:
-    """``[{<id_key>: id, names: {lang: text}}]`` → ((id, {lang: text}), ...), ids unique."""
-    raw = _get(data, key)
-    if raw is None:
-        return ()
-    if not isinstance(raw, list | tuple) or len(raw) > MAX_LIST_LEN:
-        raise InvalidEvent(f"field '{key}' must be a list of at most {MAX_LIST_LEN} entries")
-    out: dict[str, dict[str, str]] = {}
-    for entry in raw:
-        if not isinstance(entry, Mapping):
-            raise InvalidEvent(f"each entry of '{key}' must be a map with '{id_key}' and 'names'")
-        ident = _ident(entry, id_key)
-        names = _get(entry, "names")
-        if not isinstance(names, Mapping) or not names:
-            raise InvalidEvent(f"'{key}' entry {ident!r} needs 'names': a map of language to text")
-        clean: dict[str, str] = {}
-        for lang in sorted(names, key=str):
-            if lang not in NAME_LANGS:
-                raise InvalidEvent(f"names may be given in {', '.join(NAME_LANGS)}, not {lang!r}")
-            text = _text(names, lang, required=True, limit=MAX_ID_LEN)
-            assert text is not None
-            clean[lang] = text
-        out[ident] = clean
-    return tuple(out.items())
+def _mutable(data: Mapping[str, Any]) -> Any:
+    claim = data.get("claim")
+    return claim.get("mutable") if isinstance(claim, Mapping) else None
 
 
 def parse_event(data: Mapping[str, Any]) -> WorldEvent:
-    """Check a decoded event mapping and build the :class:`WorldEvent`.
+    """Check a decoded event mapping and build its event.
 
     Unknown keys are ignored; absent and ``None`` mean the same. Raises
-    :class:`InvalidEvent` with a message naming the offending field.
+    :class:`InvalidEvent` (or its :class:`ContractViolation`) with a message naming the
+    offending field; nothing else, whatever the types of the values.
     """
     if not isinstance(data, Mapping):
         raise InvalidEvent("an event must be a map")
-    event_id = _text(data, "event_id", required=True, limit=MAX_ID_LEN)
-    assert event_id is not None
-    day = _day(data)
-    kind_raw = _get(data, "kind")
-    try:
-        kind = EventKind(kind_raw)
-    except ValueError:
+    event_id = _required_text(data.get("event_id"), "event_id", MAX_ID_LEN)
+    day = _day(data.get("day"))
+    kind_raw = data.get("kind")
+    if not isinstance(kind_raw, str) or kind_raw not in _KINDS:
         raise InvalidEvent(
-            f"unknown event kind {kind_raw!r}; expected one of {', '.join(EventKind)}"
-        ) from None
-    common: dict[str, Any] = {"event_id": event_id, "day": day, "kind": kind}
+            f"unknown event kind {kind_raw!r:.60}; expected one of {', '.join(EventKind)}"
+        )
+    kind = EventKind(kind_raw)
     _guard(kind, data)
 
+    def get(key: str) -> Any:  # Any: each event class checks its own fields
+        return data.get(key)
+
     if kind is EventKind.TICK:
-        return WorldEvent(**common)
-
+        return Tick(event_id=event_id, day=day)
     if kind is EventKind.TRUST:
-        resident, source = _ident(data, "resident"), _ident(data, "source")
-        if resident == source:
-            raise InvalidEvent("a resident's trust in itself is not modelled")
-        value = _get(data, "value")
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-            raise InvalidEvent("field 'value' must be a trust between 0 and 1")
-        return WorldEvent(
-            **common, resident=resident, source=source, trust=float(value),
-            topic=_text(data, "topic", required=False, limit=MAX_ID_LEN),
+        return Trust(
+            event_id=event_id, day=day, resident=get("resident"), source=get("source"),
+            value=get("value"), topic=get("topic"),
         )  # fmt: skip
-
-    if kind is EventKind.REGISTER:
-        names = _registered(data, "residents", "resident")
-        labels = _registered(data, "actions", "action")
-        if not names and not labels:
-            raise InvalidEvent("a register event needs 'residents' or 'actions'")
-        return WorldEvent(**common, names=names, labels=labels)
-
     if kind is EventKind.PROPOSE:
-        resident = _ident(data, "resident")
-        edits = _get(data, "edits")
-        if not isinstance(edits, list | tuple) or not edits or len(edits) > 200:
-            raise InvalidEvent("field 'edits' must be a list of 1 to 200 edits")
-        clean: list[dict[str, Any]] = []
-        for edit in edits:
-            if not isinstance(edit, Mapping):
-                raise InvalidEvent("each edit must be a map with at least 'root'")
-            _text(edit, "root", required=True, limit=MAX_ID_LEN)
-            kept = {k: v for k, v in edit.items() if k in _EDIT_FIELDS and v is not None}
-            for text_field in ("subject", "interpretation"):
-                _text(kept, text_field, required=False)
-            clean.append(dict(sorted(kept.items())))
-        return WorldEvent(**common, resident=resident, edits=tuple(clean))
-
+        return Propose(event_id=event_id, day=day, resident=get("resident"), edits=get("edits"))
+    if kind is EventKind.REGISTER:
+        return Register(event_id=event_id, day=day, names=get("residents"), labels=get("actions"))
     if kind is EventKind.ACT:
-        actor = _ident(data, "actor")
-        action = _ident(data, "action")
-        status_raw = _get(data, "status")
-        try:
-            status = ActStatus(status_raw)
-        except ValueError:
-            raise InvalidEvent(
-                f"field 'status' must be one of {', '.join(ActStatus)}, not {status_raw!r}"
-            ) from None
-        return WorldEvent(
-            **common,
-            actor=actor,
-            action=action,
-            status=status,
-            claim=Claim(root=action_root(actor, action), value=str(status)),
-            witnesses=_id_list(data, "witnesses", required=False),
-            subject=_text(data, "subject", required=False),
-        )
-
+        return Act(
+            event_id=event_id, day=day, actor=get("actor"), action=get("action"),
+            status=get("status"), witnesses=get("witnesses"), subject=get("subject"),
+        )  # fmt: skip
     if kind is EventKind.INTERVENE:
-        resident = _ident(data, "resident")
-        op = _get(data, "op")
-        if op not in INTERVENTION_OPS:
-            raise InvalidEvent(f"field 'op' must be one of {', '.join(sorted(INTERVENTION_OPS))}")
-        needs_value = op in ("implant", "distort")
-        claim = _claim(data, value_required=needs_value)
-        subject = _text(data, "subject", required=needs_value)
-        if isinstance(claim, tuple):
-            root = claim[0]
-            # suppress/soften act on the belief, whatever its value: keep the root only.
-            claim_obj = Claim(root=root, value="")
-        else:
-            claim_obj = claim
-            if not needs_value:
-                claim_obj = Claim(root=claim.root, value="")
-        return WorldEvent(**common, resident=resident, op=str(op), claim=claim_obj, subject=subject)
-
-    claim = _claim(data)
-    assert isinstance(claim, Claim)
-    subject = _text(data, "subject", required=True)
-    lists = {
-        "people": _id_list(data, "people", required=False),
-        "places": _id_list(data, "places", required=False),
-        "topics": _id_list(data, "topics", required=False),
-    }
-    if kind is EventKind.OBSERVE:
-        witnesses = _id_list(data, "witnesses", required=True)
-        importance = _get(data, "importance")
-        if importance is not None:
-            if isinstance(importance, bool) or not isinstance(importance, int | float):
-                raise InvalidEvent("field 'importance' must be a number")
-            if not math.isfinite(importance) or not 0 <= importance <= 1e6:
-                raise InvalidEvent("field 'importance' must be a finite number ≥ 0")
-            importance = float(importance)
-        return WorldEvent(
-            **common,
-            claim=claim,
-            subject=subject,
-            witnesses=witnesses,
-            interpretations=_interpretations(data, witnesses),
-            importance=importance,
-            emotion=_weight(data, "emotion"),
-            mutable=_mutable(data),
-            **lists,
-        )
-    speaker = _ident(data, "speaker")
-    topic = _text(data, "topic", required=False, limit=MAX_ID_LEN)
-    if topic:  # first: trust moves on a hearsay belief's first topic, so it must be this one
-        lists["topics"] = (topic, *(t for t in lists["topics"] if t != topic))
-    spoken = {
-        "topic": topic,
-        "importance": _weight(data, "importance"),
-        "emotion": _weight(data, "emotion"),
+        op = get("op")
+        _ident(get("resident"), "resident")  # the resident's error before the claim's
+        if not isinstance(op, str) or op not in INTERVENTION_OPS:
+            raise InvalidEvent(f"field 'op' must be one of {', '.join(sorted(Op))}")
+        claim = _claim(get("claim"), value_required=op in (Op.IMPLANT, Op.DISTORT))
+        return Intervene(
+            event_id=event_id, day=day, resident=get("resident"), op=Op(op), claim=claim,
+            subject=get("subject"),
+        )  # fmt: skip
+    common: dict[str, Any] = {
+        "event_id": event_id,
+        "day": day,
+        "claim": _claim(get("claim")),
+        "subject": get("subject"),
+        "people": get("people"),
+        "places": get("places"),
+        "topics": get("topics"),
+        "importance": get("importance"),
+        "emotion": get("emotion"),
         "mutable": _mutable(data),
     }
+    if kind is EventKind.OBSERVE:
+        return Observe(**common, witnesses=get("witnesses"), interpretations=get("interpretations"))
     if kind is EventKind.SAY:
-        listeners = _id_list(data, "listeners", required=True)
-        overhearers = tuple(
-            o for o in _id_list(data, "overhearers", required=False) if o not in listeners
-        )
-        if speaker in listeners or speaker in overhearers:
-            raise InvalidEvent("a speaker cannot be its own listener")
-        return WorldEvent(
-            **common, claim=claim, subject=subject, speaker=speaker, listeners=listeners,
-            overhearers=overhearers, **spoken, **lists,
+        return Say(
+            **common, speaker=get("speaker"), topic=get("topic"), listeners=get("listeners"),
+            overhearers=get("overhearers"),
         )  # fmt: skip
-    # announce
-    raw_audience = _get(data, "audience")
-    audience: tuple[str, ...] | None
-    if raw_audience == "*":
-        audience = None
-    else:
-        audience = tuple(a for a in _id_list(data, "audience", required=True) if a != speaker)
-        if not audience:
-            # Its canonical form (an empty list) would not parse again, breaking rebuild.
-            raise InvalidEvent("an announcement needs an audience besides its speaker")
-    return WorldEvent(
-        **common,
-        claim=claim,
-        subject=subject,
-        speaker=speaker,
-        audience=audience,
-        **spoken,
-        **lists,
-    )
+    audience = get("audience")
+    if audience is None:  # absent is not "everyone": that takes an explicit "*"
+        raise InvalidEvent("field 'audience' is required")
+    return Announce(**common, speaker=get("speaker"), topic=get("topic"), audience=audience)
+
+
+_KINDS = frozenset(EventKind)

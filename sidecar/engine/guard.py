@@ -12,9 +12,10 @@ The structural checks on world events live in :mod:`sidecar.engine.events` (``_g
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from .events import Edit
 from .model import Belief, State, same_value
 
 __all__ = ["REASONS", "judge_edits"]
@@ -40,34 +41,34 @@ def _verdict(root: str, reasons: list[str]) -> dict[str, Any]:
     return {"root": root, "accepted": not reasons, "reasons": reasons}
 
 
-def _judge(edit: Mapping[str, Any], belief: Belief | None) -> list[str]:
+def _judge(edit: Edit, belief: Belief | None) -> list[str]:
     if belief is None:
         return ["no_such_belief"]
     reasons: list[str] = []
-    merge = edit.get("merge")
-    if merge and any(other != belief.root for other in merge):
+    if edit.merge and any(other != belief.root for other in edit.merge):
         reasons.append("merges_distinct_claims")
-    if "value" in edit and not same_value(edit["value"], belief.value):
+    if edit.value is not None and not same_value(edit.value, belief.value):
         reasons.append("changes_value_without_evidence")
-    if ("source_kind" in edit and edit["source_kind"] != str(belief.source_kind)) or (
-        "source" in edit and edit["source"] != belief.source_resident_id
+    if (edit.source_kind is not None and edit.source_kind != str(belief.source_kind)) or (
+        edit.source is not None and edit.source != belief.source_resident_id
     ):
         reasons.append("changes_provenance")
-    if "state" in edit and edit["state"] != str(belief.state):
+    if edit.state is not None and edit.state != str(belief.state):
         if belief.state in (State.DOUBTFUL, State.ANOMALOUS):
             reasons.append("hides_contradiction")
         elif belief.state is State.CORRECTED:
             reasons.append("erases_correction")
         else:
             reasons.append("changes_state_without_evidence")
-    if "confidence" in edit and edit["confidence"] != belief.confidence:
+    if edit.confidence is not None and edit.confidence != belief.confidence:
         reasons.append("changes_confidence_without_evidence")
     for tag in ("people", "places", "topics"):
-        if tag in edit and tuple(edit[tag]) != getattr(belief, tag):
+        tags = getattr(edit, tag)
+        if tags is not None and tags != getattr(belief, tag):
             reasons.append("changes_tags_without_evidence")
             break
-    texts = {k: edit[k] for k in ("subject", "interpretation") if k in edit}
-    if any(not isinstance(v, str) or not v.strip() for v in texts.values()):
+    texts = {k: v for k in ("subject", "interpretation") if (v := getattr(edit, k)) is not None}
+    if any(not v.strip() for v in texts.values()):
         reasons.append("empty_text")
     if texts and belief.root.startswith("relation:"):
         reasons.append("relationship_without_evidence")
@@ -79,10 +80,9 @@ def _judge(edit: Mapping[str, Any], belief: Belief | None) -> list[str]:
 
 def judge_edits(
     resident: str,
-    edits: Sequence[Mapping[str, Any]],
+    edits: Sequence[Edit],
     get_belief: Callable[[str, str], Belief | None],
-) -> Iterator[tuple[Mapping[str, Any], dict[str, Any]]]:
+) -> Iterator[tuple[Edit, dict[str, Any]]]:
     """Yield each edit with its verdict ``{root, accepted, reasons}``."""
     for edit in edits:
-        root = str(edit["root"])
-        yield edit, _verdict(root, _judge(edit, get_belief(resident, root)))
+        yield edit, _verdict(edit.root, _judge(edit, get_belief(resident, edit.root)))

@@ -13,7 +13,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from .events import EventKind, WorldEvent
+from .events import (
+    Act,
+    ActStatus,
+    Announce,
+    Intervene,
+    Observe,
+    Propose,
+    Register,
+    Say,
+    Trust,
+    Utterance,
+    WorldEvent,
+)
 from .guard import judge_edits
 from .model import (
     Belief,
@@ -25,6 +37,7 @@ from .model import (
     Relation,
     SourceKind,
     State,
+    unique,
 )
 from .revise import age, relation_of, revise
 from .rules import DEFAULT_RULES, Rules
@@ -83,11 +96,11 @@ class Outcome:
     labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
-def _audience(event: WorldEvent, known: Iterable[str]) -> tuple[str, ...]:
+def _audience(event: Announce, known: Iterable[str]) -> tuple[str, ...]:
     if event.audience is not None:
         return event.audience
     everyone = set(known) | set(event.mentioned_residents())
-    everyone.discard(event.speaker or "")
+    everyone.discard(event.speaker)
     return tuple(sorted(everyone))
 
 
@@ -116,14 +129,43 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
     announcement is hearsay with the speaker as source (the world only knows it was said);
     an intervention is implanted evidence for its one resident.
     """
-    kind = event.kind
-    if kind in (EventKind.TICK, EventKind.TRUST, EventKind.PROPOSE, EventKind.REGISTER):
-        return []
-    assert event.claim is not None
-    base = {
+    if isinstance(event, Intervene):
+        return [
+            Evidence(
+                evidence_id=evidence_id(event.event_id, event.resident),
+                resident=event.resident,
+                event_id=event.event_id,
+                day=event.day,
+                claim=event.claim,
+                source_kind=SourceKind.IMPLANTED,
+                subject=event.subject or "",
+                op=str(event.op),
+            )
+        ]
+    if isinstance(event, Act):
+        witnesses = unique((event.actor, *event.witnesses))  # the actor knows
+        subject = event.subject or _act_subject(event)
+        claim = event.claim
+        return [
+            Evidence(
+                evidence_id=evidence_id(event.event_id, who),
+                resident=who,
+                event_id=event.event_id,
+                day=event.day,
+                claim=claim,
+                source_kind=SourceKind.FIRSTHAND,
+                subject=subject,
+                origin=evidence_id(event.event_id, who),
+            )
+            for who in witnesses
+        ]
+    if not isinstance(event, Observe | Utterance):
+        return []  # tick, trust, propose, register
+    base: dict[str, Any] = {
         "event_id": event.event_id,
         "day": event.day,
         "claim": event.claim,
+        "subject": event.subject,
         "people": event.people,
         "places": event.places,
         "topics": event.topics,
@@ -131,40 +173,22 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
         "importance": event.importance,
         "emotion": event.emotion,
     }
-    if kind is EventKind.INTERVENE:
-        assert event.resident is not None
-        return [
-            Evidence(
-                **base,
-                evidence_id=evidence_id(event.event_id, event.resident),
-                resident=event.resident,
-                source_kind=SourceKind.IMPLANTED,
-                subject=event.subject or "",
-                op=event.op,
-            )
-        ]
-    if kind in (EventKind.OBSERVE, EventKind.ACT):
-        witnesses = event.witnesses
-        if kind is EventKind.ACT:
-            assert event.actor is not None
-            witnesses = tuple(dict.fromkeys((event.actor, *witnesses)))  # the actor knows
-        subject = event.subject or _act_subject(event)
+    if isinstance(event, Observe):
         return [
             Evidence(
                 **base,
                 evidence_id=evidence_id(event.event_id, who),
                 resident=who,
                 source_kind=SourceKind.FIRSTHAND,
-                subject=subject,
                 interpretation=event.interpretations.get(who),
                 origin=evidence_id(event.event_id, who),
             )
-            for who in witnesses
+            for who in event.witnesses
         ]
-    assert event.speaker is not None
-    hearers = event.listeners if kind is EventKind.SAY else _audience(event, known)
+    hearers = _audience(event, known) if isinstance(event, Announce) else event.listeners
+    overhearers = event.overhearers if isinstance(event, Say) else ()
     out: list[Evidence] = []
-    for who in (*hearers, *event.overhearers):
+    for who in (*hearers, *overhearers):
         out.append(
             Evidence(
                 **base,
@@ -172,7 +196,6 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
                 resident=who,
                 source_kind=SourceKind.HEARSAY,
                 source_resident_id=event.speaker,
-                subject=event.subject or "",
                 topic=event.topic,
             )
         )
@@ -182,10 +205,10 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
     return out
 
 
-def _act_subject(event: WorldEvent) -> str:
+def _act_subject(event: Act) -> str:
     """A readable default subject: "mira did fetch water", "bo's open door was rejected"."""
-    action = (event.action or "").replace("_", " ")
-    if event.status is not None and event.status.value == "completed":
+    action = event.action.replace("_", " ")
+    if event.status is ActStatus.COMPLETED:
         return f"{event.actor} did {action}"
     return f"{event.actor}'s {action} was {event.status}"
 
@@ -195,9 +218,8 @@ def believes_root(speaker: str, root: str) -> str:
     return f"believes:{speaker}:{root}"
 
 
-def belief_about_belief(event: WorldEvent, hearer: str) -> Evidence | None:
+def belief_about_belief(event: Utterance, hearer: str) -> Evidence | None:
     """B heard A claim k: B knows, firsthand, that A claimed it (first order only)."""
-    assert event.claim is not None and event.speaker is not None
     if event.claim.root.startswith("believes:"):
         return None  # no deeper nesting
     about_id = evidence_id(event.event_id, hearer, suffix="believes")
@@ -208,7 +230,7 @@ def belief_about_belief(event: WorldEvent, hearer: str) -> Evidence | None:
         day=event.day,
         source_kind=SourceKind.FIRSTHAND,
         claim=Claim(root=believes_root(event.speaker, event.claim.root), value=event.claim.value),
-        subject=f"{event.speaker} said: {event.subject or ''}",
+        subject=f"{event.speaker} said: {event.subject}",
         people=(event.speaker,),
         topics=event.topics,
         origin=about_id,
@@ -239,24 +261,23 @@ def ingest(
                 out.changes.extend(changes)
     out.new_residents = tuple(r for r in event.mentioned_residents() if not reader.is_known(r))
     social = _Social(reader, out, rules)
-    if event.kind is EventKind.TRUST:
-        assert event.resident and event.source and event.trust is not None
+    if isinstance(event, Trust):
         social.set_trust(
-            event.resident, event.source, event.topic or "", event.trust, "set",
+            event.resident, event.source, event.topic or "", event.value, "set",
             event.event_id, event.day,
         )  # fmt: skip
         return out
-    if event.kind is EventKind.PROPOSE:
+    if isinstance(event, Propose):
         _propose(event, reader, out)
         return out
-    if event.kind is EventKind.REGISTER:
+    if isinstance(event, Register):
         out.names = {resident: dict(names) for resident, names in event.names}
         out.labels = {action: dict(names) for action, names in event.labels}
         return out
-    if event.kind in (EventKind.OBSERVE, EventKind.ACT):
-        assert event.claim is not None
-        out.facts[event.claim.root] = event.claim.value
-    everyone_needed = event.kind is EventKind.ANNOUNCE and event.audience is None
+    if isinstance(event, Observe | Act):
+        claim = event.claim
+        out.facts[claim.root] = claim.value
+    everyone_needed = isinstance(event, Announce) and event.audience is None
     known: Iterable[str] = reader.known_residents() if everyone_needed else ()
     for ev in derive_evidence(event, known):
         key = (ev.resident, ev.claim.root)
@@ -268,6 +289,7 @@ def ingest(
                 )
             ev = replace(ev, claim=current.claim)
         if ev.source_kind is SourceKind.HEARSAY:
+            assert isinstance(event, Utterance)
             ev = social.enrich_hearsay(ev, event)
         elif ev.source_kind is SourceKind.IMPLANTED:
             ev = replace(ev, origin=ev.evidence_id)
@@ -338,12 +360,12 @@ class _Social:
             )
         )
 
-    def enrich_hearsay(self, ev: Evidence, event: WorldEvent) -> Evidence:
+    def enrich_hearsay(self, ev: Evidence, event: Utterance) -> Evidence:
         """Weight hearsay by the listener's trust and attach the chain it travelled."""
         assert ev.source_resident_id is not None
         speaker = ev.source_resident_id
         trust = self.trust(ev.resident, speaker, ev.topic)
-        if ev.resident in event.overhearers:
+        if isinstance(event, Say) and ev.resident in event.overhearers:
             trust *= self.rules.overhear_trust_factor
         told = self.belief(speaker, ev.claim.root)
         if told is not None and told.claim.supports(ev.claim) and told.origins:
@@ -382,9 +404,8 @@ class _Social:
                 )  # fmt: skip
 
 
-def _propose(event: WorldEvent, reader: BeliefReader, out: Outcome) -> None:
+def _propose(event: Propose, reader: BeliefReader, out: Outcome) -> None:
     """Apply the accepted edits of an organizer's proposal; record every verdict."""
-    assert event.resident is not None
 
     def current(resident: str, root: str) -> Belief | None:
         """The belief as this event meets it: after its aging and the edits accepted so far."""
@@ -395,13 +416,15 @@ def _propose(event: WorldEvent, reader: BeliefReader, out: Outcome) -> None:
         out.results.append(verdict)
         if not verdict["accepted"]:
             continue
-        before = current(event.resident, edit["root"])
+        before = current(event.resident, edit.root)
         assert before is not None
         key = (before.resident, before.root)
         after = replace(
             before,
-            subject=edit.get("subject", before.subject),
-            interpretation=edit.get("interpretation", before.interpretation),
+            subject=before.subject if edit.subject is None else edit.subject,
+            interpretation=(
+                before.interpretation if edit.interpretation is None else edit.interpretation
+            ),
             updated_day=max(before.updated_day, event.day),
         )
         out.beliefs[key] = after

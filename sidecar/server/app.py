@@ -29,7 +29,7 @@ from websockets.http11 import Request, Response
 
 from .. import __version__
 from ..engine import DEFAULT_RULES, Rules
-from ..store import EventResult, Reader, Writer
+from ..store import EventResult, Reader, Writer, WriterLock
 from .auth import Auth
 from .capture import CaptureWriter
 from .connection import Connection
@@ -81,16 +81,24 @@ class Sidecar:
                 f"refusing to serve on {config.host}: no token is configured, so the sidecar "
                 "only serves on loopback (pass --token to serve on other interfaces)"
             )
+        # One writer per database file: refused here, before anything is opened.
+        self.lock = WriterLock(config.db)
+        self.lock.acquire()
+        try:
+            writer = Writer(config.db, rules=config.rules, synchronous=config.synchronous)
+        except BaseException:
+            self.lock.release()
+            raise
         self.hub: dict[str, set[Connection]] = {}
         self.stopping = False
-        self.capture = CaptureWriter(config.capture) if config.capture else None
+        secrets = [s for table in (self.auth.writers, self.auth.readers) for v in table.values()
+                   for s in v]  # fmt: skip
+        self.capture = CaptureWriter(config.capture, secrets=secrets) if config.capture else None
         self._ids = itertools.count(1)
         self._local = threading.local()
         self._readers: list[Reader] = []
         self._read_pool = ThreadPoolExecutor(config.readers, thread_name_prefix="credence-reader")
-        self.writer = WriterService(
-            Writer(config.db, rules=config.rules, synchronous=config.synchronous), self._publish
-        )
+        self.writer = WriterService(writer, self._publish)
         self.server: Server | None = None
         self.connections: set[Connection] = set()
 
@@ -102,7 +110,8 @@ class Sidecar:
 
     @property
     def url(self) -> str:
-        return f"ws://{self.config.host}:{self.port}"
+        host = self.config.host
+        return f"ws://[{host}]:{self.port}" if ":" in host else f"ws://{host}:{self.port}"
 
     async def start(self) -> None:
         self.writer.start()
@@ -145,13 +154,16 @@ class Sidecar:
             reader.close()
         if self.capture is not None:
             self.capture.close()
+        self.lock.release()
         log.info(
             "credence stopped: %d events in %d batches", self.writer.events, self.writer.batches
         )
 
-    async def run_forever(self) -> None:
-        """Serve until SIGINT or SIGTERM."""
+    async def run_forever(self, ready: Callable[[Sidecar], None] | None = None) -> None:
+        """Serve until SIGINT or SIGTERM; ``ready`` is called once the port is bound."""
         await self.start()
+        if ready is not None:
+            ready(self)
         done = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -2,53 +2,137 @@
 
 A capture is a sequence of records, each a 4-byte big-endian length followed by that many
 bytes of msgpack: a map ``{"conn": int, "t": float (unix seconds), "text": bool, "data":
-bin | str}``. ``data`` is the WebSocket message exactly as received, except that a
-``hello``'s token is replaced by ``"<redacted>"`` (a capture is shared; secrets are not).
+bin | str}``. ``data`` is the WebSocket message exactly as received, except that tokens are
+redacted (a capture is shared; secrets are not):
+
+* a ``hello`` that decodes has its ``token`` replaced by ``"<redacted>"`` (re-encoded);
+* in the raw bytes of a connection's first message and of anything that does not decode
+  or is a ``hello``, the value after a ``token`` key is masked with ``*`` of the same
+  length (so a malformed hello stays malformed in exactly the same way), and so is every
+  configured token, wherever it appears. So a refused hello that carries a valid token
+  plus a defect (an integer key, a trailing byte, a lone surrogate, no ``type``) never
+  leaks it.
 """
 
 from __future__ import annotations
 
+import re
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import msgpack
 import orjson
 
-__all__ = ["CaptureWriter", "read_capture"]
+__all__ = ["REDACTED", "CaptureWriter", "read_capture", "redact"]
 
 _LEN = struct.Struct(">I")
 REDACTED = "<redacted>"
+_MASK = ord("*")
+
+#: The msgpack key ``"token"`` (fixstr) and the str headers that may follow it.
+_MSGPACK_KEY = b"\xa5token"
+#: A JSON ``"token"`` key and its string value (escapes included), in text or bytes.
+_JSON_TOKEN = re.compile(rb'"token"\s*:\s*"((?:[^"\\]|\\.)*)')
 
 
-def _redact(message: bytes | str) -> bytes | str:
+def _decoded(message: bytes | str) -> Any:
     try:
-        frame = (
-            orjson.loads(message)
-            if isinstance(message, str)
-            else msgpack.unpackb(message, raw=False)
-        )
+        if isinstance(message, str):
+            return orjson.loads(message)
+        return msgpack.unpackb(message, raw=False)
     except Exception:
-        return message
-    if not isinstance(frame, dict) or frame.get("type") != "hello" or not frame.get("token"):
-        return message
-    frame["token"] = REDACTED
-    return (
-        orjson.dumps(frame).decode()
-        if isinstance(message, str)
-        else msgpack.packb(frame, use_bin_type=True)
-    )
+        return None
+
+
+def _msgpack_str_spans(data: bytes) -> Iterator[tuple[int, int]]:
+    """Where a string value follows each ``"token"`` key in raw msgpack: (start, end)."""
+    at = data.find(_MSGPACK_KEY)
+    while at >= 0:
+        pos = at + len(_MSGPACK_KEY)
+        if pos < len(data):
+            head = data[pos]
+            size, skip = -1, 0
+            if 0xA0 <= head <= 0xBF:
+                size, skip = head & 0x1F, 1
+            elif head in (0xD9, 0xC4) and pos + 2 <= len(data):  # str8 (or bin8)
+                size, skip = data[pos + 1], 2
+            elif head in (0xDA, 0xC5) and pos + 3 <= len(data):  # str16 (or bin16)
+                size, skip = int.from_bytes(data[pos + 1 : pos + 3], "big"), 3
+            elif head in (0xDB, 0xC6) and pos + 5 <= len(data):  # str32 (or bin32)
+                size, skip = int.from_bytes(data[pos + 1 : pos + 5], "big"), 5
+            if size > 0:
+                yield pos + skip, min(len(data), pos + skip + size)
+        at = data.find(_MSGPACK_KEY, at + 1)
+
+
+def _scrub(data: bytes, secrets: Iterable[bytes], *, keyed: bool = True) -> bytes:
+    """Mask token values after a ``token`` key, and every configured secret, in raw bytes."""
+    buf = bytearray(data)
+    if keyed:
+        for start, end in _msgpack_str_spans(data):
+            buf[start:end] = bytes([_MASK]) * (end - start)
+        for match in _JSON_TOKEN.finditer(data):
+            start, end = match.span(1)
+            buf[start:end] = bytes([_MASK]) * (end - start)
+    for secret in secrets:
+        if not secret:
+            continue
+        at = data.find(secret)
+        while at >= 0:
+            buf[at : at + len(secret)] = bytes([_MASK]) * len(secret)
+            at = data.find(secret, at + 1)
+    return bytes(buf)
+
+
+def _secret_forms(secrets: Iterable[str]) -> list[bytes]:
+    """Each secret as UTF-8 bytes, and as JSON would escape it (``\\u00e9``)."""
+    forms: set[bytes] = set()
+    for secret in secrets:
+        if secret:
+            forms.add(secret.encode("utf-8", "surrogatepass"))
+            forms.add(orjson.dumps(secret)[1:-1])
+            forms.add(secret.encode("ascii", "backslashreplace").replace(b"\\x", b"\\u00"))
+    return sorted(forms, key=len, reverse=True)
+
+
+def redact(
+    message: bytes | str, *, first: bool = False, secrets: Iterable[str] = ()
+) -> bytes | str:
+    """``message`` with its tokens redacted (see the module docstring).
+
+    ``first``: it is the connection's first message (its hello, however malformed).
+    """
+    frame = _decoded(message)
+    is_hello = isinstance(frame, dict) and frame.get("type") == "hello"
+    if frame is not None and not first and not is_hello:
+        return message  # an ordinary frame: byte for byte
+    keyed = True  # mask the value after any "token" key
+    if is_hello and isinstance(frame.get("token"), str) and frame["token"]:
+        frame["token"] = REDACTED
+        message = (
+            orjson.dumps(frame).decode()
+            if isinstance(message, str)
+            else msgpack.packb(frame, use_bin_type=True)
+        )
+        keyed = False  # its token is now "<redacted>"; configured ones may remain elsewhere
+    forms = _secret_forms(secrets)
+    if isinstance(message, str):
+        raw = message.encode("utf-8", "surrogatepass")
+        return _scrub(raw, forms, keyed=keyed).decode("utf-8", "surrogatepass")
+    return _scrub(message, forms, keyed=keyed)
 
 
 class CaptureWriter:
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, secrets: Iterable[str] = ()) -> None:
         self.file: BinaryIO = open(path, "ab")  # noqa: SIM115 - closed by close()
         self.records = 0
+        self.secrets = tuple(s for s in secrets if s)
 
-    def record(self, conn: int, message: bytes | str) -> None:
-        data = _redact(message)
+    def record(self, conn: int, message: bytes | str, *, first: bool = False) -> None:
+        data = redact(message, first=first, secrets=self.secrets)
         body = msgpack.packb(
             {"conn": conn, "t": time.time(), "text": isinstance(data, str), "data": data},
             use_bin_type=True,

@@ -143,7 +143,7 @@ class Connection:
                 close=CloseCode.HELLO_TIMEOUT,
             ) from None
         self.json = isinstance(message, str)
-        self._capture(message)
+        self._capture(message, first=True)
         hello = parse_hello(decode(message))
         token = hello.token or _bearer(self.ws)
         role = self.app.auth.role_for(hello.world, token)
@@ -435,9 +435,9 @@ class Connection:
         if announce:
             self.push({"type": "resumed", "seq": self.cursor, "sent": sent})
 
-    def _capture(self, message: bytes | str) -> None:
+    def _capture(self, message: bytes | str, *, first: bool = False) -> None:
         if self.app.capture is not None:
-            self.app.capture.record(self.id, message)
+            self.app.capture.record(self.id, message, first=first)
 
 
 def _bearer(ws: ServerConnection) -> str | None:

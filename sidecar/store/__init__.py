@@ -1,9 +1,12 @@
 """The SQLite store: schema and migrations, the single group-commit writer, readers, rebuild."""
 
+from .lock import WriterLock, lock_path
 from .rebuild import RebuildReport, rebuild
 from .schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
 from .store import (
     BeliefFilter,
+    CannotOpen,
+    DatabaseInUse,
     EventResult,
     Reader,
     ResultStatus,
@@ -18,6 +21,8 @@ __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "BeliefFilter",
+    "CannotOpen",
+    "DatabaseInUse",
     "EventResult",
     "Reader",
     "RebuildReport",
@@ -26,7 +31,9 @@ __all__ = [
     "StorageFailure",
     "StoreError",
     "Writer",
+    "WriterLock",
     "connect",
+    "lock_path",
     "migrate",
     "rebuild",
     "schema_version",

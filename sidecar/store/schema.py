@@ -7,9 +7,18 @@ rules so that even a bug in the engine cannot store an impossible belief.
 
 from __future__ import annotations
 
+import re
 import sqlite3
+from collections.abc import Callable
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate", "schema_version"]
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "cheap_checks",
+    "migrate",
+    "schema_version",
+    "unknown_migrations",
+]
 
 _STATES = "('influencing','past','doubtful','anomalous','corrected')"
 _SOURCES = "('firsthand','hearsay','implanted')"
@@ -200,42 +209,114 @@ CREATE INDEX changes_by_belief ON changes (world, resident, root, seq);
 CREATE INDEX changes_by_resident ON changes (world, resident, seq);
 """
 
-_EVENT_KINDS_I10 = _EVENT_KINDS_V3[:-1] + ",'register')"
+# Version 4 (issue 13): the same constraints, cheaper per row. SQLite evaluates
+# ``col IN ('a', 'b', …)`` in a CHECK by building a small ephemeral index for every row it
+# checks (~2.5 µs per constraint per row); ``col = 'a' OR col = 'b' …`` accepts and refuses
+# exactly the same values (NULL included) at a fraction of the cost. ``json_valid`` CHECKs
+# go: every JSON column is written by the store's own orjson encoder (rows.py), so the text
+# is valid by construction, checked once in Python rather than again per row in SQLite.
+# SQLite cannot alter a CHECK, so each such table is rebuilt from its own current definition
+# (read back from sqlite_master, so columns other migrations added come along) with its
+# data and indexes. Idempotent: a table with nothing to rewrite is left alone.
+_IN_LIST = re.compile(r"\b(\w+) IN \(('[^'()]*'(?:\s*,\s*'[^'()]*')*)\)")
+_JSON_CHECK = re.compile(r"\s*CHECK \((?:(\w+) IS NULL OR )?json_valid\((\w+)\)\)")
+_REBUILT = ("events", "evidence", "beliefs", "changes", "facts")
+
+
+def cheap_checks(sql: str) -> str:
+    """``sql`` with every ``col IN ('a', …)`` as an OR chain and no ``json_valid`` CHECK."""
+
+    def or_chain(m: re.Match[str]) -> str:
+        col, values = m[1], re.findall(r"'[^']*'", m[2])
+        return "(" + " OR ".join(f"{col} = {v}" for v in values) + ")"
+
+    return _JSON_CHECK.sub("", _IN_LIST.sub(or_chain, sql))
+
+
+def _cheap_checks(conn: sqlite3.Connection) -> None:
+    for table in _REBUILT:
+        row = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+        ).fetchone()
+        if row is None:
+            continue
+        old_sql = str(row[0])
+        new_sql = cheap_checks(old_sql)
+        if new_sql == old_sql:
+            continue
+        _rebuild_table(conn, table, new_sql)
+
+
+def _rebuild_table(conn: sqlite3.Connection, table: str, new_sql: str) -> None:
+    """Recreate ``table`` as ``new_sql`` (same columns) with its data and indexes."""
+    indexes = [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? "
+            "AND sql IS NOT NULL ORDER BY name",
+            (table,),
+        )
+    ]
+    columns = ", ".join(r[1] for r in conn.execute(f"PRAGMA table_info({table})"))
+    temp = f"{table}_i13"
+    head = re.match(r"CREATE TABLE\s+(\"?\w+\"?)", new_sql)
+    assert head is not None, new_sql
+    conn.execute(f"CREATE TABLE {temp}" + new_sql[head.end() :])
+    conn.execute(f"INSERT INTO {temp} ({columns}) SELECT {columns} FROM {table}")
+    conn.execute(f"DROP TABLE {table}")
+    conn.execute(f"ALTER TABLE {temp} RENAME TO {table}")
+    for index_sql in indexes:
+        conn.execute(index_sql)
+
+
+def _allow(conn: sqlite3.Connection, table: str, column: str, value: str) -> None:
+    """Widen the CHECK on ``table.column`` (an ``IN (…)`` list or an ``= … OR`` chain, as
+    the table has it) to allow ``value`` too; nothing else of the table changes."""
+    row = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+    ).fetchone()
+    old_sql = str(row[0])
+    in_list = re.compile(rf"\b{column} IN \(('[^'()]*'(?:\s*,\s*'[^'()]*')*)\)")
+    chain = re.compile(rf"\(({column} = '[^']*'(?: OR {column} = '[^']*')*)\)")
+    found = in_list.search(old_sql) or chain.search(old_sql)
+    assert found is not None, f"no CHECK on {table}.{column} to widen"
+    if f"'{value}'" in found[1]:
+        return
+    if found.re is in_list:
+        widened = f"{column} IN ({found[1]},'{value}')"
+    else:
+        widened = f"({found[1]} OR {column} = '{value}')"
+    _rebuild_table(conn, table, old_sql[: found.start()] + widened + old_sql[found.end() :])
+
 
 # Issue 10: what the NPC's LLM reads. Importance is stored on beliefs (the narrative ranks
-# by it); the resident registry (display names per language, from logged ``register``
-# events) lives beside the residents, action labels in ``labels``; ``register`` joins the
-# event kinds (SQLite cannot alter a CHECK, so the log table is rebuilt once more).
-_I10_MEMORY = f"""
-ALTER TABLE beliefs ADD COLUMN importance REAL CHECK (importance IS NULL OR importance >= 0);
-ALTER TABLE residents ADD COLUMN names TEXT CHECK (names IS NULL OR json_valid(names));
-CREATE TABLE labels (
-    world     TEXT NOT NULL REFERENCES worlds(world),
-    kind      TEXT NOT NULL CHECK (kind IN ('action')),
-    key       TEXT NOT NULL,
-    names     TEXT NOT NULL CHECK (json_valid(names)),
-    PRIMARY KEY (world, kind, key)
-) WITHOUT ROWID;
-CREATE TABLE events_i10 (
-    world     TEXT NOT NULL REFERENCES worlds(world),
-    seq       INTEGER NOT NULL CHECK (seq > 0),
-    event_id  TEXT NOT NULL,
-    day       REAL NOT NULL CHECK (day >= 0),
-    kind      TEXT NOT NULL CHECK (kind IN {_EVENT_KINDS_I10}),
-    body      TEXT NOT NULL CHECK (json_valid(body)),
-    PRIMARY KEY (world, seq),
-    UNIQUE (world, event_id)
-);
-INSERT INTO events_i10 SELECT world, seq, event_id, day, kind, body FROM events;
-DROP TABLE events;
-ALTER TABLE events_i10 RENAME TO events;
-"""
+# by it) and the day a resident remembers a belief from (misremembering can move it); the
+# resident registry (display names per language, from logged ``register`` events) lives
+# beside the residents, action labels in ``labels``. ``register`` joins the event kinds
+# and ``misremembered`` the change kinds (their CHECKs are widened: the table is rebuilt).
+def _i10_memory(conn: sqlite3.Connection) -> None:
+    for statement in (
+        "ALTER TABLE beliefs ADD COLUMN importance REAL "
+        "CHECK (importance IS NULL OR importance >= 0)",
+        "ALTER TABLE beliefs ADD COLUMN remembered_day REAL",
+        "ALTER TABLE residents ADD COLUMN names TEXT",
+        "CREATE TABLE labels (world TEXT NOT NULL REFERENCES worlds(world), "
+        "kind TEXT NOT NULL CHECK (kind = 'action'), key TEXT NOT NULL, names TEXT NOT NULL, "
+        "PRIMARY KEY (world, kind, key)) WITHOUT ROWID",
+    ):
+        conn.execute(statement)
+    _allow(conn, "events", "kind", "register")
+    _allow(conn, "changes", "kind", "misremembered")
 
-MIGRATIONS: list[tuple[str, str]] = [
+
+Migration = str | Callable[[sqlite3.Connection], None]
+
+MIGRATIONS: list[tuple[str, Migration]] = [
     ("0001_initial", _INITIAL),
     ("0002_audit_subjects", _AUDIT_SUBJECTS),
     ("0003_social_epistemics", _SOCIAL),
-    ("0004_i10_memory", _I10_MEMORY),
+    ("0004_i13_cheap_checks", _cheap_checks),
+    ("0005_i10_memory", _i10_memory),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -249,25 +330,35 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT count(*) FROM _migrations").fetchone()[0])
 
 
+def unknown_migrations(conn: sqlite3.Connection) -> list[str]:
+    """Migrations recorded in the database that this version does not know (sorted)."""
+    if schema_version(conn) == 0:
+        return []
+    done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+    return sorted(done - {name for name, _ in MIGRATIONS})
+
+
 def migrate(conn: sqlite3.Connection, *, upto: int = SCHEMA_VERSION) -> list[str]:
     """Apply every migration not yet applied, up to ``upto``; return the names applied."""
-    conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY)")
-    done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
-    known = {name for name, _ in MIGRATIONS}
-    unknown = done - known
+    unknown = unknown_migrations(conn)
     if unknown:
         raise RuntimeError(
-            f"database has migrations this version does not know: {sorted(unknown)}; "
+            f"database has migrations this version does not know: {unknown}; "
             "it was written by a newer Credence"
         )
+    conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY)")
+    done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
     applied = []
     for name, sql in MIGRATIONS[:upto]:
         if name in done:
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _statements(sql):
-                conn.execute(statement)
+            if callable(sql):
+                sql(conn)
+            else:
+                for statement in _statements(sql):
+                    conn.execute(statement)
             conn.execute("INSERT INTO _migrations (name) VALUES (?)", (name,))
             conn.execute("COMMIT")
         except BaseException:

@@ -12,7 +12,10 @@ writes. Raw ``sqlite3`` errors do not leave this module: they become :class:`Sto
 Exception tree::
 
     StoreError
+     ├── CannotOpen         the file is not a usable database (corrupt, a directory,
+     │                      read-only for a writer, missing for a reader)
      ├── SchemaTooNew       the database was written by a newer Credence
+     ├── DatabaseInUse      another process holds the database's writer lock
      └── StorageFailure     SQLite refused a write we believed valid (a bug or a full disk)
 """
 
@@ -55,10 +58,12 @@ from .rows import (
     dump_json_list,
     load_json,
 )
-from .schema import migrate
+from .schema import migrate, unknown_migrations
 
 __all__ = [
     "BeliefFilter",
+    "CannotOpen",
+    "DatabaseInUse",
     "EventResult",
     "Reader",
     "ResultStatus",
@@ -74,8 +79,16 @@ class StoreError(Exception):
     """Base of the store's own errors."""
 
 
+class CannotOpen(StoreError):
+    """The file cannot be opened as a Credence database (corrupt, a directory, read-only)."""
+
+
 class SchemaTooNew(StoreError):
     """The database holds migrations this version does not know."""
+
+
+class DatabaseInUse(StoreError):
+    """Another process (a second ``credence serve``) holds the database's writer lock."""
 
 
 class StorageFailure(StoreError):
@@ -92,6 +105,22 @@ def connect(path: str | Path, *, synchronous: str = "FULL") -> sqlite3.Connectio
     conn.execute(f"PRAGMA synchronous = {synchronous}")
     conn.execute("PRAGMA busy_timeout = 10000")
     conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def _open(path: Path, *, synchronous: str) -> sqlite3.Connection:
+    """:func:`connect`, with every way the file can be unusable as one :class:`CannotOpen`."""
+    if path.is_dir():
+        raise CannotOpen(f"{path} is a directory, not a database file")
+    try:
+        conn = connect(path, synchronous=synchronous)
+    except sqlite3.Error as exc:
+        raise CannotOpen(f"{path}: not a usable SQLite database: {exc}") from exc
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error as exc:
+        conn.close()
+        raise CannotOpen(f"{path}: not a usable SQLite database: {exc}") from exc
     return conn
 
 
@@ -358,13 +387,21 @@ class Writer:
     ) -> None:  # fmt: skip
         self.path = Path(path)
         self.rules = rules
-        self.conn = connect(self.path, synchronous=synchronous)
+        if self.path.is_file():  # SQLite would open a read-only file and fail at first write
+            try:
+                open(self.path, "r+b").close()
+            except OSError as exc:
+                raise CannotOpen(f"{self.path} is not writable: {exc.strerror}") from exc
+        self.conn = _open(self.path, synchronous=synchronous)
         self.db = Database(self.conn)
         try:
             self.migrations_applied = migrate(self.conn)
         except RuntimeError as exc:
             self.conn.close()
-            raise SchemaTooNew(str(exc)) from exc
+            raise SchemaTooNew(f"{self.path}: {exc}") from exc
+        except sqlite3.Error as exc:
+            self.conn.close()
+            raise CannotOpen(f"{self.path}: cannot write the database: {exc}") from exc
         self._worlds: dict[str, _WorldState] = {}
         self._cache = _Cache(cache_budget, TRUST_CACHE_LIMIT) if cache else None
         self._data_version: int | None = None
@@ -677,8 +714,19 @@ class Reader:
     """Read-only queries on a connection of its own. One thread at a time may use it."""
 
     def __init__(self, path: str | Path) -> None:
-        self.conn = connect(path, synchronous="NORMAL")
+        self.conn = _open(Path(path), synchronous="NORMAL")
         self.db = Database(self.conn)
+        try:
+            unknown = unknown_migrations(self.conn)
+        except sqlite3.Error as exc:
+            self.conn.close()
+            raise CannotOpen(f"{path}: not a readable Credence database: {exc}") from exc
+        if unknown:
+            self.conn.close()
+            raise SchemaTooNew(
+                f"{path}: database has migrations this version does not know: {unknown}; "
+                "it was written by a newer Credence"
+            )
 
     def close(self) -> None:
         self.conn.close()

@@ -1,0 +1,886 @@
+// Credence C# client: one connection to a Credence sidecar, kept alive (protocol/SPEC.md).
+//
+// What it owns, so a game does not write it by hand:
+//
+//   * hello and auth: the token in hello.token (default, works everywhere) or as an
+//     Authorization: Bearer header (TokenInHeader); the welcome is returned by ConnectAsync.
+//   * events with ack tasks: SendEventAsync returns a Task<Ack> that completes on the ack and
+//     fails with CredenceErrorException on a refusal (invalid_event, contract_violation, …).
+//   * one ordered queue of outgoing frames: every frame gets a client rid; replies come in
+//     request order (SPEC §14.2), so each reply completes the oldest frame in flight (checked
+//     against the rid it echoes).
+//   * automatic reconnect: when the connection drops (not for a fatal close such as 4001),
+//     wait (ReconnectDelay), reconnect with hello.resume = the last seq received, replay the
+//     subscribe/unsubscribe frames that had been answered, then resend every frame not yet
+//     answered, in order; an event already stored is acked as a duplicate (idempotent by
+//     event_id), so nothing is lost and nothing is applied twice (SPEC §9).
+//   * paged replies joined: the list fields of every part are concatenated (SPEC §11).
+//   * typed notifications: BeliefChange, Resumed, Welcome, Disconnected and unmatched
+//     errors are queued by the network thread and handed out by DispatchPending() on the
+//     thread that calls it (Unity: from Update(), i.e. the main thread).
+//   * a local mirror of the subscribed beliefs (BeliefMirror), kept by DispatchPending().
+//   * backpressure both ways: at most MaxInFlight frames await a reply on the wire (the rest
+//     wait locally, at most MaxQueuedFrames, then SendEventAsync throws); and when the game
+//     lets more than MaxPendingNotifications notifications pile up undispatched, the client
+//     stops reading the socket (TCP backpressure: the sidecar may then close 4008, after
+//     which the client reconnects and resumes; nothing is lost).
+//
+// Threading: every public method may be called from any thread. Network work runs on the
+// thread pool; task continuations run asynchronously (in Unity, an await resumes on the
+// main thread through Unity's SynchronizationContext).
+
+using System;
+using System.Collections.Concurrent;
+using System.Collections.Generic;
+using System.IO;
+using System.Net.WebSockets;
+using System.Threading;
+using System.Threading.Tasks;
+
+namespace Credence
+{
+    public enum ConnectionState
+    {
+        /// <summary>ConnectAsync not called yet (frames sent now wait in the queue).</summary>
+        Idle,
+        Connecting,
+        Open,
+        /// <summary>The connection dropped; the client is reconnecting (frames wait in the queue).</summary>
+        Reconnecting,
+        /// <summary>A fatal refusal (e.g. 4001 unauthorized): no reconnect; pending tasks failed.</summary>
+        Failed,
+        /// <summary>CloseAsync was called.</summary>
+        Closed,
+    }
+
+    public sealed class CredenceOptions
+    {
+        public Uri Url = new Uri("ws://127.0.0.1:8765/");
+        /// <summary>The world (save game, shard) this connection reads and writes. Required.</summary>
+        public string World;
+        /// <summary>A writer or reader token; null for a sidecar in open mode.</summary>
+        public string Token;
+        /// <summary>Send the token as <c>Authorization: Bearer</c> at the upgrade instead of in <c>hello.token</c>.</summary>
+        public bool TokenInHeader;
+        /// <summary>Free text for the sidecar's log.</summary>
+        public string ClientName = "credence-csharp/0.1";
+        /// <summary>The hello's subscription: these residents (null: none unless SubscribeAll).</summary>
+        public IList<string> Subscribe;
+        /// <summary>Subscribe to every resident (<c>"*"</c>).</summary>
+        public bool SubscribeAll;
+        /// <summary>Resume point for the first connection (0 replays the world's history into the mirror); null: live only.</summary>
+        public long? ResumeFrom;
+        /// <summary>At most this many frames await their reply on the wire.</summary>
+        public int MaxInFlight = 256;
+        /// <summary>At most this many frames wait in the client (in flight or queued); beyond, sends throw.</summary>
+        public int MaxQueuedFrames = 100000;
+        /// <summary>Stop reading the socket while this many notifications wait for DispatchPending.</summary>
+        public int MaxPendingNotifications = 10000;
+        public TimeSpan HandshakeTimeout = TimeSpan.FromSeconds(10);
+        public bool AutoReconnect = true;
+        /// <summary>Wait before reconnect attempt n (1, 2, …). Default: 0.2 s doubling to 5 s, with jitter.</summary>
+        public Func<int, CancellationToken, Task> ReconnectDelay;
+        /// <summary>Keep <see cref="CredenceClient.Mirror"/> up to date in DispatchPending.</summary>
+        public bool KeepMirror = true;
+    }
+
+    public sealed class CredenceClient : IDisposable
+    {
+        static readonly Dictionary<string, string[]> PagedLists = new Dictionary<string, string[]>
+        {
+            { "beliefs", new[] { "beliefs" } },
+            { "explanation", new[] { "evidence", "history" } },
+            { "distribution", new[] { "residents" } },
+            { "narrative", new[] { "sections" } },
+            { "graph", new[] { "nodes", "edges" } },
+            { "trust", new[] { "entries" } },
+        };
+
+        sealed class Item
+        {
+            public long Rid;
+            public string Type;
+            public string EventId;
+            public byte[] Bytes;
+            public Dictionary<string, object> Frame;
+            public bool Sent;
+            /// <summary>A subscription replayed after a reconnect: its reply only matters to us.</summary>
+            public bool Replay;
+            public Dictionary<string, object> Joined;
+            public int Parts;
+            public readonly TaskCompletionSource<Dictionary<string, object>> Done =
+                new TaskCompletionSource<Dictionary<string, object>>(TaskCreationOptions.RunContinuationsAsynchronously);
+        }
+
+        sealed class Conn
+        {
+            public ClientWebSocket Ws;
+            public long MaxFrame;
+            public readonly CancellationTokenSource Cts = new CancellationTokenSource();
+            public readonly ConcurrentQueue<byte[]> Outbox = new ConcurrentQueue<byte[]>();
+            public readonly SemaphoreSlim Signal = new SemaphoreSlim(0);
+            public int? CloseCode;
+            public string CloseReason;
+            public string LastErrorCode;
+        }
+
+        readonly CredenceOptions options;
+        readonly object gate = new object();
+        readonly LinkedList<Item> items = new LinkedList<Item>();
+        readonly Dictionary<string, Item> eventsById = new Dictionary<string, Item>(StringComparer.Ordinal);
+        readonly List<Dictionary<string, object>> subscriptionLog = new List<Dictionary<string, object>>();
+        readonly ConcurrentQueue<object> inbox = new ConcurrentQueue<object>();
+        readonly CancellationTokenSource lifetime = new CancellationTokenSource();
+        readonly BeliefMirror mirror = new BeliefMirror();
+        readonly Random jitter = new Random();
+
+        Conn conn;
+        ConnectionState state = ConnectionState.Idle;
+        long lastSeq;
+        bool haveSeq;
+        bool inBacklog;
+        long nextRid;
+        int inFlight;
+        int connections;
+        int maxInFlightSeen;
+        long maxFrame = 262144;
+        TaskCompletionSource<bool> room;
+
+        /// <summary>Raised by DispatchPending for each belief notification, in seq order.</summary>
+        public event Action<BeliefChange> BeliefChanged;
+        /// <summary>Raised by DispatchPending after a resume backlog (every reconnect, and a first ResumeFrom).</summary>
+        public event Action<Resumed> ResumeCompleted;
+        /// <summary>Raised by DispatchPending for each welcome (the first connection and every reconnect).</summary>
+        public event Action<Welcome> Connected;
+        /// <summary>Raised by DispatchPending when the connection dropped.</summary>
+        public event Action<Disconnected> ConnectionLost;
+        /// <summary>Raised by DispatchPending for an error frame that answers no frame of ours (e.g. slow_consumer).</summary>
+        public event Action<CredenceErrorException> ErrorReceived;
+
+        public CredenceClient(CredenceOptions options)
+        {
+            if (options == null) throw new ArgumentNullException("options");
+            if (string.IsNullOrEmpty(options.World)) throw new ArgumentException("options.World is required");
+            if (options.MaxInFlight < 1) throw new ArgumentException("options.MaxInFlight must be at least 1");
+            this.options = options;
+        }
+
+        public ConnectionState State { get { lock (gate) return state; } }
+        /// <summary>The seq of the last change received (or the welcome's): the next resume point.</summary>
+        public long LastSeq { get { lock (gate) return lastSeq; } }
+        /// <summary>Events sent or queued and not yet answered.</summary>
+        public int UnackedEvents { get { lock (gate) return eventsById.Count; } }
+        /// <summary>Frames on the wire awaiting their reply.</summary>
+        public int InFlight { get { lock (gate) return inFlight; } }
+        /// <summary>The largest InFlight ever reached (to check the window).</summary>
+        public int MaxInFlightSeen { get { lock (gate) return maxInFlightSeen; } }
+        /// <summary>Frames waiting in the client (in flight or not yet sent).</summary>
+        public int QueuedFrames { get { lock (gate) return items.Count; } }
+        /// <summary>Notifications waiting for DispatchPending.</summary>
+        public int PendingNotifications { get { return inbox.Count; } }
+        /// <summary>How many connections were established (1 + successful reconnects).</summary>
+        public int Connections { get { lock (gate) return connections; } }
+        public BeliefMirror Mirror { get { return mirror; } }
+
+        // ------------------------------------------------------------------ connecting
+
+        /// <summary>Open the connection and say hello; throws CredenceConnectionException on a refusal.</summary>
+        public async Task<Welcome> ConnectAsync(CancellationToken cancel = default(CancellationToken))
+        {
+            lock (gate)
+            {
+                if (state != ConnectionState.Idle) throw new InvalidOperationException("ConnectAsync was already called");
+                state = ConnectionState.Connecting;
+            }
+            try
+            {
+                return await OpenAsync(false, cancel).ConfigureAwait(false);
+            }
+            catch (Exception)
+            {
+                lock (gate) if (state == ConnectionState.Connecting) state = ConnectionState.Idle;
+                throw;
+            }
+        }
+
+        async Task<Welcome> OpenAsync(bool reconnect, CancellationToken cancel)
+        {
+            var ws = new ClientWebSocket();
+            if (options.Token != null && options.TokenInHeader)
+                ws.Options.SetRequestHeader("Authorization", "Bearer " + options.Token);
+            using (var timeout = CancellationTokenSource.CreateLinkedTokenSource(cancel, lifetime.Token))
+            {
+                timeout.CancelAfter(options.HandshakeTimeout);
+                Dictionary<string, object> first;
+                long? resume;
+                try
+                {
+                    await ws.ConnectAsync(options.Url, timeout.Token).ConfigureAwait(false);
+                    var hello = new Dictionary<string, object>
+                    {
+                        { "type", "hello" }, { "protocol", 1 }, { "world", options.World },
+                    };
+                    if (options.Token != null && !options.TokenInHeader) hello["token"] = options.Token;
+                    if (options.ClientName != null) hello["client"] = options.ClientName;
+                    if (options.SubscribeAll) hello["subscribe"] = "*";
+                    else if (options.Subscribe != null) hello["subscribe"] = Events.Ids(options.Subscribe);
+                    lock (gate) resume = haveSeq ? lastSeq : options.ResumeFrom;
+                    if (resume.HasValue) hello["resume"] = resume.Value;
+                    hello["rid"] = "hello";
+                    var bytes = MsgPack.Encode(hello);
+                    await ws.SendAsync(new ArraySegment<byte>(bytes), WebSocketMessageType.Binary, true, timeout.Token).ConfigureAwait(false);
+                    var buffer = new byte[65536];
+                    var data = await ReceiveMessage(ws, buffer, timeout.Token).ConfigureAwait(false);
+                    if (data == null)
+                        throw new CredenceConnectionException("closed during the handshake", (int?)ws.CloseStatus, null);
+                    first = MsgPack.DecodeFrame(data);
+                    if (Wire.Str(first, "type") == "error")
+                    {
+                        // A handshake refusal is fatal: read on to learn the close code.
+                        int? code = null;
+                        try
+                        {
+                            while (await ReceiveMessage(ws, buffer, timeout.Token).ConfigureAwait(false) != null) { }
+                            code = (int?)ws.CloseStatus;
+                        }
+                        catch (Exception) { }
+                        throw new CredenceConnectionException(
+                            "the sidecar refused the hello: " + Wire.Str(first, "code") + ": " + Wire.Str(first, "message"),
+                            code, Wire.Str(first, "code"));
+                    }
+                    if (Wire.Str(first, "type") != "welcome")
+                        throw new CredenceProtocolException("bad_frame", "expected welcome, got " + Wire.Str(first, "type"));
+                }
+                catch (Exception)
+                {
+                    ws.Abort();
+                    ws.Dispose();
+                    throw;
+                }
+
+                var welcome = Welcome.From(first, reconnect);
+                var c = new Conn { Ws = ws, MaxFrame = welcome.MaxFrame };
+                lock (gate)
+                {
+                    if (state == ConnectionState.Closed || lifetime.IsCancellationRequested)
+                    {
+                        ws.Abort();
+                        throw new CredenceConnectionException("the client was closed", null, null);
+                    }
+                    maxFrame = welcome.MaxFrame;
+                    if (resume.HasValue)
+                    {
+                        lastSeq = resume.Value;
+                        inBacklog = true;
+                    }
+                    else
+                    {
+                        lastSeq = welcome.Seq;
+                    }
+                    haveSeq = true;
+                    conn = c;
+                    state = ConnectionState.Open;
+                    connections++;
+                    inFlight = 0;
+                    foreach (var item in items)
+                    {
+                        item.Sent = false;
+                        item.Joined = null;
+                        item.Parts = 0;
+                    }
+                    if (reconnect)
+                    {
+                        // Restore the filters added after the hello, ahead of everything queued.
+                        LinkedListNode<Item> at = null;
+                        foreach (var sub in subscriptionLog)
+                        {
+                            var replay = NewItem(sub, true);
+                            at = at == null ? items.AddFirst(replay) : items.AddAfter(at, replay);
+                        }
+                    }
+                    inbox.Enqueue(welcome);
+                    Pump();
+                }
+                Background(ReceiveLoop(c));
+                Background(WriteLoop(c));
+                return welcome;
+            }
+        }
+
+        /// <summary>Run a loop in the background; its own catch blocks handle every failure.</summary>
+        static void Background(Task loop)
+        {
+            loop.ContinueWith(t => { var ignored = t.Exception; }, TaskContinuationOptions.OnlyOnFaulted);
+        }
+
+        static async Task<byte[]> ReceiveMessage(ClientWebSocket ws, byte[] buffer, CancellationToken cancel)
+        {
+            MemoryStream whole = null;
+            while (true)
+            {
+                var result = await ws.ReceiveAsync(new ArraySegment<byte>(buffer), cancel).ConfigureAwait(false);
+                if (result.MessageType == WebSocketMessageType.Close) return null;
+                if (result.MessageType == WebSocketMessageType.Text)
+                    throw new CredenceProtocolException("bad_frame", "a text message on a msgpack connection");
+                if (result.EndOfMessage && whole == null)
+                {
+                    var one = new byte[result.Count];
+                    Buffer.BlockCopy(buffer, 0, one, 0, result.Count);
+                    return one;
+                }
+                if (whole == null) whole = new MemoryStream();
+                whole.Write(buffer, 0, result.Count);
+                if (result.EndOfMessage) return whole.ToArray();
+            }
+        }
+
+        async Task WriteLoop(Conn c)
+        {
+            try
+            {
+                while (true)
+                {
+                    await c.Signal.WaitAsync(c.Cts.Token).ConfigureAwait(false);
+                    byte[] bytes;
+                    while (c.Outbox.TryDequeue(out bytes))
+                        await c.Ws.SendAsync(new ArraySegment<byte>(bytes), WebSocketMessageType.Binary, true, CancellationToken.None).ConfigureAwait(false);
+                }
+            }
+            catch (Exception)
+            {
+                // Cancelled by a disconnect, or the socket failed: the receive loop sees it too.
+                if (!c.Cts.IsCancellationRequested) c.Ws.Abort();
+            }
+        }
+
+        async Task ReceiveLoop(Conn c)
+        {
+            var buffer = new byte[65536];
+            try
+            {
+                while (true)
+                {
+                    await WaitForRoom(c).ConfigureAwait(false);
+                    var data = await ReceiveMessage(c.Ws, buffer, CancellationToken.None).ConfigureAwait(false);
+                    if (data == null) break;
+                    Handle(c, MsgPack.DecodeFrame(data));
+                }
+            }
+            catch (CredenceProtocolException e)
+            {
+                // The sidecar sent bytes the protocol refuses: report it, drop the connection, reconnect.
+                inbox.Enqueue(new CredenceErrorException(new Dictionary<string, object>
+                {
+                    { "type", "error" }, { "code", e.Code }, { "message", "from the sidecar: " + e.Message },
+                }));
+            }
+            catch (Exception)
+            {
+                // Socket failure or abort: handled below.
+            }
+            try
+            {
+                c.CloseCode = (int?)c.Ws.CloseStatus;
+                c.CloseReason = c.Ws.CloseStatusDescription;
+            }
+            catch (Exception) { }
+            c.Ws.Abort();
+            Lost(c);
+        }
+
+        Task WaitForRoom(Conn c)
+        {
+            lock (gate)
+            {
+                if (inbox.Count < options.MaxPendingNotifications) return Task.FromResult(true);
+                if (room == null) room = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
+                var wait = room.Task;
+                return Task.WhenAny(wait, Task.Delay(Timeout.Infinite, c.Cts.Token));
+            }
+        }
+
+        void Lost(Conn c)
+        {
+            bool reconnect;
+            var gone = new Disconnected { CloseCode = c.CloseCode, Reason = c.CloseReason };
+            lock (gate)
+            {
+                if (conn != c) return;
+                conn = null;
+                c.Cts.Cancel();
+                inFlight = 0;
+                inBacklog = false;
+                int code = c.CloseCode ?? 0;
+                bool fatal = code == 4000 || code == 4001 || code == 4002;
+                if (state == ConnectionState.Closed) gone.Final = true;
+                else if (fatal || !options.AutoReconnect)
+                {
+                    state = ConnectionState.Failed;
+                    gone.Final = true;
+                }
+                else state = ConnectionState.Reconnecting;
+                reconnect = state == ConnectionState.Reconnecting;
+            }
+            inbox.Enqueue(gone);
+            if (reconnect) Background(ReconnectLoop());
+            else FailAll(new CredenceConnectionException("the connection closed (" + gone.CloseCode + " " + gone.Reason + ")", gone.CloseCode, c.LastErrorCode));
+        }
+
+        async Task ReconnectLoop()
+        {
+            for (int attempt = 1; ; attempt++)
+            {
+                try
+                {
+                    if (options.ReconnectDelay != null)
+                        await options.ReconnectDelay(attempt, lifetime.Token).ConfigureAwait(false);
+                    else
+                        await Task.Delay(DefaultDelay(attempt), lifetime.Token).ConfigureAwait(false);
+                }
+                catch (OperationCanceledException)
+                {
+                    return;
+                }
+                lock (gate) if (state != ConnectionState.Reconnecting) return;
+                try
+                {
+                    await OpenAsync(true, lifetime.Token).ConfigureAwait(false);
+                    return;
+                }
+                catch (CredenceConnectionException e)
+                {
+                    if (e.Code == null) continue; // closed during the handshake: try again
+                    // The sidecar refused the hello (e.g. the token was revoked): give up.
+                    lock (gate)
+                    {
+                        if (state != ConnectionState.Reconnecting) return;
+                        state = ConnectionState.Failed;
+                    }
+                    inbox.Enqueue(new Disconnected { CloseCode = e.CloseCode, Reason = e.Code, Final = true });
+                    FailAll(e);
+                    return;
+                }
+                catch (Exception)
+                {
+                    // Refused, timed out, reset: the sidecar is not back yet.
+                }
+            }
+        }
+
+        TimeSpan DefaultDelay(int attempt)
+        {
+            double seconds = Math.Min(5.0, 0.2 * Math.Pow(2, Math.Min(attempt - 1, 10)));
+            double factor;
+            lock (jitter) factor = 0.8 + 0.4 * jitter.NextDouble();
+            return TimeSpan.FromSeconds(seconds * factor);
+        }
+
+        /// <summary>Drop the socket as a network failure would (the client reconnects and resumes). For tests and "reconnect now" buttons.</summary>
+        public void DropConnection()
+        {
+            Conn c;
+            lock (gate) c = conn;
+            if (c != null) c.Ws.Abort();
+        }
+
+        /// <summary>Close the connection (1000); every task still pending fails with CredenceConnectionException.</summary>
+        public async Task CloseAsync()
+        {
+            Conn c;
+            lock (gate)
+            {
+                if (state == ConnectionState.Closed) return;
+                state = ConnectionState.Closed;
+                c = conn;
+            }
+            lifetime.Cancel();
+            if (c != null)
+            {
+                try
+                {
+                    c.Cts.Cancel();
+                    var close = c.Ws.CloseOutputAsync(WebSocketCloseStatus.NormalClosure, "", CancellationToken.None);
+                    await Task.WhenAny(close, Task.Delay(2000)).ConfigureAwait(false);
+                }
+                catch (Exception) { }
+                c.Ws.Abort();
+            }
+            FailAll(new CredenceConnectionException("the client was closed", null, null));
+        }
+
+        public void Dispose()
+        {
+            CloseAsync().Wait(3000);
+        }
+
+        void FailAll(Exception error)
+        {
+            List<Item> failed;
+            lock (gate)
+            {
+                failed = new List<Item>(items);
+                items.Clear();
+                eventsById.Clear();
+                inFlight = 0;
+            }
+            foreach (var item in failed) item.Done.TrySetException(error);
+        }
+
+        // ------------------------------------------------------------------ sending
+
+        Item NewItem(IDictionary<string, object> frame, bool replay)
+        {
+            var copy = new Dictionary<string, object>(StringComparer.Ordinal);
+            foreach (var kv in frame) copy[kv.Key] = kv.Value;
+            var item = new Item { Rid = ++nextRid, Type = copy["type"] as string, Replay = replay };
+            copy["rid"] = item.Rid;
+            item.Frame = copy;
+            item.Bytes = MsgPack.Encode(copy);
+            if (item.Bytes.Length > maxFrame)
+                throw new ArgumentException("the frame is " + item.Bytes.Length + " bytes, more than the sidecar's max_frame " + maxFrame);
+            return item;
+        }
+
+        Task<Dictionary<string, object>> Enqueue(IDictionary<string, object> frame, string eventId)
+        {
+            if (frame == null) throw new ArgumentNullException("frame");
+            if (!(Wire.Get(frame, "type") is string)) throw new ArgumentException("a frame needs a string 'type'");
+            lock (gate)
+            {
+                if (state == ConnectionState.Closed || state == ConnectionState.Failed)
+                    throw new CredenceConnectionException("the client is " + state.ToString().ToLowerInvariant(), null, null);
+                Item known;
+                if (eventId != null && eventsById.TryGetValue(eventId, out known)) return known.Done.Task;
+                if (items.Count >= options.MaxQueuedFrames)
+                    throw new InvalidOperationException("the client already holds MaxQueuedFrames frames awaiting replies");
+                var item = NewItem(frame, false);
+                item.EventId = eventId;
+                items.AddLast(item);
+                if (eventId != null) eventsById[eventId] = item;
+                Pump();
+                return item.Done.Task;
+            }
+        }
+
+        /// <summary>Send what the window allows, in order (call with the gate held).</summary>
+        void Pump()
+        {
+            var c = conn;
+            if (c == null || state != ConnectionState.Open) return;
+            foreach (var item in items)
+            {
+                if (item.Sent) continue;
+                if (inFlight >= options.MaxInFlight) break;
+                item.Sent = true;
+                inFlight++;
+                if (inFlight > maxInFlightSeen) maxInFlightSeen = inFlight;
+                c.Outbox.Enqueue(item.Bytes);
+                c.Signal.Release();
+            }
+        }
+
+        /// <summary>
+        /// Send an event frame (type <c>event</c>, or <c>trust</c> with a value, or <c>propose</c>).
+        /// The task completes with the ack once the event and its consequences are committed, and
+        /// fails with CredenceErrorException if the sidecar refuses it. Sending the same event_id
+        /// again while it is pending returns the same task. Survives reconnects (resent by id).
+        /// </summary>
+        public Task<Ack> SendEventAsync(IDictionary<string, object> frame)
+        {
+            var id = Wire.Get(frame, "event_id") as string;
+            if (string.IsNullOrEmpty(id)) throw new ArgumentException("an event needs a non-empty string event_id");
+            return AsAck(Enqueue(frame, id));
+        }
+
+        static async Task<Ack> AsAck(Task<Dictionary<string, object>> reply)
+        {
+            return Ack.From(await reply.ConfigureAwait(false));
+        }
+
+        static async Task<Reply> AsReply(Task<Dictionary<string, object>> reply)
+        {
+            var frame = await reply.ConfigureAwait(false);
+            object parts;
+            frame.TryGetValue("part", out parts);
+            frame.Remove("part");
+            return new Reply { Type = Wire.Str(frame, "type"), Frame = frame, Parts = (int)((parts as long?) ?? 0) + 1 };
+        }
+
+        /// <summary>Send a query or (un)subscribe frame; the reply comes back joined over its parts.</summary>
+        public Task<Reply> RequestAsync(IDictionary<string, object> frame)
+        {
+            return AsReply(Enqueue(frame, null));
+        }
+
+        public Task<Reply> BeliefsAsync(string resident, string after = null)
+        {
+            var f = Frame("beliefs");
+            f["resident"] = resident;
+            if (after != null) f["after"] = after;
+            return RequestAsync(f);
+        }
+
+        public Task<Reply> ExplainAsync(string resident, string root)
+        {
+            var f = Frame("explain");
+            f["resident"] = resident;
+            f["root"] = root;
+            return RequestAsync(f);
+        }
+
+        public Task<Reply> DistributionAsync(string root)
+        {
+            var f = Frame("distribution");
+            f["root"] = root;
+            return RequestAsync(f);
+        }
+
+        public Task<Reply> NarrativeAsync(string resident, int? budget = null, string lang = null)
+        {
+            var f = Frame("narrative");
+            f["resident"] = resident;
+            if (budget.HasValue) f["budget"] = budget.Value;
+            if (lang != null) f["lang"] = lang;
+            return RequestAsync(f);
+        }
+
+        /// <summary>The belief graph of a resident, a root, or one belief (give at least one).</summary>
+        public Task<Reply> GraphAsync(string resident, string root)
+        {
+            var f = Frame("graph");
+            if (resident != null) f["resident"] = resident;
+            if (root != null) f["root"] = root;
+            return RequestAsync(f);
+        }
+
+        /// <summary>A resident's trust table (optionally for one source).</summary>
+        public Task<Reply> TrustAsync(string resident, string source = null)
+        {
+            var f = Frame("trust");
+            f["resident"] = resident;
+            if (source != null) f["source"] = source;
+            return RequestAsync(f);
+        }
+
+        /// <summary>Add a notification filter (null residents: every resident). Restored after a reconnect.</summary>
+        public Task<Reply> SubscribeAsync(IList<string> residents, IList<string> roots = null, IList<string> changes = null, double? crossing = null)
+        {
+            var f = Frame("subscribe");
+            f["residents"] = residents == null ? (object)"*" : Events.Ids(residents);
+            if (roots != null) f["roots"] = Events.Ids(roots);
+            if (changes != null) f["changes"] = Events.Ids(changes);
+            if (crossing.HasValue) f["crossing"] = crossing.Value;
+            return RequestAsync(f);
+        }
+
+        /// <summary>Remove residents from every filter (null: drop every filter).</summary>
+        public Task<Reply> UnsubscribeAsync(IList<string> residents = null)
+        {
+            var f = Frame("unsubscribe");
+            if (residents != null) f["residents"] = Events.Ids(residents);
+            return RequestAsync(f);
+        }
+
+        /// <summary>Fill the mirror with a resident's stored beliefs (a beliefs query).</summary>
+        public async Task LoadMirrorAsync(string resident)
+        {
+            var reply = await BeliefsAsync(resident).ConfigureAwait(false);
+            inbox.Enqueue(reply); // applied by DispatchPending, on the game's thread
+        }
+
+        static Dictionary<string, object> Frame(string type)
+        {
+            return new Dictionary<string, object>(StringComparer.Ordinal) { { "type", type } };
+        }
+
+        // ------------------------------------------------------------------ receiving
+
+        void Handle(Conn c, Dictionary<string, object> frame)
+        {
+            string type = (string)frame["type"];
+            switch (type)
+            {
+                case "belief":
+                {
+                    long seq = Wire.Long(frame, "seq") ?? 0;
+                    bool backlog;
+                    lock (gate)
+                    {
+                        if (haveSeq && seq <= lastSeq) return; // already had it: exactly once
+                        lastSeq = seq;
+                        backlog = inBacklog;
+                    }
+                    inbox.Enqueue(BeliefChange.From(frame, backlog));
+                    return;
+                }
+                case "resumed":
+                {
+                    var r = new Resumed { Seq = Wire.Long(frame, "seq") ?? 0, Sent = Wire.Long(frame, "sent") ?? 0 };
+                    lock (gate)
+                    {
+                        if (r.Seq > lastSeq) lastSeq = r.Seq;
+                        inBacklog = false;
+                    }
+                    inbox.Enqueue(r);
+                    return;
+                }
+                case "welcome":
+                    return;
+                case "error":
+                {
+                    c.LastErrorCode = Wire.Str(frame, "code");
+                    bool answers;
+                    lock (gate) answers = Wire.Get(frame, "rid") != null || (Wire.Str(frame, "code") != "slow_consumer" && inFlight > 0);
+                    if (!answers)
+                    {
+                        inbox.Enqueue(new CredenceErrorException(frame));
+                        return;
+                    }
+                    Answer(frame, true);
+                    return;
+                }
+                default:
+                    Answer(frame, false);
+                    return;
+            }
+        }
+
+        void Answer(Dictionary<string, object> frame, bool error)
+        {
+            Item item = null;
+            bool done;
+            lock (gate)
+            {
+                var rid = Wire.Get(frame, "rid");
+                foreach (var candidate in items)
+                {
+                    if (!candidate.Sent) break;
+                    if (rid is long && (long)rid == candidate.Rid) { item = candidate; break; }
+                }
+                if (item == null)
+                {
+                    // No rid we sent: the oldest frame in flight (replies come in request order).
+                    var head = items.First;
+                    if (head != null && head.Value.Sent) item = head.Value;
+                }
+                if (item == null)
+                {
+                    inbox.Enqueue(new CredenceErrorException(new Dictionary<string, object>
+                    {
+                        { "type", "error" }, { "code", "unexpected_reply" }, { "message", "a " + frame["type"] + " frame answers nothing we sent" },
+                    }));
+                    return;
+                }
+                if (!error)
+                {
+                    if (item.Joined == null) item.Joined = frame;
+                    else
+                    {
+                        string[] lists;
+                        if (PagedLists.TryGetValue((string)frame["type"], out lists))
+                            foreach (var name in lists)
+                            {
+                                var more = Wire.Get(frame, name) as List<object>;
+                                var all = Wire.Get(item.Joined, name) as List<object>;
+                                if (more != null && all != null) all.AddRange(more);
+                                else if (more != null) item.Joined[name] = more;
+                            }
+                        item.Joined["part"] = Wire.Get(frame, "part");
+                        item.Joined["more"] = Wire.Get(frame, "more");
+                    }
+                    item.Parts++;
+                    if (Wire.Bool(frame, "more")) return;
+                }
+                items.Remove(item);
+                if (item.EventId != null) eventsById.Remove(item.EventId);
+                inFlight--;
+                done = !error;
+                if (done && !item.Replay && (item.Type == "subscribe" || item.Type == "unsubscribe"))
+                {
+                    if (item.Type == "unsubscribe" && Wire.Get(item.Frame, "residents") == null) subscriptionLog.Clear();
+                    else
+                    {
+                        var logged = new Dictionary<string, object>(item.Frame);
+                        logged.Remove("rid");
+                        subscriptionLog.Add(logged);
+                    }
+                }
+                Pump();
+            }
+            if (item.Replay)
+            {
+                if (error) inbox.Enqueue(new CredenceErrorException(frame));
+                return;
+            }
+            if (error) item.Done.TrySetException(new CredenceErrorException(frame));
+            else item.Done.TrySetResult(item.Joined);
+        }
+
+        // ------------------------------------------------------------------ the game's thread
+
+        /// <summary>
+        /// Hand the queued notifications to the game, on the calling thread (Unity: call it from
+        /// Update). Updates the mirror, raises BeliefChanged / ResumeCompleted / Connected / ConnectionLost /
+        /// ErrorReceived. Returns how many were dispatched.
+        /// </summary>
+        public int DispatchPending(int max = int.MaxValue)
+        {
+            int n = 0;
+            object next;
+            while (n < max && inbox.TryDequeue(out next))
+            {
+                n++;
+                var change = next as BeliefChange;
+                if (change != null)
+                {
+                    if (options.KeepMirror) mirror.Apply(change);
+                    var h = BeliefChanged;
+                    if (h != null) h(change);
+                    continue;
+                }
+                var beliefs = next as Reply;
+                if (beliefs != null)
+                {
+                    mirror.Load(beliefs);
+                    continue;
+                }
+                var resumed = next as Resumed;
+                if (resumed != null)
+                {
+                    var h = ResumeCompleted;
+                    if (h != null) h(resumed);
+                    continue;
+                }
+                var welcome = next as Welcome;
+                if (welcome != null)
+                {
+                    var h = Connected;
+                    if (h != null) h(welcome);
+                    continue;
+                }
+                var gone = next as Disconnected;
+                if (gone != null)
+                {
+                    var h = ConnectionLost;
+                    if (h != null) h(gone);
+                    continue;
+                }
+                var error = next as CredenceErrorException;
+                if (error != null)
+                {
+                    var h = ErrorReceived;
+                    if (h != null) h(error);
+                }
+            }
+            lock (gate)
+            {
+                if (room != null && inbox.Count <= options.MaxPendingNotifications / 2)
+                {
+                    room.TrySetResult(true);
+                    room = null;
+                }
+            }
+            return n;
+        }
+    }
+}

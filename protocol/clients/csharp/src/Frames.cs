@@ -1,0 +1,348 @@
+// Credence C# client: typed views of the frames the sidecar sends, the errors the client
+// raises, and builders for the frames a game sends (protocol/SPEC.md §5, §7, §8, §10, §12).
+//
+// Exceptions:
+//
+//   Exception
+//    ├── CredenceProtocolException   the peer sent bytes the protocol refuses (code "bad_frame")
+//    ├── CredenceErrorException      the sidecar answered a frame with an error frame (Code, Reason)
+//    └── CredenceConnectionException the connection cannot go on: a fatal close (4001 unauthorized,
+//                                    4002, 4000, 4011) or the client was closed; pending tasks fail with it
+//
+// Our own misuse (a frame without event_id, a value the codec cannot send) throws the usual
+// ArgumentException / InvalidOperationException.
+
+using System;
+using System.Collections;
+using System.Collections.Generic;
+
+namespace Credence
+{
+    /// <summary>The sidecar refused a frame: an <c>error</c> frame that answered it.</summary>
+    public sealed class CredenceErrorException : Exception
+    {
+        /// <summary>The stable error code (<c>invalid_event</c>, <c>not_found</c>, <c>forbidden</c>, …).</summary>
+        public string Code { get; private set; }
+        /// <summary>For <c>contract_violation</c>: which rule of the epistemic guard.</summary>
+        public string Reason { get; private set; }
+        public string EventId { get; private set; }
+        public Dictionary<string, object> Frame { get; private set; }
+
+        public CredenceErrorException(Dictionary<string, object> frame)
+            : base(Wire.Str(frame, "code") + ": " + Wire.Str(frame, "message"))
+        {
+            Frame = frame;
+            Code = Wire.Str(frame, "code");
+            Reason = Wire.Str(frame, "reason");
+            EventId = Wire.Str(frame, "event_id");
+        }
+    }
+
+    /// <summary>The connection ended for good (a fatal close code, or the client was closed).</summary>
+    public sealed class CredenceConnectionException : Exception
+    {
+        /// <summary>The WebSocket close code, when there was one (4001 unauthorized, …).</summary>
+        public int? CloseCode { get; private set; }
+        /// <summary>The error code of the sidecar's last error frame, if it sent one.</summary>
+        public string Code { get; private set; }
+
+        public CredenceConnectionException(string message, int? closeCode, string code) : base(message)
+        {
+            CloseCode = closeCode;
+            Code = code;
+        }
+    }
+
+    /// <summary>The sidecar's <c>welcome</c>.</summary>
+    public sealed class Welcome
+    {
+        public string World;
+        public long Seq;
+        public string Server;
+        /// <summary><c>"writer"</c> or <c>"reader"</c> (a reader may not send events).</summary>
+        public string Role;
+        /// <summary><c>"open"</c> (no tokens configured) or <c>"token"</c>.</summary>
+        public string Auth;
+        public long MaxFrame;
+        /// <summary>True when this welcome ended a reconnect (the client resumed and resent).</summary>
+        public bool Reconnected;
+        public Dictionary<string, object> Frame;
+
+        internal static Welcome From(Dictionary<string, object> f, bool reconnected)
+        {
+            return new Welcome
+            {
+                World = Wire.Str(f, "world"),
+                Seq = Wire.Long(f, "seq") ?? 0,
+                Server = Wire.Str(f, "server"),
+                Role = Wire.Str(f, "role"),
+                Auth = Wire.Str(f, "auth"),
+                MaxFrame = Wire.Long(f, "max_frame") ?? 262144,
+                Reconnected = reconnected,
+                Frame = f,
+            };
+        }
+    }
+
+    /// <summary>The <c>ack</c> of an event: it and all its consequences are committed.</summary>
+    public sealed class Ack
+    {
+        public string EventId;
+        /// <summary>The id was already stored (e.g. a resend after a reconnect): nothing changed.</summary>
+        public bool Duplicate;
+        public int Changes;
+        /// <summary>The seq of the event's last change; its changes are Seq − Changes + 1 … Seq.</summary>
+        public long? Seq;
+        /// <summary>For <c>propose</c>: one verdict map per edit.</summary>
+        public List<object> Results;
+        public Dictionary<string, object> Frame;
+
+        internal static Ack From(Dictionary<string, object> f)
+        {
+            return new Ack
+            {
+                EventId = Wire.Str(f, "event_id"),
+                Duplicate = Wire.Bool(f, "duplicate"),
+                Changes = (int)(Wire.Long(f, "changes") ?? 0),
+                Seq = Wire.Long(f, "seq"),
+                Results = Wire.Get(f, "results") as List<object>,
+                Frame = f,
+            };
+        }
+    }
+
+    /// <summary>A <c>belief</c> notification: one change record (SPEC §8.1).</summary>
+    public sealed class BeliefChange
+    {
+        public long Seq;
+        public string Resident;
+        public string Root;
+        /// <summary>string, long or bool (a double for a <c>trust</c> change).</summary>
+        public object Value;
+        public object PrevValue;
+        /// <summary><c>formed</c>, <c>reinforced</c>, <c>doubted</c>, <c>anomaly</c>, <c>corrected</c>, <c>decayed</c>, <c>faded</c>, <c>intervened</c>, <c>updated</c> or <c>trust</c>.</summary>
+        public string Change;
+        public int Confidence;
+        public int? PrevConfidence;
+        /// <summary><c>influencing</c>, <c>past</c>, <c>doubtful</c>, <c>anomalous</c> or <c>corrected</c>.</summary>
+        public string State;
+        public string PrevState;
+        public string SourceKind;
+        public string Source;
+        public string Subject;
+        public string PrevSubject;
+        public string EventId;
+        public string EvidenceId;
+        public double Day;
+        public string Detail;
+        /// <summary>True when it came in the backlog of a resume (before <c>resumed</c>).</summary>
+        public bool FromBacklog;
+        public Dictionary<string, object> Frame;
+
+        internal static BeliefChange From(Dictionary<string, object> f, bool backlog)
+        {
+            var c = Wire.Long(f, "prev_confidence");
+            return new BeliefChange
+            {
+                Seq = Wire.Long(f, "seq") ?? 0,
+                Resident = Wire.Str(f, "resident"),
+                Root = Wire.Str(f, "root"),
+                Value = Wire.Get(f, "value"),
+                PrevValue = Wire.Get(f, "prev_value"),
+                Change = Wire.Str(f, "change"),
+                Confidence = (int)(Wire.Long(f, "confidence") ?? 0),
+                PrevConfidence = c.HasValue ? (int?)(int)c.Value : null,
+                State = Wire.Str(f, "state"),
+                PrevState = Wire.Str(f, "prev_state"),
+                SourceKind = Wire.Str(f, "source_kind"),
+                Source = Wire.Str(f, "source"),
+                Subject = Wire.Str(f, "subject"),
+                PrevSubject = Wire.Str(f, "prev_subject"),
+                EventId = Wire.Str(f, "event_id"),
+                EvidenceId = Wire.Str(f, "evidence_id"),
+                Day = Wire.Double(f, "day") ?? 0.0,
+                Detail = Wire.Str(f, "detail"),
+                FromBacklog = backlog,
+                Frame = f,
+            };
+        }
+
+        public override string ToString()
+        {
+            return "#" + Seq + " " + Resident + " " + Root + " = " + Value + " " + Change + " "
+                + (PrevConfidence.HasValue ? PrevConfidence.Value.ToString() : "—") + " → " + Confidence + " " + State;
+        }
+    }
+
+    /// <summary>The <c>resumed</c> frame: the backlog of a resume has been sent.</summary>
+    public sealed class Resumed
+    {
+        public long Seq;
+        public long Sent;
+    }
+
+    /// <summary>The connection dropped; the client reconnects unless <see cref="Final"/>.</summary>
+    public sealed class Disconnected
+    {
+        public int? CloseCode;
+        public string Reason;
+        /// <summary>No reconnect follows (a fatal close, or <c>CloseAsync</c>).</summary>
+        public bool Final;
+    }
+
+    /// <summary>A query reply with its parts joined (SPEC §11), or a <c>subscribed</c>/<c>unsubscribed</c> reply.</summary>
+    public sealed class Reply
+    {
+        public string Type;
+        /// <summary>The head fields of the first part, with every paged list concatenated over all parts.</summary>
+        public Dictionary<string, object> Frame;
+        /// <summary>How many frames the reply came in.</summary>
+        public int Parts;
+
+        /// <summary>The entries of a list field (<c>beliefs</c>, <c>nodes</c>, …) as maps.</summary>
+        public List<Dictionary<string, object>> Items(string field)
+        {
+            var result = new List<Dictionary<string, object>>();
+            var list = Wire.Get(Frame, field) as List<object>;
+            if (list != null)
+                foreach (var item in list)
+                    result.Add(item as Dictionary<string, object>);
+            return result;
+        }
+    }
+
+    /// <summary>Field access on decoded frames: absent and nil both read as null.</summary>
+    public static class Wire
+    {
+        public static object Get(IDictionary<string, object> f, string key)
+        {
+            object v;
+            return f != null && f.TryGetValue(key, out v) ? v : null;
+        }
+
+        public static string Str(IDictionary<string, object> f, string key)
+        {
+            return Get(f, key) as string;
+        }
+
+        public static long? Long(IDictionary<string, object> f, string key)
+        {
+            var v = Get(f, key);
+            if (v is long) return (long)v;
+            return null;
+        }
+
+        /// <summary>A number documented as "number": an integer or a float on the wire.</summary>
+        public static double? Double(IDictionary<string, object> f, string key)
+        {
+            var v = Get(f, key);
+            if (v is double) return (double)v;
+            if (v is long) return (long)v;
+            return null;
+        }
+
+        public static bool Bool(IDictionary<string, object> f, string key)
+        {
+            var v = Get(f, key);
+            return v is bool && (bool)v;
+        }
+    }
+
+    /// <summary>Builders for event frames (SPEC §7). Add optional fields to the returned map as needed.</summary>
+    public static class Events
+    {
+        public static Dictionary<string, object> Claim(string root, object value)
+        {
+            var claim = new Dictionary<string, object> { { "root", root } };
+            if (value != null) claim["value"] = value;
+            return claim;
+        }
+
+        static Dictionary<string, object> Event(string eventId, double day, string kind)
+        {
+            return new Dictionary<string, object>
+            {
+                { "type", "event" }, { "event_id", eventId }, { "day", day }, { "kind", kind },
+            };
+        }
+
+        /// <summary>Residents saw something: firsthand evidence for each witness.</summary>
+        public static Dictionary<string, object> Observe(string eventId, double day, IList<string> witnesses, string root, object value, string subject)
+        {
+            var e = Event(eventId, day, "observe");
+            e["witnesses"] = new List<object>(witnesses);
+            e["claim"] = Claim(root, value);
+            e["subject"] = subject;
+            return e;
+        }
+
+        /// <summary>One resident told others: hearsay for each listener.</summary>
+        public static Dictionary<string, object> Say(string eventId, double day, string speaker, IList<string> listeners, string root, object value, string subject, string topic = null)
+        {
+            var e = Event(eventId, day, "say");
+            e["speaker"] = speaker;
+            e["listeners"] = new List<object>(listeners);
+            e["claim"] = Claim(root, value);
+            e["subject"] = subject;
+            if (topic != null) e["topic"] = topic;
+            return e;
+        }
+
+        /// <summary>One resident told many; <paramref name="audience"/> null means everyone (<c>"*"</c>).</summary>
+        public static Dictionary<string, object> Announce(string eventId, double day, string speaker, IList<string> audience, string root, object value, string subject)
+        {
+            var e = Event(eventId, day, "announce");
+            e["speaker"] = speaker;
+            e["audience"] = audience == null ? (object)"*" : new List<object>(audience);
+            e["claim"] = Claim(root, value);
+            e["subject"] = subject;
+            return e;
+        }
+
+        /// <summary>A resident's action ended; the sidecar derives the claim from the status.</summary>
+        public static Dictionary<string, object> Act(string eventId, double day, string actor, string action, string status, IList<string> witnesses = null)
+        {
+            var e = Event(eventId, day, "act");
+            e["actor"] = actor;
+            e["action"] = action;
+            e["status"] = status;
+            if (witnesses != null) e["witnesses"] = new List<object>(witnesses);
+            return e;
+        }
+
+        /// <summary>The player tampered with a memory: op is implant, distort, suppress or soften.</summary>
+        public static Dictionary<string, object> Intervene(string eventId, double day, string resident, string op, string root, object value = null, string subject = null)
+        {
+            var e = Event(eventId, day, "intervene");
+            e["resident"] = resident;
+            e["op"] = op;
+            e["claim"] = Claim(root, value);
+            if (subject != null) e["subject"] = subject;
+            return e;
+        }
+
+        /// <summary>Time passed: due hearsay ages.</summary>
+        public static Dictionary<string, object> Tick(string eventId, double day)
+        {
+            return Event(eventId, day, "tick");
+        }
+
+        /// <summary>The game sets Trust(resident ← source, topic) to a value in [0, 1].</summary>
+        public static Dictionary<string, object> Trust(string eventId, double day, string resident, string source, double value, string topic = null)
+        {
+            var e = Event(eventId, day, "trust");
+            e["resident"] = resident;
+            e["source"] = source;
+            e["value"] = value;
+            if (topic != null) e["topic"] = topic;
+            return e;
+        }
+
+        internal static List<object> Ids(IEnumerable<string> ids)
+        {
+            var list = new List<object>();
+            foreach (var id in ids) list.Add(id);
+            return list;
+        }
+    }
+}

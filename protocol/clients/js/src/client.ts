@@ -1,0 +1,544 @@
+/**
+ * `CredenceClient`: one logical connection to a Credence sidecar that survives disconnects.
+ *
+ * What it owns (SPEC §5–§14): the `hello` (token, subscription, resume point); `send(event)`
+ * returning a promise of its `ack`; automatic reconnect with backoff, resuming notifications
+ * after the last seq received and resending every unacknowledged event under its own
+ * `event_id` (the sidecar acks a stored one as a duplicate, so nothing is applied twice);
+ * queries whose paged replies are joined; typed notifications; a local mirror of subscribed
+ * beliefs; and backpressure: `send` waits while too many events are unacknowledged or the
+ * socket's buffer is full.
+ */
+import {
+  type Frame,
+  FrameError,
+  compareCodePoints,
+  decodeFrame,
+  encodeJson,
+  encodeMsgpack,
+} from "./codec.js";
+import {
+  type Ack,
+  type BeliefNotification,
+  type BeliefsReply,
+  type ClaimValue,
+  type DistributionReply,
+  type ErrorFrame,
+  type ExplanationReply,
+  type GraphReply,
+  type NarrativeReply,
+  type Resumed,
+  type Rid,
+  type SubscribeFilter,
+  type TrustReply,
+  type Welcome,
+  type WorldEvent,
+  FATAL_CLOSE_CODES,
+  PAGED_FIELDS,
+} from "./frames.js";
+
+/** An `error` frame from the sidecar, or a local refusal (codes as in SPEC §12). */
+export class CredenceError extends Error {
+  readonly code: string;
+  readonly reason?: string;
+  readonly eventId?: string;
+  readonly frame?: ErrorFrame;
+  constructor(code: string, message: string, frame?: ErrorFrame) {
+    super(`${code}: ${message}`);
+    this.name = "CredenceError";
+    this.code = code;
+    this.frame = frame;
+    this.reason = frame?.reason;
+    this.eventId = frame?.event_id;
+  }
+}
+
+/** The subset of the WebSocket API used here; both the browser's and `ws` provide it. */
+export interface SocketLike {
+  binaryType: string;
+  readonly bufferedAmount: number;
+  readonly readyState: number;
+  onopen: ((ev: unknown) => void) | null;
+  onmessage: ((ev: { data: unknown }) => void) | null;
+  onclose: ((ev: { code: number; reason: string }) => void) | null;
+  onerror: ((ev: unknown) => void) | null;
+  send(data: string | Uint8Array): void;
+  close(code?: number, reason?: string): void;
+}
+export type SocketFactory = (url: string) => SocketLike;
+
+export interface ClientOptions {
+  /** `ws://host:port` of the sidecar (`credence serve` prints it as `CREDENCE_URL=…`). */
+  url: string;
+  world: string;
+  token?: string;
+  /** Residents whose belief notifications to receive from the start (and to resume). */
+  subscribe?: string[] | "*";
+  /** Resume after this change seq on the first connection too (default: live only). */
+  resumeFrom?: number;
+  /** Free text for the sidecar's log. */
+  clientName?: string;
+  /** `msgpack` (binary, default) or `json` (text frames). */
+  encoding?: "msgpack" | "json";
+  /** Reconnect automatically (default true) with exponential backoff between these bounds. */
+  reconnect?: boolean;
+  minDelayMs?: number;
+  maxDelayMs?: number;
+  /** Most events awaiting their ack before `send` waits (default 256). */
+  maxInFlight?: number;
+  /** Bytes buffered in the socket before `send` waits (default 1 MiB). */
+  highWaterBytes?: number;
+  /** Keep a local mirror of the beliefs of subscribed residents (default true). */
+  mirror?: boolean;
+  /** A WebSocket factory; default: the global `WebSocket` (browsers, Node ≥ 22) or `ws`. */
+  socket?: SocketFactory;
+}
+
+export type ConnectionState = "connecting" | "open" | "reconnecting" | "closed";
+
+type Listener<T> = (value: T) => void;
+interface Events {
+  belief: BeliefNotification;
+  welcome: Welcome;
+  resumed: Resumed;
+  /** An error frame that answers no pending request (e.g. a fatal one before close). */
+  error: ErrorFrame | CredenceError;
+  state: ConnectionState;
+  close: { code: number; reason: string };
+  /** Every decoded frame, before the client handles it. */
+  frame: Frame;
+}
+
+interface Pending {
+  frame: Frame;
+  resolve: (value: Frame) => void;
+  reject: (error: unknown) => void;
+  parts: Frame[];
+  eventId?: string;
+}
+
+/** The local mirror: the latest known state of each (resident, root). */
+export interface MirroredBelief {
+  resident: string;
+  root: string;
+  value: ClaimValue;
+  confidence: number;
+  state: string;
+  source_kind: string;
+  source: string | null;
+  subject: string | null;
+  /** The seq of the change that set it (0 when it came from a `beliefs` query). */
+  seq: number;
+}
+
+export class BeliefMirror {
+  private readonly byResident = new Map<string, Map<string, MirroredBelief>>();
+  private readonly touched = new Map<string, Set<string>>(); // changes seen while loading
+
+  apply(note: BeliefNotification): void {
+    this.set({
+      resident: note.resident, root: note.root, value: note.value, confidence: note.confidence,
+      state: note.state, source_kind: note.source_kind, source: note.source,
+      subject: note.subject, seq: note.seq,
+    });
+    this.touched.get(note.resident)?.add(note.root);
+  }
+
+  private set(b: MirroredBelief): void {
+    let roots = this.byResident.get(b.resident);
+    if (!roots) this.byResident.set(b.resident, (roots = new Map()));
+    roots.set(b.root, b);
+  }
+
+  /** @internal Mark the start of a `beliefs` load, so newer notifications win over it. */
+  beginLoad(resident: string): void {
+    this.touched.set(resident, new Set());
+  }
+
+  /** @internal Seed from a `beliefs` reply; roots notified meanwhile keep the newer state. */
+  endLoad(reply: BeliefsReply): void {
+    const skip = this.touched.get(reply.resident) ?? new Set<string>();
+    this.touched.delete(reply.resident);
+    for (const b of reply.beliefs) {
+      if (skip.has(b.root)) continue;
+      this.set({
+        resident: b.resident, root: b.root, value: b.value, confidence: b.confidence,
+        state: b.state, source_kind: b.source_kind, source: b.source, subject: b.subject, seq: 0,
+      });
+    }
+  }
+
+  get(resident: string, root: string): MirroredBelief | undefined {
+    return this.byResident.get(resident)?.get(root);
+  }
+
+  /** One resident's beliefs in root order (by code point, as the sidecar orders them). */
+  beliefs(resident: string): MirroredBelief[] {
+    const roots = this.byResident.get(resident);
+    return roots ? [...roots.values()].sort((a, b) => compareCodePoints(a.root, b.root)) : [];
+  }
+
+  residents(): string[] {
+    return [...this.byResident.keys()].sort(compareCodePoints);
+  }
+}
+
+async function defaultSocket(): Promise<SocketFactory> {
+  const global = (globalThis as { WebSocket?: new (url: string) => SocketLike }).WebSocket;
+  if (global) return (url) => new global(url);
+  const mod = (await import("ws")) as unknown as { WebSocket: new (url: string) => SocketLike };
+  return (url) => new mod.WebSocket(url);
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export class CredenceClient {
+  readonly options: Required<Omit<ClientOptions, "token" | "subscribe" | "resumeFrom" | "socket">> &
+    Pick<ClientOptions, "token" | "subscribe" | "resumeFrom" | "socket">;
+  readonly mirror = new BeliefMirror();
+  /** The last change seq received (belief, resumed or the first welcome): where a resume starts. */
+  lastSeq: number | undefined;
+  welcome: Welcome | undefined;
+  state: ConnectionState = "closed";
+
+  private ws: SocketLike | undefined;
+  private factory: SocketFactory | undefined;
+  private readonly listeners = new Map<keyof Events, Set<Listener<never>>>();
+  private readonly pending = new Map<string, Pending>(); // by rid, in send order
+  private readonly unacked = new Map<string, Pending>(); // events by event_id, in send order
+  private readonly extraFilters: SubscribeFilter[] = [];
+  private nextRid = 1;
+  private room: Array<() => void> = [];
+  private connected: { promise: Promise<void>; resolve: () => void; reject: (e: unknown) => void };
+  private closing = false;
+  private attempt = 0;
+
+  constructor(options: ClientOptions) {
+    this.options = {
+      encoding: "msgpack", reconnect: true, minDelayMs: 200, maxDelayMs: 5000,
+      maxInFlight: 256, highWaterBytes: 1 << 20, mirror: true, clientName: "credence-js/0.1.0",
+      ...options,
+    };
+    this.lastSeq = options.resumeFrom;
+    this.connected = this.deferred();
+  }
+
+  // ------------------------------------------------------------------ events
+
+  on<K extends keyof Events>(kind: K, fn: Listener<Events[K]>): () => void {
+    let set = this.listeners.get(kind);
+    if (!set) this.listeners.set(kind, (set = new Set()));
+    set.add(fn as Listener<never>);
+    return () => set!.delete(fn as Listener<never>);
+  }
+
+  private emit<K extends keyof Events>(kind: K, value: Events[K]): void {
+    for (const fn of this.listeners.get(kind) ?? []) (fn as Listener<Events[K]>)(value);
+  }
+
+  // ------------------------------------------------------------------ lifecycle
+
+  /** Open the connection; resolves after the first `welcome` (rejects on a fatal refusal). */
+  async connect(): Promise<Welcome> {
+    this.closing = false;
+    this.factory ??= this.options.socket ?? (await defaultSocket());
+    this.open();
+    await this.connected.promise;
+    return this.welcome!;
+  }
+
+  /** Close for good; pending promises reject with `closed`. */
+  close(): void {
+    this.closing = true;
+    this.ws?.close(1000, "client closed");
+    this.failAll(new CredenceError("closed", "the client was closed"));
+    this.setState("closed");
+  }
+
+  private deferred() {
+    let resolve!: () => void;
+    let reject!: (e: unknown) => void;
+    const promise = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
+    promise.catch(() => undefined); // observed through connect(); never an unhandled rejection
+    return { promise, resolve, reject };
+  }
+
+  private setState(state: ConnectionState): void {
+    if (this.state !== state) {
+      this.state = state;
+      this.emit("state", state);
+    }
+  }
+
+  private open(): void {
+    this.setState(this.attempt === 0 ? "connecting" : "reconnecting");
+    const ws = this.factory!(this.options.url);
+    this.ws = ws;
+    ws.binaryType = "arraybuffer";
+    let welcomed = false;
+    ws.onopen = () => {
+      const hello: Frame = {
+        type: "hello", protocol: 1, world: this.options.world, client: this.options.clientName,
+      };
+      if (this.options.token) hello.token = this.options.token;
+      if (this.options.subscribe) hello.subscribe = this.options.subscribe;
+      if (this.lastSeq !== undefined && this.options.subscribe) hello.resume = this.lastSeq;
+      this.write(hello);
+    };
+    ws.onmessage = (ev) => {
+      let frame: Frame;
+      try {
+        const data = ev.data;
+        frame = decodeFrame(
+          typeof data === "string" ? data : data instanceof ArrayBuffer ? data : new Uint8Array(data as ArrayBufferLike),
+        );
+      } catch (err) {
+        this.emit("error", err instanceof FrameError
+          ? new CredenceError("bad_frame", err.message) : new CredenceError("bad_frame", String(err)));
+        return;
+      }
+      this.emit("frame", frame);
+      if (frame.type === "welcome") {
+        welcomed = true;
+        this.onWelcome(frame as unknown as Welcome);
+      } else {
+        this.dispatch(frame);
+      }
+    };
+    ws.onerror = () => undefined; // a close follows
+    ws.onclose = (ev) => {
+      if (this.ws !== ws) return;
+      this.ws = undefined;
+      this.emit("close", { code: ev.code, reason: ev.reason });
+      this.wakeSenders();
+      const fatal = FATAL_CLOSE_CODES.has(ev.code);
+      if (this.closing || fatal || !this.options.reconnect) {
+        const error = new CredenceError(ev.reason || "closed", `connection closed (${ev.code})`);
+        if (!welcomed) this.connected.reject(error);
+        this.failAll(error);
+        this.setState("closed");
+        return;
+      }
+      this.setState("reconnecting");
+      const delay = Math.min(this.options.maxDelayMs, this.options.minDelayMs * 2 ** this.attempt);
+      this.attempt += 1;
+      void sleep(delay).then(() => {
+        if (!this.closing) this.open();
+      });
+    };
+  }
+
+  private onWelcome(welcome: Welcome): void {
+    this.welcome = welcome;
+    this.attempt = 0;
+    if (this.lastSeq === undefined) this.lastSeq = welcome.seq;
+    this.setState("open");
+    // Re-add filters given with subscribe(), then resend everything unanswered, in order.
+    for (const filter of this.extraFilters) this.write({ type: "subscribe", ...filter });
+    for (const p of this.pending.values()) {
+      p.parts = []; // a reply cut off by the disconnect comes again whole
+      this.write(p.frame);
+    }
+    this.emit("welcome", welcome);
+    this.connected.resolve();
+    this.wakeSenders();
+  }
+
+  private dispatch(frame: Frame): void {
+    switch (frame.type) {
+      case "belief": {
+        const note = frame as unknown as BeliefNotification;
+        if (this.lastSeq === undefined || note.seq > this.lastSeq) this.lastSeq = note.seq;
+        if (this.options.mirror) this.mirror.apply(note);
+        this.emit("belief", note);
+        return;
+      }
+      case "resumed": {
+        const resumed = frame as unknown as Resumed;
+        if (this.lastSeq === undefined || resumed.seq > this.lastSeq) this.lastSeq = resumed.seq;
+        this.emit("resumed", resumed);
+        return;
+      }
+    }
+    const rid = frame.rid;
+    let key = rid === undefined || rid === null ? undefined : String(rid);
+    if (key === undefined && frame.type === "error" && typeof frame.event_id === "string") {
+      key = this.unacked.get(frame.event_id)?.frame.rid as string | undefined;
+    }
+    const p = key === undefined ? undefined : this.pending.get(key);
+    if (!p) {
+      if (frame.type === "error") this.emit("error", frame as unknown as ErrorFrame);
+      return;
+    }
+    if (frame.type === "error") {
+      const err = frame as unknown as ErrorFrame;
+      this.settle(key!, p);
+      p.reject(new CredenceError(err.code, err.message, err));
+      return;
+    }
+    p.parts.push(frame);
+    if (frame.more === true) return;
+    this.settle(key!, p);
+    p.resolve(p.parts.length === 1 ? frame : joinParts(p.parts));
+  }
+
+  private settle(key: string, p: Pending): void {
+    this.pending.delete(key);
+    if (p.eventId !== undefined) this.unacked.delete(p.eventId);
+    this.wakeSenders();
+  }
+
+  private failAll(error: unknown): void {
+    const all = [...this.pending.values()];
+    this.pending.clear();
+    this.unacked.clear();
+    for (const p of all) p.reject(error);
+    this.wakeSenders();
+  }
+
+  private write(frame: Frame): void {
+    const ws = this.ws;
+    if (!ws || ws.readyState !== 1) return; // resent after the next welcome
+    ws.send(this.options.encoding === "json" ? encodeJson(frame) : encodeMsgpack(frame));
+  }
+
+  // ------------------------------------------------------------------ backpressure
+
+  private hasRoom(): boolean {
+    const buffered = this.ws?.bufferedAmount ?? 0;
+    return this.unacked.size < this.options.maxInFlight && buffered < this.options.highWaterBytes;
+  }
+
+  private wakeSenders(): void {
+    while (this.room.length > 0 && (this.hasRoom() || this.state === "closed")) this.room.shift()!();
+  }
+
+  private async waitForRoom(): Promise<void> {
+    while (!this.hasRoom() && this.state !== "closed") {
+      await new Promise<void>((resolve) => {
+        this.room.push(resolve);
+        // bufferedAmount drains without an event: look again shortly.
+        setTimeout(() => this.wakeSenders(), 20);
+      });
+    }
+  }
+
+  /** How many events await their ack. */
+  get inFlight(): number {
+    return this.unacked.size;
+  }
+
+  // ------------------------------------------------------------------ requests
+
+  private request<T>(frame: Frame, eventId?: string): Promise<T> {
+    if (this.state === "closed" && this.closing) {
+      return Promise.reject(new CredenceError("closed", "the client was closed"));
+    }
+    const data = this.options.encoding === "json" ? encodeJson(frame) : encodeMsgpack(frame);
+    const limit = this.welcome?.max_frame ?? 262144;
+    const size = typeof data === "string" ? new TextEncoder().encode(data).byteLength : data.byteLength;
+    if (size > limit) {
+      return Promise.reject(new CredenceError("too_large", `frame of ${size} bytes exceeds ${limit}`));
+    }
+    const rid = frame.rid === undefined ? `c${this.nextRid++}` : String(frame.rid);
+    const full: Frame = { ...frame, rid };
+    return new Promise<T>((resolve, reject) => {
+      const p: Pending = { frame: full, resolve: resolve as (v: Frame) => void, reject, parts: [], eventId };
+      this.pending.set(rid, p);
+      if (eventId !== undefined) this.unacked.set(eventId, p);
+      if (this.state === "open") this.write(full);
+    });
+  }
+
+  /**
+   * Send a world event; resolves with its `ack` once it is committed, rejects with the
+   * `error` that refused it. Waits first while too many events are unacknowledged. Across a
+   * reconnect the event is resent under the same `event_id` (a duplicate ack if it was stored).
+   */
+  async send(event: WorldEvent | (Frame & { event_id: string })): Promise<Ack> {
+    await this.waitForRoom();
+    if (this.unacked.has(event.event_id)) {
+      return Promise.reject(new CredenceError("invalid_event", `event ${event.event_id} is already in flight`));
+    }
+    return this.request<Ack>({ type: "event", ...(event as object) } as Frame, event.event_id);
+  }
+
+  /** Set how much `resident` trusts `source` (an event of kind trust). */
+  setTrust(event: { event_id: string; day: number; resident: string; source: string; topic?: string; value: number }): Promise<Ack> {
+    return this.send({ kind: "trust", ...event });
+  }
+
+  /** Any query frame; the reply's parts are joined (SPEC §11). */
+  query<T = Frame>(frame: Frame): Promise<T> {
+    return this.request<T>(frame);
+  }
+
+  async beliefs(resident: string, after?: string): Promise<BeliefsReply> {
+    return this.query<BeliefsReply>({ type: "beliefs", resident, after });
+  }
+
+  /** Load a resident's beliefs into the mirror (notifications that arrive meanwhile win). */
+  async loadMirror(resident: string): Promise<BeliefsReply> {
+    this.mirror.beginLoad(resident);
+    const reply = await this.beliefs(resident);
+    this.mirror.endLoad(reply);
+    return reply;
+  }
+
+  explain(resident: string, root: string): Promise<ExplanationReply> {
+    return this.query<ExplanationReply>({ type: "explain", resident, root });
+  }
+
+  distribution(root: string): Promise<DistributionReply> {
+    return this.query<DistributionReply>({ type: "distribution", root });
+  }
+
+  narrative(resident: string, opts: { budget?: number; lang?: "en" | "zh-Hant" } = {}): Promise<NarrativeReply> {
+    return this.query<NarrativeReply>({ type: "narrative", resident, ...opts });
+  }
+
+  graph(opts: { resident?: string; root?: string }): Promise<GraphReply> {
+    return this.query<GraphReply>({ type: "graph", ...opts });
+  }
+
+  trust(resident: string, source?: string): Promise<TrustReply> {
+    return this.query<TrustReply>({ type: "trust", resident, source });
+  }
+
+  /** Add a notification filter (kept and re-sent after a reconnect). */
+  async subscribe(filter: SubscribeFilter): Promise<{ type: "subscribed"; seq: number }> {
+    const reply = await this.query<{ type: "subscribed"; seq: number }>({ type: "subscribe", ...filter });
+    this.extraFilters.push(filter);
+    return reply;
+  }
+
+  async unsubscribe(residents?: string[] | "*"): Promise<Frame> {
+    const reply = await this.query({ type: "unsubscribe", residents });
+    if (residents === undefined || residents === "*") this.extraFilters.length = 0;
+    return reply;
+  }
+
+  /** Send one encoded message as is (tools and conformance tests; no tracking, no checks). */
+  sendRaw(data: Uint8Array | string): void {
+    if (!this.ws || this.ws.readyState !== 1) throw new CredenceError("closed", "not connected");
+    this.ws.send(data);
+  }
+
+  /** A round trip: every frame the sidecar sent before its reply to this has arrived. */
+  async sync(): Promise<void> {
+    await this.query({ type: "unsubscribe", residents: ["\u0000sync"] });
+  }
+}
+
+/** Concatenate the list fields of a paged reply's parts into one frame (SPEC §11). */
+export function joinParts(parts: Frame[]): Frame {
+  const last = parts[parts.length - 1]!;
+  const fields = PAGED_FIELDS[last.type] ?? [];
+  const joined: Frame = { ...last };
+  for (const field of fields) {
+    joined[field] = parts.flatMap((p) => (Array.isArray(p[field]) ? (p[field] as unknown[]) : []));
+  }
+  return joined;
+}
+
+export type { Rid };

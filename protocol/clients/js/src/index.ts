@@ -1,0 +1,3 @@
+export * from "./codec.js";
+export * from "./frames.js";
+export * from "./client.js";

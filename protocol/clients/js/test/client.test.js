@@ -1,0 +1,133 @@
+// CredenceClient against a real sidecar: acks, errors, notifications and the mirror, paging,
+// backpressure, and reconnect with resume and resend across a sidecar restart.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { startSidecar, until } from "./sidecar.js";
+import { CredenceClient, CredenceError } from "../dist/index.js";
+
+const observe = (event_id, day, witnesses, root, value, subject = `${root} is ${value}`) =>
+  ({ kind: "observe", event_id, day, witnesses, claim: { root, value }, subject });
+
+test("send resolves with the ack; notifications are typed and kept in the mirror", async () => {
+  const sidecar = await startSidecar();
+  const client = new CredenceClient({ url: sidecar.url, world: "town", subscribe: "*" });
+  try {
+    const notes = [];
+    client.on("belief", (b) => notes.push(b));
+    await client.connect();
+    const ack = await client.send({
+      kind: "say", event_id: "e-1", day: 1, speaker: "bo", listeners: ["mira"],
+      claim: { root: "water:well", value: "poisoned" }, subject: "The well is poisoned",
+    });
+    assert.equal(ack.type, "ack");
+    assert.equal(ack.duplicate, false);
+    // A notification caused by an event comes before its ack (SPEC §14.2).
+    const formed = notes.find((n) => n.resident === "mira" && n.root === "water:well");
+    assert.equal(formed.change, "formed");
+    assert.equal(formed.confidence, 58);
+    assert.equal(client.lastSeq, ack.seq);
+    assert.equal(client.mirror.get("mira", "water:well").value, "poisoned");
+    await client.send(observe("e-2", 3, ["mira"], "water:well", "clean"));
+    const mirrored = client.mirror.get("mira", "water:well");
+    assert.equal(mirrored.state, "doubtful");
+    assert.equal(mirrored.confidence, 38);
+    // The same id again is acknowledged as a duplicate.
+    const dup = await client.send(observe("e-2", 3, ["mira"], "water:well", "clean"));
+    assert.equal(dup.duplicate, true);
+    // A refused event rejects with the sidecar's code; the connection stays usable.
+    await assert.rejects(
+      client.send(observe("e-3", 3, ["mira"], "water:well", 1.5)),
+      (err) => err instanceof CredenceError && err.code === "invalid_event" && err.eventId === "e-3",
+    );
+    const explained = await client.explain("mira", "water:well");
+    assert.deepEqual(explained.history.map((h) => h.change), ["formed", "doubted"]);
+    const other = new CredenceClient({ url: sidecar.url, world: "town", subscribe: ["mira"] });
+    await other.connect();
+    await other.loadMirror("mira");
+    assert.equal(other.mirror.get("mira", "water:well").confidence, 38);
+    other.close();
+  } finally {
+    client.close();
+    await sidecar.stop();
+  }
+});
+
+test("paged replies are joined into one", async () => {
+  const sidecar = await startSidecar();
+  const client = new CredenceClient({ url: sidecar.url, world: "town" });
+  try {
+    await client.connect();
+    const long = "x".repeat(600);
+    const acks = [];
+    for (let i = 0; i < 200; i++) {
+      acks.push(client.send(observe(`p-${i}`, 1, ["mira"], `root:${String(i).padStart(3, "0")}`, "v", long)));
+    }
+    await Promise.all(acks);
+    const reply = await client.beliefs("mira");
+    assert.equal(reply.beliefs.length, 200);
+    assert.ok(reply.part >= 1, `joined ${reply.part + 1} parts`);
+    assert.equal(reply.more, false);
+    assert.deepEqual(reply.beliefs.map((b) => b.root), acks.map((_, i) => `root:${String(i).padStart(3, "0")}`));
+  } finally {
+    client.close();
+    await sidecar.stop();
+  }
+});
+
+test("backpressure: send waits while maxInFlight events await their ack", async () => {
+  const sidecar = await startSidecar();
+  const client = new CredenceClient({ url: sidecar.url, world: "town", maxInFlight: 4 });
+  try {
+    await client.connect();
+    let most = 0;
+    const sends = [];
+    for (let i = 0; i < 60; i++) {
+      sends.push(client.send(observe(`b-${i}`, 1, ["kai"], `r:${i}`, i)));
+      most = Math.max(most, client.inFlight);
+      await new Promise((r) => setImmediate(r));
+      most = Math.max(most, client.inFlight);
+    }
+    const acks = await Promise.all(sends);
+    assert.ok(most <= 4, `at most 4 in flight, saw ${most}`);
+    assert.deepEqual(acks.map((a) => a.event_id), sends.map((_, i) => `b-${i}`));
+  } finally {
+    client.close();
+    await sidecar.stop();
+  }
+});
+
+test("reconnect resumes after the last seq and resends unacked events exactly once", async () => {
+  let sidecar = await startSidecar();
+  const { db, port } = sidecar;
+  const client = new CredenceClient({
+    url: sidecar.url, world: "town", subscribe: "*", minDelayMs: 50, maxDelayMs: 200,
+  });
+  const seqs = [];
+  const states = [];
+  client.on("belief", (b) => seqs.push(b.seq));
+  client.on("state", (s) => states.push(s));
+  try {
+    await client.connect();
+    await client.send(observe("r-0", 1, ["mira"], "r:0", 0));
+    // Stop the sidecar with events in flight, then start it again on the same port and db.
+    const sends = [];
+    for (let i = 1; i <= 40; i++) sends.push(client.send(observe(`r-${i}`, 1, ["mira", "kai"], `r:${i}`, i)));
+    await sidecar.stop();
+    await until(() => client.state === "reconnecting", "reconnecting");
+    const unackedAtStop = client.inFlight;
+    sidecar = await startSidecar({ db, port });
+    const acks = await Promise.all(sends);
+    assert.equal(acks.length, 40);
+    if (process.env.CREDENCE_JS_DEBUG) console.log("unacked at stop", unackedAtStop, "duplicates", acks.filter((a) => a.duplicate).length, states);
+    assert.ok(states.includes("reconnecting") && client.state === "open");
+    // Every change arrives exactly once, in order, with no gap: 41 events × … changes.
+    const last = Math.max(...acks.map((a) => a.seq ?? 0));
+    await until(() => seqs.length >= last, `notifications up to seq ${last}`);
+    assert.deepEqual(seqs, Array.from({ length: last }, (_, i) => i + 1));
+    const check = await client.beliefs("kai");
+    assert.equal(check.beliefs.length, 40, "each resent event applied once");
+  } finally {
+    client.close();
+    await sidecar.stop();
+  }
+});

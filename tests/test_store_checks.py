@@ -1,0 +1,138 @@
+"""Migration 0004 (issue 13): the same CHECKs, cheaper per row.
+
+``col IN ('a', …)`` CHECKs become OR chains and the per-row ``json_valid`` CHECKs go (the
+store writes JSON only through orjson). These tests pin that the rewritten tables accept and
+refuse exactly what the old ones did for every enumerated column, and that a populated
+version-3 database keeps its rows and indexes through the rebuild.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from belief_builders import intervene, observe, say, tick
+
+from sidecar.engine import parse_event
+from sidecar.store import MIGRATIONS, Reader, Writer, migrate, schema_version
+from sidecar.store.schema import cheap_checks
+
+_IN = re.compile(r"(\w+) IN \(([^()]*)\)")
+
+
+def _populated(path: Path, upto: int | None = None) -> None:
+    """A database at schema version ``upto`` (default: current) with every table written."""
+    if upto is not None:
+        conn = sqlite3.connect(path, isolation_level=None)
+        migrate(conn, upto=upto)
+        # Pretend the cheap-checks migration ran, so the writer fills the old tables as they
+        # are; later ones (0005_i10_memory: new columns, widened enumerations) still run.
+        for name, _ in MIGRATIONS[upto:]:
+            if name == "0004_i13_cheap_checks":
+                conn.execute("INSERT INTO _migrations (name) VALUES (?)", (name,))
+        conn.close()
+    w = Writer(path, synchronous="OFF")
+    events = [
+        observe(0, ["mira", "kai"], "well", "dry", eid="o1"),
+        say(1, "bo", ["mira", "kai"], "well", "full", eid="s1"),
+        observe(2, ["mira"], "well", "full", eid="o2"),
+        intervene(3, "kai", "implant", "mine", "gold", "gold in the mine", eid="i1"),
+        tick(20, eid="t1"),
+    ]
+    results = w.apply([("w", parse_event(e)) for e in events])
+    assert all(r.status == "applied" for r in results), results
+    w.close()
+
+
+def _rows(conn: sqlite3.Connection, table: str) -> list[dict[str, Any]]:
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in conn.execute(f"SELECT * FROM {table}")]
+    finally:
+        conn.row_factory = None
+
+
+def _accepts(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> bool:
+    conn.execute("SAVEPOINT probe")
+    try:
+        cols = ", ".join(row)
+        conn.execute(
+            f"INSERT OR REPLACE INTO {table} ({cols}) VALUES ({', '.join('?' * len(row))})",
+            tuple(row.values()),
+        )
+        return True
+    except sqlite3.IntegrityError:
+        return False
+    finally:
+        conn.execute("ROLLBACK TO probe")
+        conn.execute("RELEASE probe")
+
+
+def test_cheap_checks_rewrites_in_lists_and_drops_json_valid() -> None:
+    sql = (
+        "CREATE TABLE t (a TEXT NOT NULL CHECK (a IN ('x','y')), "
+        "b TEXT CHECK (b IS NULL OR json_valid(b)), c TEXT NOT NULL CHECK (json_valid(c)))"
+    )
+    assert cheap_checks(sql) == (
+        "CREATE TABLE t (a TEXT NOT NULL CHECK ((a = 'x' OR a = 'y')), b TEXT, c TEXT NOT NULL)"
+    )
+    assert cheap_checks(cheap_checks(sql)) == cheap_checks(sql)  # idempotent
+
+
+@pytest.mark.parametrize("table", ["events", "evidence", "beliefs", "changes"])
+def test_rewritten_checks_accept_and_refuse_what_the_old_ones_did(
+    tmp_path: Path, table: str
+) -> None:
+    """For every enumerated column: each allowed value, an unknown one, NULL and the empty
+    string give the same verdict on a version-3 table and on its version-4 rebuild."""
+    old_db, new_db = tmp_path / "v3.db", tmp_path / "v4.db"
+    _populated(old_db, upto=3)
+    _populated(new_db)
+    old = sqlite3.connect(old_db, isolation_level=None)
+    new = sqlite3.connect(new_db, isolation_level=None)
+    old_sql = old.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+    new_sql = new.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+    assert " IN (" not in new_sql and "json_valid" not in new_sql
+    enums = {col: re.findall(r"'([^']*)'", values) for col, values in _IN.findall(old_sql)}
+    assert enums, old_sql
+    verdicts = 0
+    for base in _rows(old, table):
+        for col, allowed in enums.items():
+            for value in [*allowed, "bogus", "", None, allowed[0].upper()]:
+                row = {**base, col: value}
+                assert _accepts(old, table, row) == _accepts(new, table, row), (col, value)
+                verdicts += 1
+    assert verdicts > 20
+    old.close()
+    new.close()
+
+
+def test_version_3_database_keeps_rows_and_indexes_through_the_rebuild(tmp_path: Path) -> None:
+    db = tmp_path / "v3.db"
+    _populated(db, upto=3)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("DELETE FROM _migrations WHERE name = '0004_i13_cheap_checks'")
+    tables = ("events", "evidence", "beliefs", "changes", "facts", "trust", "residents")
+    before = {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
+    index_sql = "SELECT name, sql FROM sqlite_master WHERE type = 'index' ORDER BY name"
+    indexes = conn.execute(index_sql).fetchall()
+    assert migrate(conn) == ["0004_i13_cheap_checks"]
+    assert schema_version(conn) == len(MIGRATIONS)
+    after = {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
+    assert after == before and before["beliefs"] and before["changes"]
+    assert conn.execute(index_sql).fetchall() == indexes
+    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    conn.close()
+    w = Writer(db)  # and the writer carries on on the rebuilt tables
+    assert w.migrations_applied == []
+    [result] = w.apply([("w", parse_event(observe(21, ["kai"], "well", "full", eid="o3")))])
+    assert result.status == "applied" and result.changes
+    w.close()
+    r = Reader(db)
+    kai = r.belief("w", "kai", "well")
+    assert kai is not None and kai.value == "full"
+    r.close()
