@@ -476,6 +476,8 @@ def belief_summary(b: Belief) -> dict[str, Any]:
         "evidence_refs": list(b.evidence_refs),
         "formed_day": b.formed_day,
         "updated_day": b.updated_day,
+        "importance": b.importance,
+        "remembered_day": b.remembered_day,
     }
 
 

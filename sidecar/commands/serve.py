@@ -45,6 +45,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--mutable-prefix", action="append", default=[], metavar="PREFIX",
         help="claim roots whose truth the world changes (e.g. location:), for worlds created now",
     )  # fmt: skip
+    p.add_argument(
+        "--misremember", type=float, default=0.0, metavar="P",
+        help="chance (0-1) that a recall drifts a detail (place, person, day), for worlds "
+        "created now; off by default",
+    )  # fmt: skip
+    p.add_argument("--seed", type=int, default=0, help="the seed of those draws (default 0)")
     p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     p.set_defaults(run=run)
 
@@ -62,7 +68,10 @@ def run(args: argparse.Namespace) -> int:
         host=args.host, port=args.port, db=args.db, writer_tokens=args.token,
         reader_tokens=args.read_token, capture=args.capture, max_frame=args.max_frame,
         synchronous=args.synchronous,
-        rules=Rules(mutable_prefixes=tuple(args.mutable_prefix)),
+        rules=Rules(
+            mutable_prefixes=tuple(args.mutable_prefix), misremember=args.misremember,
+            seed=args.seed,
+        ),
     )  # fmt: skip
     try:
         sidecar = Sidecar(config)

@@ -81,6 +81,9 @@ class Rules:
     distrust_min_factor: float = 0.5
     # --- the world changed vs. I was misinformed -------------------------------------
     mutable_prefixes: tuple[str, ...] = ()
+    # --- misremembering (off by default; see sidecar/engine/recall.py) -----------------
+    misremember: float = 0.0  # chance that a recall drifts one detail
+    seed: int = 0  # the world's seed for those draws (with the event id, resident, root)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mutable_prefixes", tuple(self.mutable_prefixes))
@@ -92,6 +95,8 @@ class Rules:
             raise ValueError("decay_period_days must be positive")
         if not 0 <= self.trust_default <= 1:
             raise ValueError("trust_default must lie in [0, 1]")
+        if not 0 <= self.misremember <= 1:
+            raise ValueError("misremember must lie in [0, 1]")
 
     def hearsay_confidence(self, trust: float) -> int:
         """Initial confidence of hearsay from a source trusted ``trust`` ∈ [0, 1].
@@ -140,6 +145,7 @@ TRANSITIONS: dict[ChangeKind, tuple[frozenset[State | None], frozenset[State]]] 
     ChangeKind.INTERVENED: (_ANY | {None}, _ANY),
     ChangeKind.UPDATED: (_ANY, frozenset({State.INFLUENCING})),
     ChangeKind.TRUST: (_ANY | {None}, frozenset({State.INFLUENCING})),
+    ChangeKind.MISREMEMBERED: (_ANY, _ANY),  # a detail moved; the state never does
 }
 
 

@@ -39,6 +39,7 @@ from .model import (
     State,
     unique,
 )
+from .recall import misremember
 from .revise import age, relation_of, revise
 from .rules import DEFAULT_RULES, Rules
 
@@ -298,10 +299,17 @@ def ingest(
         relation = relation_of(current, ev)
         belief, change = revise(current, ev, rules)
         out.evidence.append((ev, relation))
-        out.beliefs[key] = belief
         if change is not None:
             out.changes.append(change)
             social.judge_sources(current, ev, change)
+        if current is not None and rules.misremember > 0:  # a recall: details may drift
+            belief, drift = misremember(
+                belief, current, event_id=event.event_id, day=ev.day, places=ev.places,
+                people=unique((*ev.people, *event.mentioned_residents())), rules=rules,
+            )  # fmt: skip
+            if drift is not None:
+                out.changes.append(drift)
+        out.beliefs[key] = belief
     return out
 
 

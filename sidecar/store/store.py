@@ -158,7 +158,7 @@ _MISSING: Any = object()
 
 #: Float columns of a belief (SQLite REAL): what a row read back gives for them.
 _REAL_FIELDS = ("formed_day", "updated_day", "last_evidence_day", "value_since")
-_NULLABLE_REAL_FIELDS = ("next_decay_day", "decay_period", "importance")
+_NULLABLE_REAL_FIELDS = ("next_decay_day", "decay_period", "importance", "remembered_day")
 _TUPLE_FIELDS = ("people", "places", "topics", "evidence_refs", "heard_from", "origins", "hops")
 _reals = operator.attrgetter(*_REAL_FIELDS, *_NULLABLE_REAL_FIELDS)
 _tuples = operator.attrgetter(*_TUPLE_FIELDS)
