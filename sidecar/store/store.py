@@ -854,7 +854,10 @@ class Reader:
         return out
 
     def registry(self, world: str) -> dict[str, dict[str, Any]]:
-        """The world's registry: ``{"residents": {id: {lang: name}}, "actions": {...}}``."""
+        """The world's registry: ``{"residents": {id: {lang: name}}, "actions": {...}}``
+        (empty on a database a writer has not yet brought to schema 0005_i10_memory)."""
+        if not self._rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'labels'"):
+            return {"residents": {}, "actions": {}}
         residents = self._rows(
             "SELECT resident, names FROM residents WHERE world = ? AND names IS NOT NULL "
             "ORDER BY resident",
