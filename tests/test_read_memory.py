@@ -294,3 +294,22 @@ def test_register_is_logged_and_rebuilds_exactly(tmp_path: Path) -> None:
         capture_output=True, text=True,
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-Hant"])
+def test_under_any_budget_focused_lines_come_before_plain_sure_facts(
+    town: Reader, lang: str
+) -> None:
+    """Budget sweep with Tom and Kai in focus, both languages: the budget holds, the omitted
+    count is exact, and no plain sure fact is shown while what Tom or Kai told is left out."""
+    focus = Focus(people=("tom", "kai"))
+    told_by_focus = {"festival:day", "mill:owner"}
+    for budget in range(200, 2400, 97):
+        n = project(town, WORLD, "mira", budget=budget, lang=lang, focus=focus)
+        assert len(n.text) <= budget
+        assert n.omitted == sum(int(s["omitted"]) for s in n.sections)
+        told = {e["root"]: e for e in _section(n, "told")}
+        for root in told_by_focus & told.keys():
+            assert told[root]["why"]["tier"] == 2 and told[root]["why"]["matched"]
+        if any(not e["why"]["matched"] for e in _section(n, "sure")):
+            assert told_by_focus <= told.keys(), (budget, n.text)
