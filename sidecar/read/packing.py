@@ -10,12 +10,13 @@ When everything does not fit, the text keeps, in order:
    them counted per section ("(and 12 more things I doubt)"), and at the very last one
    sentence counts them ("I doubt 400 things; ..."): the fact that beliefs are contested or
    were corrected always survives, and the budget always holds;
-2. beliefs about people, then influencing beliefs held with confidence of at least 85, then
-   the rest by recency (``updated_day``), faded memories last;
+2. the rest in rank order (:mod:`.ranking`): told, people and act lines about the focus,
+   sure or believed memories about the focus, told/people/acts, sure or believed ones, by
+   score within each tier; faded memories last;
 3. beliefs about the same place or person, within one section, share one merged line
    ("About cafe: key on counter; door closed; and 4 more.") rather than being dropped.
 
-The order in 2. is the ranking of :mod:`.ranking` (tier, then score). Bulk similar facts —
+Bulk similar facts —
 at least :data:`BULK_AT` sure, believed or faded memories of one section whose roots share
 everything before their last ``:`` (``tree:0`` … ``tree:39``), none of them matching the
 focus — always collapse into one line ("I know of 40 things of this kind (tree), for
