@@ -313,3 +313,32 @@ def test_under_any_budget_focused_lines_come_before_plain_sure_facts(
             assert told[root]["why"]["tier"] == 2 and told[root]["why"]["matched"]
         if any(not e["why"]["matched"] for e in _section(n, "sure")):
             assert told_by_focus <= told.keys(), (budget, n.text)
+
+
+def test_own_subjects_read_in_the_first_person(tmp_path: Path) -> None:
+    """Subjects that start with the resident's own name (id or registered, any case) read as
+    "I"/"my"/"我"; a correction by one's own doing is "until I drew…", not "until I saw I…"."""
+    r = open_reader(
+        build(
+            tmp_path / "self.db",
+            [
+                register(),
+                say(1, "bo", ["mira"], "water:well", "poisoned", "the well is poisoned"),
+                observe(2, ["mira"], "water:well", "clean", "Mira drew a bucket; it is clear"),
+                observe(3, ["mira"], "water:well", "clean", "Mira drew a bucket; it is clear"),
+                observe(3, ["mira"], "mira:bucket", "full", "mira's bucket is full"),
+                observe(3, ["mira"], "kai:bucket", "empty", "Miranda's bucket is empty"),
+                observe(3, ["mira", "kai"], "rope:state", "frayed", "米拉的繩子磨損了"),
+            ],
+        )
+    )
+    en = project(r, WORLD, "mira").text
+    assert "(Bo had told me so), until I drew a bucket; it is clear." in en
+    assert "I think my bucket is full." in en
+    assert "I think Miranda's bucket is empty." in en  # not a self-name: left alone
+    assert "but I saw otherwise (I drew a bucket; it is clear)" in en
+    zh = project(r, WORLD, "mira", lang="zh-Hant").text
+    assert "我認為我的繩子磨損了。" in zh
+    assert "直到我親眼看到Mira drew a bucket" in zh  # an English subject keeps its name
+    kai = project(r, WORLD, "kai", lang="zh-Hant").text
+    assert "我認為米拉的繩子磨損了。" in kai  # someone else's subject keeps the name

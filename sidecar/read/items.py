@@ -192,7 +192,11 @@ def _influencing(item: Item, words: Words, s: str) -> str:
 
 def _contested(item: Item, words: Words, s: str, clip: int | None) -> str:
     b, counter = item.belief, item.counter
-    c = "" if counter is None else clip_text(_clean(counter.subject, b.root, counter.value), clip)
+    c = (
+        ""
+        if counter is None
+        else clip_text(words.first_person(_clean(counter.subject, b.root, counter.value)), clip)
+    )
     seen = counter is not None and counter.source_kind == SourceKind.FIRSTHAND
     c_who = words.who([counter.source]) if counter is not None and counter.source else ""
     if item.section == "anomalies":
@@ -212,11 +216,12 @@ def _contested(item: Item, words: Words, s: str, clip: int | None) -> str:
     return head + tail.format(c=c, who=c_who)
 
 
-def _before(item: Item, clip: int | None) -> str | None:
+def _before(item: Item, words: Words, clip: int | None) -> str | None:
     corr = item.correction
     if corr is None or (corr.subject_before is None and corr.value_before is None):
         return None
-    return clip_text(_clean(corr.subject_before, item.belief.root, corr.value_before), clip)
+    text = _clean(corr.subject_before, item.belief.root, corr.value_before)
+    return clip_text(words.first_person(text), clip)
 
 
 def _prior_told(item: Item, words: Words) -> str | None:
@@ -231,17 +236,20 @@ def full_line(item: Item, words: Words, clip: int | None = None) -> str:
     if item.prepared is not None:
         return item.prepared[0]
     b = item.belief
-    s = clip_text(_clean(b.subject, b.root, b.value), clip)
+    s = clip_text(words.first_person(_clean(b.subject, b.root, b.value)), clip)
     if item.section in ("doubts", "anomalies"):
         return _contested(item, words, s, clip)
     if item.section == "corrections":
-        x = _before(item, clip)
+        x = _before(item, words, clip)
         if x is None:
             return words.corrected_unknown.format(s=s)
         who = _prior_told(item, words)
+        did = words.own(s)  # "until I drew a bucket", not "until I saw I drew a bucket"
         if who:
-            return words.corrected_told.format(x=x, y=s, who=who)
-        return words.corrected.format(x=x, y=s)
+            return (words.corrected_told_did if did else words.corrected_told).format(
+                x=x, y=s, who=who
+            )
+        return (words.corrected_did if did else words.corrected).format(x=x, y=s)
     if item.section == "faded":
         told = b.source_kind is SourceKind.HEARSAY
         return (words.faded_told if told else words.faded).format(s=s)
@@ -256,11 +264,11 @@ def compact_line(item: Item, words: Words, clip: int | None = None) -> str:
     if item.prepared is not None:
         return item.prepared[1]
     b = item.belief
-    s = clip_text(_clean(b.subject, b.root, b.value), clip)
+    s = clip_text(words.first_person(_clean(b.subject, b.root, b.value)), clip)
     section, band = item.section, item.band
     told = b.source_kind is SourceKind.HEARSAY
     if section == "corrections":
-        x = _before(item, clip)
+        x = _before(item, words, clip)
         return s if x is None else words.c_corrected.format(x=x, y=s)
     if section == "faded":
         return (words.c_faded_told if told else words.c_faded).format(s=s)

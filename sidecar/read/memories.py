@@ -181,8 +181,10 @@ def trust_items(reader: Reader, world: str, resident: str, words: Words) -> list
             text += words.trust_on.format(t=words.who([r["topic"] for r in rows]))
         reason = _reason(reader, world, resident, history)
         if reason is not None and reason["told"]:
-            x = clip_text(" ".join(reason["told"].split()).rstrip(".。"), REASON_SUBJECT)
-            y = clip_text(" ".join((reason["seen"] or "").split()).rstrip(".。"), REASON_SUBJECT)
+            x = " ".join(reason["told"].split()).rstrip(".。")
+            y = " ".join((reason["seen"] or "").split()).rstrip(".。")
+            x = clip_text(words.first_person(x), REASON_SUBJECT)
+            y = clip_text(words.first_person(y), REASON_SUBJECT)
             template = words.trust_right if reason["change"] == "confirmed" else words.trust_wrong
             full = text + template.format(who=who, x=x, y=y) + words.stop
         else:

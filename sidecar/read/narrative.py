@@ -83,7 +83,8 @@ def _words(words: Words, registry: Registry, resident: str) -> Words:
     """``words`` with the registry's names in its language, and the resident as "I"."""
     names = {r: registry.name(r, words.lang) for r in registry.names}
     names[resident] = words.self_name
-    return replace(words, names=names)
+    own = sorted(registry.all_names(resident), key=lambda n: (-len(n), n))
+    return replace(words, names=names, self_names=tuple(n for n in own if n))
 
 
 def project_items(

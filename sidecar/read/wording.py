@@ -49,6 +49,9 @@ class Words:
     corrected: str
     corrected_told: str
     corrected_unknown: str
+    #: corrections whose new subject is the resident's own doing ("until I drew a bucket")
+    corrected_did: str
+    corrected_told_did: str
     # past
     faded_told: str
     faded: str
@@ -108,6 +111,30 @@ class Words:
     #: Display names of residents in this language (from the registry); ids stand in for
     #: residents without one. The narrative fills it per world with ``dataclasses.replace``.
     names: Mapping[str, str] = field(default_factory=dict)
+    #: What the resident's own subjects may call it (its id and registered names, longest
+    #: first): a subject starting with one reads in the first person ("I drew a bucket").
+    self_names: tuple[str, ...] = ()
+
+    def first_person(self, text: str) -> str:
+        """``text`` with a leading self-name turned into "I"/"my" (我), else unchanged."""
+        for name in self.self_names:
+            head = text[: len(name)]
+            if self.lang == "en":
+                if head.casefold() != name.casefold():
+                    continue
+                rest = text[len(name) :]
+                if rest.startswith("'s "):
+                    return "my" + rest[2:]
+                if rest.startswith(" "):
+                    return self.self_name + rest
+            elif head == name and len(text) > len(name) and not text[len(name)].isspace():
+                return self.self_name + text[len(name) :]  # 米拉的繩子 → 我的繩子
+        return text
+
+    def own(self, text: str) -> bool:
+        """Whether ``text`` (already in the first person) starts with the self word."""
+        word = self.self_name
+        return text.startswith(word + " ") if self.lang == "en" else text.startswith(word)
 
     def name(self, resident: str) -> str:
         """``resident``'s display name, or its id when the registry has none."""
@@ -180,6 +207,8 @@ EN = Words(
     corrected="I used to think {x}, until I saw {y}.",
     corrected_told="I used to think {x} ({who} had told me so), until I saw {y}.",
     corrected_unknown="I have changed my mind; now I know that {s}.",
+    corrected_did="I used to think {x}, until {y}.",
+    corrected_told_did="I used to think {x} ({who} had told me so), until {y}.",
     faded_told="Someone once told me that {s}.",
     faded="I vaguely remember that {s}.",
     c_think="{s} (I think)",
@@ -280,6 +309,8 @@ ZH_HANT = Words(
     corrected="我以前以為{x}，直到我親眼看到{y}。",
     corrected_told="我以前以為{x}（是{who}告訴我的），直到我親眼看到{y}。",
     corrected_unknown="我改變了想法；現在我知道{s}。",
+    corrected_did="我以前以為{x}，直到{y}。",
+    corrected_told_did="我以前以為{x}（是{who}告訴我的），直到{y}。",
     faded_told="以前好像有人跟我說過{s}。",
     faded="我依稀記得{s}。",
     c_think="{s}（我認為）",
