@@ -24,6 +24,7 @@ class ErrorCode(StrEnum):
     INVALID_FRAME = "invalid_frame"  # known type, bad or missing field
     INVALID_EVENT = "invalid_event"  # event refused whole, nothing of it stored
     CONTRACT_VIOLATION = "contract_violation"  # event breaks the epistemic guard
+    TOO_MANY_RESIDENTS = "too_many_residents"  # event names more than welcome.max_residents
     HELLO_REQUIRED = "hello_required"  # first frame was not ``hello`` (fatal)
     UNAUTHORIZED = "unauthorized"  # missing/wrong token or another world's token (fatal)
     FORBIDDEN = "forbidden"  # read-only token tried to write
@@ -32,6 +33,8 @@ class ErrorCode(StrEnum):
     NOT_FOUND = "not_found"  # unknown resident / belief
     SLOW_CONSUMER = "slow_consumer"  # stopped reading notifications (fatal; resume later)
     OVERLOADED = "overloaded"  # writer queue full; retry the event later
+    SHUTTING_DOWN = "shutting_down"  # stopping; the event was not started, resend it later
+    LIMIT_EXCEEDED = "limit_exceeded"  # a per-connection bound (e.g. subscriptions) is reached
     INTERNAL_ERROR = "internal_error"  # a bug on our side; the event was not stored
 
 

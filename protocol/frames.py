@@ -25,6 +25,7 @@ from .codec import integral
 from .errors import ErrorCode, ProtocolError
 
 __all__ = [
+    "MAX_RESIDENTS",
     "PROTOCOL_VERSION",
     "BeliefsQuery",
     "DistributionQuery",
@@ -46,6 +47,10 @@ __all__ = [
 PROTOCOL_VERSION = 1
 MAX_ID = 200
 ALL = "*"
+#: Most residents one event may name as witnesses, listeners, overhearers and audience
+#: together (advertised as ``welcome.max_residents``); more is ``too_many_residents``.
+#: Enforced here, at the edge, not in the engine: a log written before the limit replays.
+MAX_RESIDENTS = 256
 
 
 def _fail(
@@ -136,7 +141,7 @@ class Subscribe:
     residents: tuple[str, ...] | None
     roots: tuple[str, ...] = ()
     changes: frozenset[ChangeKind] = frozenset()
-    crossing: int | None = None
+    crossing: float | None = None
     rid: object = None
 
     def matches(self, change: Change) -> bool:
@@ -398,6 +403,15 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
             raise ProtocolError(
                 ErrorCode.INVALID_EVENT, str(exc), rid=rid, event_id=_event_id(frame)
             ) from None
+        named = len(event.hearers())
+        if named > MAX_RESIDENTS:
+            raise ProtocolError(
+                ErrorCode.TOO_MANY_RESIDENTS,
+                f"the event names {named} witnesses, listeners, overhearers and audience; "
+                f"at most {MAX_RESIDENTS} (welcome.max_residents)",
+                rid=rid,
+                event_id=event.event_id,
+            )
         return EventFrame(event=event, rid=rid)
     if kind == "subscribe":
         return _subscribe(frame, rid)

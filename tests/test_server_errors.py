@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import msgpack
 import pytest
-from wsclient import Frame, WsClient, db_rows, observe, running
+from wsclient import Frame, WsClient, db_rows, observe, running, within
 
 from protocol import ErrorCode
 from sidecar.server import Sidecar
+from sidecar.server.session import Limits
 
 #: Codes a correct server cannot be driven to by a client alone: the epistemic guard is not
 #: wired into the server, the writer queue holds 20000 events, and internal_error is a bug.
@@ -129,6 +131,9 @@ async def test_every_error_code_is_reachable_over_the_wire(tmp_path: Path) -> No
                       "actor": "mira", "action": "open", "status": "rejected",
                       "claim": {"root": "action:mira:open", "value": "completed"}}  # fmt: skip
             saw(await expect_error_then_ack(c, forged, "contract_violation"))
+            crowd = {"type": "event", "event_id": "crowd", "day": 1, "kind": "observe",
+                     **observe([f"w{i}" for i in range(257)], "r", 1)}  # fmt: skip
+            saw(await expect_error_then_ack(c, crowd, "too_many_residents"))
             saw(await c.request({"type": "beliefs", "resident": "nobody"}))
             people = [f"{i:04d}" + "p" * 196 for i in range(320)]
             await c.event("observe", **observe(["mira"], "crowd", "big", people=people))
@@ -154,6 +159,29 @@ async def test_every_error_code_is_reachable_over_the_wire(tmp_path: Path) -> No
         await writer.event("observe", **observe(["mira"], "well", "clean", subject="s" * 4000))
         assert await slow.wait_closed() == 4008
         saw(slow.untaken("error")[-1])
+    limits = Limits(max_subscriptions=1)
+    async with (
+        running(tmp_path, db=tmp_path / "limits.db", limits=limits) as sc,
+        WsClient(sc.url, subscribe="*") as greedy,
+    ):
+        saw(await greedy.request({"type": "subscribe", "residents": ["mira"]}))
+        assert (await greedy.request({"type": "unsubscribe"}))["type"] == "unsubscribed"
+    async with (
+        running(tmp_path, db=tmp_path / "stop.db", commit_grace=0.0) as sc,
+        WsClient(sc.url) as late,
+    ):
+        crowd = [f"w{i}" for i in range(200)]
+        for i in range(200):
+            await late.send_event("observe", **observe(crowd, f"k:{i}", i))
+
+        async def backlog() -> None:
+            while sc.writer.queued < 2:
+                await asyncio.sleep(0.005)
+
+        await within(backlog(), 30)
+        await within(sc.stop(), 30)
+        await late.wait_closed()
+        saw(late.untaken("error")[-1])
     assert seen == {str(code) for code in ErrorCode} - {str(code) for code in UNREACHABLE}
 
 

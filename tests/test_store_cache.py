@@ -201,34 +201,19 @@ def test_rejected_event_leaves_no_cached_trace(writer: Writer) -> None:
     assert again[0].status is ResultStatus.REJECTED
 
 
-@pytest.mark.parametrize("where", ["commit", "engine"])
-def test_failed_batch_leaves_the_cache_consistent(
-    writer: Writer, monkeypatch: pytest.MonkeyPatch, where: str
-) -> None:
-    """A whole batch undone (SQLite refusing the commit's world update, or an unexpected
-    error mid-batch) leaves nothing of it cached; the next batch sees the old beliefs."""
+def test_failed_batch_leaves_the_cache_consistent(writer: Writer) -> None:
+    """A whole batch undone (SQLite refusing the commit's world update) leaves nothing of it
+    cached; the next batch sees the old beliefs."""
     events = story()
     apply(writer, *events[:3])
-    if where == "commit":  # on the writer's own connection: no data_version change
-        writer.conn.execute(
-            "CREATE TRIGGER refuse_world BEFORE UPDATE ON worlds "
-            "BEGIN SELECT RAISE(ABORT, 'disk full'); END"
-        )
-        with pytest.raises(StorageFailure):
-            apply(writer, *events[3:7])
-        writer.conn.execute("DROP TRIGGER refuse_world")
-    else:
-        real = store_module.ingest
-
-        def flaky(event: WorldEvent, *args: Any) -> Any:
-            if event.event_id == "6":
-                raise RuntimeError("engine bug")
-            return real(event, *args)
-
-        monkeypatch.setattr(store_module, "ingest", flaky)
-        with pytest.raises(RuntimeError):
-            apply(writer, *events[3:7])
-        monkeypatch.setattr(store_module, "ingest", real)
+    # On the writer's own connection: no data_version change.
+    writer.conn.execute(
+        "CREATE TRIGGER refuse_world BEFORE UPDATE ON worlds "
+        "BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+    )
+    with pytest.raises(StorageFailure):
+        apply(writer, *events[3:7])
+    writer.conn.execute("DROP TRIGGER refuse_world")
     assert_cache_matches_sqlite(writer)
     results = apply(writer, *events[3:])
     assert all(r.status is ResultStatus.APPLIED for r in results)
@@ -239,6 +224,74 @@ def test_failed_batch_leaves_the_cache_consistent(
         expected = apply(fresh, *events[3:])
         fresh.close()
         assert outcome(results) == outcome(expected)
+
+
+@pytest.mark.parametrize("stage", ["ingest", "write", "cache"])
+def test_an_unexpected_error_refuses_that_event_alone(
+    writer: Writer, monkeypatch: pytest.MonkeyPatch, stage: str
+) -> None:
+    """An exception that is no engine refusal (a bug) while applying one event, in the engine
+    or while writing its rows, refuses that event alone as internal_error with its event id;
+    the batch's other events commit, the cache stays true to SQLite, and the same event
+    applies later once the fault is gone. A fault after its rows are stored (in the cache
+    update) does not refuse it: it is stored, and only the cache is dropped."""
+    events = story()
+    apply(writer, *events[:3])
+    faulty = "6" if stage != "write" else "5"
+    real_ingest, real_write = store_module.ingest, Writer._write
+    real_cache = store_module._cache_outcome
+
+    def flaky_ingest(event: WorldEvent, *args: Any) -> Any:
+        if event.event_id == faulty:
+            raise TypeError("engine bug")
+        return real_ingest(event, *args)
+
+    if stage == "ingest":
+        monkeypatch.setattr(store_module, "ingest", flaky_ingest)
+    elif stage == "write":
+
+        def write(self: Writer, world: str, state: Any, out: Any) -> Any:
+            changes = real_write(self, world, state, out)  # rows written, then the bug
+            if out.event.event_id == faulty:
+                raise KeyError("writer bug")
+            return changes
+
+        monkeypatch.setattr(Writer, "_write", write)
+    else:
+
+        def cache_outcome(cache: Any, world: str, out: Any) -> None:
+            real_cache(cache, world, out)
+            if out.event.event_id == faulty:
+                raise ValueError("cache bug")
+
+        monkeypatch.setattr(store_module, "_cache_outcome", cache_outcome)
+    results = apply(writer, *events[3:7])
+    monkeypatch.setattr(store_module, "ingest", real_ingest)
+    monkeypatch.setattr(Writer, "_write", real_write)
+    monkeypatch.setattr(store_module, "_cache_outcome", real_cache)
+    by_id = {r.event_id: r for r in results}
+    if stage == "cache":
+        assert all(r.status is ResultStatus.APPLIED for r in results)
+    else:
+        bad = by_id[faulty]
+        assert bad.status is ResultStatus.REJECTED
+        assert bad.error is not None and bad.error.code == "internal_error"
+        assert faulty in str(bad.error)
+        assert all(r.status is ResultStatus.APPLIED for r in results if r.event_id != faulty)
+    assert_cache_matches_sqlite(writer)
+    again = apply(writer, *events[3:])
+    expected_status = {e["event_id"]: ResultStatus.DUPLICATE for e in events[3:7]}
+    if stage != "cache":
+        expected_status[faulty] = ResultStatus.APPLIED
+    for result in again:
+        assert result.status is expected_status.get(result.event_id, ResultStatus.APPLIED)
+    assert_cache_matches_sqlite(writer)
+    reader = Reader(writer.path)
+    try:
+        logged = [e.event_id for e in reader.events("w")]
+    finally:
+        reader.close()
+    assert sorted(logged) == sorted(e["event_id"] for e in events)
 
 
 def test_commit_by_another_connection_clears_the_cache(writer: Writer, db_path: Path) -> None:

@@ -36,29 +36,20 @@ from typing import Any
 import msgpack
 
 from protocol import (
-    PROTOCOL_VERSION,
-    BeliefsQuery,
     CloseCode,
-    DistributionQuery,
     ErrorCode,
-    EventFrame,
-    ExplainQuery,
-    GraphQuery,
-    NarrativeQuery,
     ProtocolError,
     Subscribe,
-    TrustQuery,
-    Unsubscribe,
-    belief_frame,
     decode,
     encode,
     parse_client_frame,
     parse_hello,
 )
-from sidecar import __version__
-from sidecar.engine import Change
 from sidecar.server.app import ServerConfig
+from sidecar.server.auth import Auth
 from sidecar.server.queries import answer, event_reply
+from sidecar.server.session import Limits, Reply, Session, Submit
+from sidecar.server.writer import SHUTDOWN_MESSAGE
 from sidecar.store import Reader, Writer
 
 __all__ = ["OUTPUT", "Step", "build", "main", "render"]
@@ -74,11 +65,6 @@ def pack(value: Any, **options: Any) -> bytes:
     """The canonical encoding: ``msgpack.packb(value, use_bin_type=True)``."""
     data: bytes = msgpack.packb(value, use_bin_type=True, **options)
     return data
-
-
-def _wire(frame: Frame) -> Frame:
-    """A frame as the sidecar sends it: a ``rid`` of nil is left out (connection._encode)."""
-    return {k: v for k, v in frame.items() if not (k == "rid" and v is None)}
 
 
 def _nest(levels: int) -> Any:
@@ -102,19 +88,17 @@ class Step:
 
 
 class _Sidecar:
-    """What one sidecar connection answers, computed with the sidecar's own store and builders.
-
-    It mirrors ``sidecar/server/connection.py`` for a client that waits for each reply before
-    sending the next frame (so the answer does not depend on timing). The test suite checks
-    this mirror against a real running sidecar, frame for frame.
+    """What sidecar connections answer, computed by the sidecar's own sans-I/O
+    :class:`~sidecar.server.session.Session` (the state machine the asyncio connection
+    drives), store and builders, for a client that waits for each reply before sending the
+    next frame (so the answer does not depend on timing). The test suite checks this
+    against a real running sidecar, frame for frame.
     """
 
     def __init__(self, db: Path) -> None:
         self.writer = Writer(db)
         self.reader = Reader(db)
-        self.cursor = 0
-        self.subscriptions: list[Subscribe] = []
-        self.excluded: set[str] = set()
+        self.sessions: dict[int, Session] = {}
         self.steps: list[Step] = []
 
     def close(self) -> None:
@@ -122,110 +106,53 @@ class _Sidecar:
         self.reader.close()
 
     def hello(self, conn: int, data: bytes) -> list[Frame]:
-        hello = parse_hello(decode(data))
-        latest = self.reader.latest_seq(WORLD)
-        frames: list[Frame] = [
-            _wire(
-                {
-                    "type": "welcome",
-                    "rid": hello.rid,
-                    "protocol": PROTOCOL_VERSION,
-                    "world": hello.world,
-                    "seq": latest,
-                    "server": f"credence/{__version__}",
-                    "role": "writer",
-                    "auth": "open",
-                    "max_frame": ServerConfig().max_frame,
-                }
-            )
-        ]
-        subs = []
-        if hello.subscribe is not None or hello.subscribe_all:
-            subs.append(Subscribe(residents=None if hello.subscribe_all else hello.subscribe))
-        if conn == 1:
-            self.subscriptions = subs
-            self.cursor = latest
-        if hello.resume is not None:
+        # No outbox bound here: the frames are collected after each step, not sent.
+        session = Session(max_frame=ServerConfig().max_frame, outbox_limit=1 << 40)
+        session.hello(decode(data), as_json=False, auth=Auth())
+        if session.welcome(self.reader.latest_seq(WORLD), auth_open=True):
             sent = 0
-            cursor = hello.resume
-            for change in self.reader.changes_after(WORLD, hello.resume, limit=-1):
-                cursor = change.seq or cursor
-                if any(s.matches(change) for s in subs):
-                    frames.append(belief_frame(change))
+            for change in self.reader.changes_after(WORLD, session.cursor, limit=-1):
+                frame = session.catch_up(change)
+                if frame is not None:
+                    session.push(frame)
                     sent += 1
-            frames.append({"type": "resumed", "seq": cursor, "sent": sent})
+            session.caught_up(sent)
+        self.sessions[conn] = session
+        frames = _sent(session)
         self.steps.append(Step(conn, data, frames))
         return frames
 
     def receive(self, data: bytes) -> list[Frame]:
         """Everything connection 1 receives after sending ``data`` (notifications, reply)."""
+        session = self.sessions[1]
         try:
             frame = parse_client_frame(decode(data))
         except ProtocolError as exc:
-            frames = [exc.to_frame()]
+            session.push(session.refuse(exc, as_json=False).frame)
         else:
-            frames = self._answer(frame)
-        frames = [_wire(f) for f in frames]
+            action = session.receive(frame, as_json=False, size=len(data))
+            if isinstance(action, Submit):
+                [result] = self.writer.apply([(WORLD, action.event)])
+                session.deliver(result.changes)
+                session.push(event_reply(result, action.rid))
+            elif isinstance(action, Reply):
+                session.push(action.frame, action.json)
+            else:
+                try:
+                    replies = answer(self.reader, WORLD, action.query)
+                except ProtocolError as exc:
+                    exc.rid = action.query.rid
+                    replies = [exc.to_frame()]
+                for reply in replies:
+                    session.push(reply)
+        frames = _sent(session)
         self.steps.append(Step(1, data, frames))
         return frames
 
-    def _wants(self, change: Change) -> bool:
-        if change.resident in self.excluded:
-            return False
-        return any(sub.matches(change) for sub in self.subscriptions)
 
-    def _answer(self, frame: object) -> list[Frame]:
-        if isinstance(frame, EventFrame):
-            [result] = self.writer.apply([(WORLD, frame.event)])
-            out = []
-            for change in result.changes:
-                self.cursor = change.seq or self.cursor
-                if self._wants(change):
-                    out.append(belief_frame(change))
-            return [*out, event_reply(result, frame.rid)]
-        if isinstance(frame, Subscribe):
-            self.subscriptions.append(frame)
-            if frame.residents is None:
-                self.excluded.clear()
-            else:
-                self.excluded.difference_update(frame.residents)
-            return [{"type": "subscribed", "rid": frame.rid, "seq": self.cursor}]
-        if isinstance(frame, Unsubscribe):
-            if frame.residents is None:
-                self.subscriptions.clear()
-                self.excluded.clear()
-            else:
-                gone = set(frame.residents)
-                kept = []
-                for sub in self.subscriptions:
-                    if sub.residents is None:
-                        kept.append(sub)
-                        self.excluded |= gone
-                    elif rest := tuple(r for r in sub.residents if r not in gone):
-                        kept.append(
-                            Subscribe(
-                                residents=rest,
-                                roots=sub.roots,
-                                changes=sub.changes,
-                                crossing=sub.crossing,
-                            )
-                        )
-                self.subscriptions = kept
-            return [{"type": "unsubscribed", "rid": frame.rid}]
-        assert isinstance(
-            frame,
-            BeliefsQuery
-            | ExplainQuery
-            | DistributionQuery
-            | NarrativeQuery
-            | GraphQuery
-            | TrustQuery,
-        )
-        try:
-            return answer(self.reader, WORLD, frame)
-        except ProtocolError as exc:
-            exc.rid = frame.rid
-            return [exc.to_frame()]
+def _sent(session: Session) -> list[Frame]:
+    """The frames a session queued, as the client decodes them."""
+    return [msgpack.unpackb(data, raw=False) for data in session.drain()]
 
 
 # ----------------------------------------------------------------------- building vectors
@@ -304,7 +231,7 @@ class _Vectors:
         self,
         name: str,
         description: str,
-        frame: Frame | None,
+        frame: object,
         *,
         data: bytes | None = None,
         error: ErrorCode | None = None,
@@ -1230,7 +1157,7 @@ def _refusals(v: _Vectors) -> None:
     )
     s("invalid.event.day_negative", "day is 0..1e12.", _event("x-3", -1, "tick"), error=e)
     s("invalid.event.day_too_large", "day is 0..1e12.", _event("x-4", 1e12 + 1, "tick"), error=e)
-    s("invalid.event.day_bool", "A boolean is not a number.", _event("x-5", True, "tick"), error=e)  # type: ignore[arg-type]
+    s("invalid.event.day_bool", "A boolean is not a number.", _event("x-5", True, "tick"), error=e)
     s(
         "invalid.event.unknown_kind",
         "kind is one of observe, say, announce, act, intervene, tick, trust, propose.",
@@ -1320,6 +1247,41 @@ def _refusals(v: _Vectors) -> None:
             subject="s",
         ),
         error=e,
+    )
+    s(
+        "invalid.event.topic_star",
+        'A topic may not be "*" (it leads the topics list, whose entries are ids).',
+        _event("x-topic", 23, "say", speaker="bo", listeners=["ana"], claim=_claim("r", "v"),
+               subject="s", topic="*"),
+        error=e,
+    )  # fmt: skip
+    s(
+        "invalid.event.op_list",
+        "intervene.op is one of the four op strings; a list or map is refused, not a crash.",
+        _event("x-op", 23, "intervene", resident="ana", op=["implant"], claim=_claim("r", "v"),
+               subject="s"),
+        error=e,
+    )  # fmt: skip
+    s(
+        "invalid.event.edit_merge_not_list",
+        "Every field of a propose edit is typed: merge is a list of roots, not a number.",
+        {"type": "propose", "event_id": "x-merge", "day": 23, "resident": "ana",
+         "edits": [{"root": "r", "merge": 5}]},
+        error=e,
+    )  # fmt: skip
+    out = s(
+        "invalid.event.too_many_residents",
+        "An event names at most welcome.max_residents (256) witnesses, listeners, overhearers "
+        "and audience together.",
+        _event("x-many", 23, "observe", witnesses=[f"w{i}" for i in range(257)],
+               claim=_claim("r", "v"), subject="s"),
+        error=ErrorCode.TOO_MANY_RESIDENTS,
+    )  # fmt: skip
+    v.server(
+        "server.error.too_many_residents",
+        "An event naming more residents than welcome.max_residents: refused whole, nothing "
+        "stored; event_id echoed.",
+        out[0],
     )
     c = ErrorCode.CONTRACT_VIOLATION
     out = s(
@@ -1589,12 +1551,37 @@ def _literal_errors(v: _Vectors) -> None:
         ),
         (
             "server.error.internal_error",
-            "A bug or storage failure on the sidecar's side; an event was not stored.",
-            lambda: ProtocolError(code.INTERNAL_ERROR, "event was not stored; retry", rid=8),
+            "A bug or storage failure on the sidecar's side; the event it names was not stored.",
+            lambda: ProtocolError(
+                code.INTERNAL_ERROR, "event was not stored; retry", rid=8, event_id="e-8"
+            ),
+        ),
+        (
+            "server.error.shutting_down",
+            "The sidecar is stopping and had not started this event: not stored; resend it "
+            "after reconnecting.",
+            lambda: ProtocolError(code.SHUTTING_DOWN, SHUTDOWN_MESSAGE, rid=9, event_id="e-9"),
         ),
     ]
     for name, description, make in cases:
         v.server(name, description, make().to_frame())
+    v.server(
+        "server.error.limit_exceeded",
+        "A subscribe past a per-connection bound (here 64 filters); nothing changed.",
+        _limit_exceeded(),
+    )
+
+
+def _limit_exceeded() -> Frame:
+    """The refusal of a 65th subscribe, as the session builds it."""
+    session = Session()
+    session.hello({"type": "hello", "protocol": 1, "world": WORLD}, as_json=False, auth=Auth())
+    session.welcome(0, auth_open=True)
+    reply: object = None
+    for rid in range(Limits().max_subscriptions + 1):
+        reply = session.receive(Subscribe(residents=None, rid=rid + 1), as_json=False, size=0)
+    assert isinstance(reply, Reply) and reply.frame["code"] == "limit_exceeded"
+    return reply.frame
 
 
 def _hello_error(frame: Frame) -> ProtocolError:

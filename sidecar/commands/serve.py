@@ -78,8 +78,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, StoreError) as exc:
         print(f"credence serve: {exc}", file=sys.stderr)
         return 2
-    asyncio.run(sidecar.run_forever(ready=announce))
-    return 0
+    return asyncio.run(sidecar.run_forever(ready=announce))
 
 
 def announce(sidecar: Sidecar) -> None:

@@ -87,7 +87,7 @@ class Rules:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mutable_prefixes", tuple(self.mutable_prefixes))
-        for name in self.__slots__:  # type: ignore[attr-defined]
+        for name in self.__slots__:
             value = getattr(self, name)
             if isinstance(value, int | float) and value < 0:
                 raise ValueError(f"rule {name} must not be negative")

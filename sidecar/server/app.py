@@ -10,7 +10,6 @@ It contains no rule: those live in ``sidecar.engine``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import http
 import ipaddress
 import itertools
@@ -19,7 +18,7 @@ import signal
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -32,7 +31,8 @@ from ..engine import DEFAULT_RULES, Rules
 from ..store import EventResult, Reader, Writer, WriterLock
 from .auth import Auth
 from .capture import CaptureWriter
-from .connection import Connection
+from .connection import BoundedServerConnection, Connection
+from .session import Limits
 from .writer import WriterService
 
 __all__ = ["ServerConfig", "Sidecar", "is_loopback"]
@@ -56,9 +56,13 @@ class ServerConfig:
     ping_interval: float | None = 20.0
     ping_timeout: float | None = 20.0
     shutdown_timeout: float = 10.0
+    #: On shutdown, batches go on for this long (default: half the shutdown timeout); events
+    #: not started by then are refused with ``shutting_down``.
+    commit_grace: float | None = None
     synchronous: str = "FULL"
     rules: Rules = DEFAULT_RULES  # for worlds created by this process; stored per world
     readers: int = 2
+    limits: Limits = field(default_factory=Limits)  # subscriptions per connection (SPEC §8.2)
 
 
 def is_loopback(host: str) -> bool:
@@ -101,6 +105,7 @@ class Sidecar:
         self.writer = WriterService(writer, self._publish)
         self.server: Server | None = None
         self.connections: set[Connection] = set()
+        self._writer_task: asyncio.Task[None] | None = None
 
     @property
     def port(self) -> int:
@@ -113,12 +118,24 @@ class Sidecar:
         host = self.config.host
         return f"ws://[{host}]:{self.port}" if ":" in host else f"ws://{host}:{self.port}"
 
+    @property
+    def failed(self) -> bool:
+        """The writer failed: nothing can be stored until a restart (health answers 503)."""
+        return self.writer.failure is not None
+
     async def start(self) -> None:
-        self.writer.start()
+        # Supervised: WriterService.run never raises; stop() always awaits it.
+        self._writer_task = asyncio.create_task(self.writer.run(), name="credence-writer")
+        unread = 2 * self.config.outbox_limit
+
+        class _Bounded(BoundedServerConnection):
+            unread_limit = unread
+
         self.server = await serve(
             self._handle,
             self.config.host,
             self.config.port,
+            create_connection=_Bounded,
             process_request=self._process_request,
             max_size=self.config.max_frame,
             ping_interval=self.config.ping_interval,
@@ -134,21 +151,28 @@ class Sidecar:
         log.info("credence %s serving %s (db %s, %s)", __version__, self.url, self.config.db, mode)
 
     async def stop(self) -> None:
-        """Graceful shutdown: commit and answer what was accepted, then close 1001."""
+        """Bounded graceful shutdown (about ``shutdown_timeout`` at most, however long the
+        writer queue): stop accepting and reading; commit batches for half the timeout and
+        refuse what has not started by then (``shutting_down``); answer and flush what was
+        accepted; close every connection with 1001."""
         if self.stopping:
             return
         self.stopping = True
         if self.server is not None:
             self.server.close(close_connections=False)
+        grace = self.config.commit_grace
+        self.writer.shut_down(self.config.shutdown_timeout / 2 if grace is None else grace)
         await self.writer.drain()
+        budget = self.config.shutdown_timeout / 2
         await asyncio.gather(
-            *(c.shutdown(self.config.shutdown_timeout) for c in list(self.connections)),
-            return_exceptions=True,
+            *(c.shutdown(budget) for c in list(self.connections)), return_exceptions=True
         )
         if self.server is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.server.wait_closed(), self.config.shutdown_timeout)
-        await self.writer.close()
+            try:
+                await asyncio.wait_for(self.server.wait_closed(), budget)
+            except TimeoutError:
+                log.warning("connections still open after the shutdown timeout")
+        await self.writer.close(self._writer_task)
         self._read_pool.shutdown(wait=True)
         for reader in self._readers:
             reader.close()
@@ -159,8 +183,10 @@ class Sidecar:
             "credence stopped: %d events in %d batches", self.writer.events, self.writer.batches
         )
 
-    async def run_forever(self, ready: Callable[[Sidecar], None] | None = None) -> None:
-        """Serve until SIGINT or SIGTERM; ``ready`` is called once the port is bound."""
+    async def run_forever(self, ready: Callable[[Sidecar], None] | None = None) -> int:
+        """Serve until SIGINT or SIGTERM; ``ready`` is called once the port is bound.
+
+        Returns the exit status: 1 if the writer had failed, else 0."""
         await self.start()
         if ready is not None:
             ready(self)
@@ -171,17 +197,20 @@ class Sidecar:
         await done.wait()
         log.info("signal received: finishing the batch in flight, then closing connections (1001)")
         await self.stop()
+        return 1 if self.failed else 0
 
     # ------------------------------------------------------------------ plumbing
 
     def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         if request.headers.get("Upgrade", "").lower() == "websocket":
             return None
+        state = "failed" if self.failed else "stopping" if self.stopping else "ok"
         body = orjson.dumps(
-            {"status": "stopping" if self.stopping else "ok", "server": f"credence/{__version__}",
+            {"status": state, "server": f"credence/{__version__}",
              "connections": len(self.connections), "events": self.writer.events}
         )  # fmt: skip
-        status = http.HTTPStatus.SERVICE_UNAVAILABLE if self.stopping else http.HTTPStatus.OK
+        ok = state == "ok"
+        status = http.HTTPStatus.OK if ok else http.HTTPStatus.SERVICE_UNAVAILABLE
         response = connection.respond(status, "")
         response.body = body + b"\n"
         # respond() already set text/plain and length 0; Headers is a multidict, so replace.

@@ -1,15 +1,20 @@
-"""One client connection: handshake, the frame loop, ordered replies, notifications.
+"""One client connection: the asyncio driver of a sans-I/O :class:`~.session.Session`.
 
-Three small tasks per connection, joined by bounded queues so no peer can grow our memory:
+The session holds the protocol state (hello, subscriptions, resume, outbox accounting); this
+module does the I/O around it, with three small tasks per connection in one task group,
+joined by bounded queues so no peer can grow our memory:
 
-* the *reader* (this handler) decodes frames and submits work in arrival order;
-* the *responder* turns that work into replies in the same order (an ack waits for its
+* the *reader* (this handler) reads messages and hands the session's actions over in
+  arrival order (an event is submitted to the writer first);
+* the *responder* turns those actions into replies in the same order (an ack waits for its
   commit; a query waits for every earlier event of the connection, so you read your writes);
-* the *sender* drains the outbox to the socket.
+* the *sender* drains the session's outbox to the socket;
+* and, after a ``resume``, a *backfill* task catches up from SQLite.
 
 Notifications go straight into the outbox. If a subscriber stops reading and the outbox passes
 its bound, the connection is told ``slow_consumer`` and closed; it can resume from its last
-seq without loss, because every change is in SQLite.
+seq without loss, because every change is in SQLite. A bug in one of the tasks ends the task
+group, and with it the connection (close 1011), and is logged; it never goes unnoticed.
 """
 
 from __future__ import annotations
@@ -17,52 +22,50 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import deque
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from protocol import (
-    PROTOCOL_VERSION,
-    BeliefsQuery,
     CloseCode,
-    DistributionQuery,
     ErrorCode,
-    EventFrame,
-    ExplainQuery,
-    GraphQuery,
     Hello,
-    NarrativeQuery,
     ProtocolError,
-    Subscribe,
-    TrustQuery,
-    Unsubscribe,
-    belief_frame,
     decode,
-    encode,
-    encode_json,
     parse_client_frame,
-    parse_hello,
 )
 
-from .. import __version__
 from ..engine import Change
-from ..store import EventResult
+from ..store import EventResult, Reader
 from .auth import Role
 from .queries import event_reply
+from .session import Query, QueryFrame, Reply, Session, SessionState, Submit
+from .writer import NotStored
 
 if TYPE_CHECKING:
     from .app import Sidecar
 
-__all__ = ["Connection"]
+__all__ = ["BoundedServerConnection", "Connection", "PendingAck"]
 
 log = logging.getLogger("credence.server")
 
 _BACKFILL_PAGE = 500
-_SLOW_MESSAGE = "stopped reading; reconnect with resume set to the last seq you received"
-_DONE = object()
+#: Text pieces of one fragmented message are joined every this many (bounds the overhead).
+_JOIN_EVERY = 4096
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingAck:
+    """An event handed to the writer: its ack is the reply, once ``future`` resolves."""
+
+    future: asyncio.Future[EventResult]
+    submit: Submit
+
+
+Work = Reply | PendingAck | Query
 
 
 class Connection:
@@ -70,27 +73,37 @@ class Connection:
         self.app = app
         self.ws = ws
         self.id = conn_id
-        self.world = ""
-        self.role = Role.READER
-        self.json = False
-        self.subscriptions: list[Subscribe] = []
-        self.excluded: set[str] = set()
-        self.cursor = 0  # last change seq delivered or passed over
-        self.backfilling = False
-        self.missed = 0  # highest seq published while backfilling
-        self.outbox: deque[bytes | str] = deque()
-        self.outbox_bytes = 0
+        config = app.config
+        self.session = Session(
+            outbox_limit=config.outbox_limit, max_frame=config.max_frame, limits=config.limits
+        )
         self.nonempty = asyncio.Event()
         self.room = asyncio.Event()
         self.room.set()
-        self.work: asyncio.Queue[Any] = asyncio.Queue(app.config.max_inflight)
-        self.slow = False
+        self.work: asyncio.Queue[Work] = asyncio.Queue(config.max_inflight)
         self.close_code: int | None = None
         self.frames_in = 0
-        self.events_in = 0
-        self.tasks: list[asyncio.Task[Any]] = []
+        self._tasks: dict[str, asyncio.Task[Any]] = {}
+        self._group: asyncio.TaskGroup | None = None
+        self._backfill_needed = False
 
     # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def world(self) -> str:
+        return self.session.world
+
+    @property
+    def role(self) -> Role:
+        return self.session.role
+
+    @property
+    def slow(self) -> bool:
+        return self.session.slow
+
+    @property
+    def outbox_bytes(self) -> int:
+        return self.session.outbox_bytes
 
     @property
     def peer(self) -> str:
@@ -115,75 +128,91 @@ class Connection:
             "conn %d open from %s world=%r client=%r role=%s",
             self.id, self.peer, self.world, hello.client, self.role,
         )  # fmt: skip
-        self.tasks = [
-            asyncio.create_task(self._sender(), name=f"conn{self.id}-sender"),
-            asyncio.create_task(self._responder(), name=f"conn{self.id}-responder"),
-        ]
-        if hello.resume is not None or self.missed > self.cursor:
-            # A resume, or changes committed during the handshake: catch up from SQLite
-            # (live changes stay held back until then). Only a resume is told `resumed`.
-            backfill = self._backfill(announce=hello.resume is not None)
-            self.tasks.append(asyncio.create_task(backfill, name=f"conn{self.id}-backfill"))
-        else:
-            self.backfilling = False
         try:
-            await self._read_loop()
-        except ConnectionClosed:
-            pass
+            async with asyncio.TaskGroup() as group:
+                self._group = group
+                self._start("sender", self._sender())
+                self._start("responder", self._responder())
+                if self._backfill_needed:
+                    # A resume, or changes committed during the handshake: catch up from
+                    # SQLite (live changes stay held back until then).
+                    self._start("backfill", self._backfill())
+                try:
+                    await self._read_loop()
+                except ConnectionClosed:
+                    pass
+                finally:
+                    for name in ("sender", "responder", "backfill"):
+                        task = self._tasks.get(name)
+                        if task is not None:
+                            task.cancel()
+        except* Exception as group_error:  # a bug in one of the tasks: loud, and this peer only
+            for bug in group_error.exceptions:
+                log.error("conn %d failed: %r", self.id, bug, exc_info=bug)
+            self.close_code = CloseCode.INTERNAL_ERROR
+            with contextlib.suppress(ConnectionClosed):
+                await self.ws.close(CloseCode.INTERNAL_ERROR, "internal_error")
         finally:
-            await self._finish()
+            self._group = None
+            self._leave_hub()
+            if self.session.state is not SessionState.CLOSED:
+                self.session.closed()
+            code = self.ws.close_code if self.close_code is None else self.close_code
+            log.info(
+                "conn %d closed code=%s frames=%d events=%d%s",
+                self.id, code, self.frames_in, self.session.events_in,
+                " (slow consumer)" if self.slow else "",
+            )  # fmt: skip
+
+    def _start(self, name: str, coro: Any) -> None:
+        assert self._group is not None
+        self._tasks[name] = self._group.create_task(coro, name=f"conn{self.id}-{name}")
 
     async def _handshake(self) -> Hello:
         try:
-            message = await asyncio.wait_for(self.ws.recv(), self.app.config.hello_timeout)
+            message = await asyncio.wait_for(self._recv(), self.app.config.hello_timeout)
         except TimeoutError:
             raise ProtocolError(
                 ErrorCode.HELLO_REQUIRED,
                 "no 'hello' within the hello timeout",
                 close=CloseCode.HELLO_TIMEOUT,
             ) from None
-        self.json = isinstance(message, str)
         self._capture(message, first=True)
-        hello = parse_hello(decode(message))
-        token = hello.token or _bearer(self.ws)
-        role = self.app.auth.role_for(hello.world, token)
-        if role is None:
-            raise ProtocolError(
-                ErrorCode.UNAUTHORIZED, f"token not valid for world {hello.world!r}", rid=hello.rid
-            )
-        self.world, self.role = hello.world, role
+        self.session.json = isinstance(message, str)
+        hello = self.session.hello(
+            decode(message), as_json=isinstance(message, str), auth=self.app.auth,
+            bearer=_bearer(self.ws),
+        )  # fmt: skip
         # Join the hub before reading the latest seq, with live delivery held back
-        # (backfilling): a change committed meanwhile is caught up from SQLite, not lost.
-        self.backfilling = True
+        # (RESUMING): a change committed meanwhile is caught up from SQLite, not lost.
         self.app.hub.setdefault(self.world, set()).add(self)
         latest = await self.app.read(lambda r: r.latest_seq(hello.world))
-        self.cursor = latest if hello.resume is None else hello.resume
-        if hello.subscribe is not None or hello.subscribe_all:
-            self.subscriptions.append(
-                Subscribe(residents=None if hello.subscribe_all else hello.subscribe)
-            )
-        self.push(
-            {
-                "type": "welcome",
-                "rid": hello.rid,
-                "protocol": PROTOCOL_VERSION,
-                "world": hello.world,
-                "seq": latest,
-                "server": f"credence/{__version__}",
-                "role": str(role),
-                "auth": "open" if self.app.auth.open else "token",
-                "max_frame": self.app.config.max_frame,
-            }
-        )
+        self._backfill_needed = self.session.welcome(latest, auth_open=self.app.auth.open)
         await self._flush_now()
         return hello
 
+    async def _recv(self) -> bytes | str:
+        """One whole message, however many fragments it came in (bounded by ``max_frame``
+        in total, not by a fragment count)."""
+        pieces: list[Any] = []
+        async for piece in self.ws.recv_streaming():
+            pieces.append(piece)
+            if len(pieces) >= _JOIN_EVERY:
+                pieces = [_join(pieces)]
+        return _join(pieces)
+
+    async def _messages(self) -> AsyncIterator[bytes | str]:
+        while True:
+            yield await self._recv()
+
     async def _read_loop(self) -> None:
-        async for message in self.ws:
+        async for message in self._messages():
             if self.app.stopping:
                 # Not read = not acknowledged; the client resends after reconnecting. Keep
                 # reading (a break would end the handler: close 1000 and cancel the acks
                 # still owed) until shutdown() has answered what was accepted and closes 1001.
+                continue
+            if self.session.closing:
                 continue
             self.frames_in += 1
             self._capture(message)
@@ -191,153 +220,87 @@ class Connection:
             try:
                 frame = parse_client_frame(decode(message))
             except ProtocolError as exc:
-                await self.work.put(("frame", exc.to_frame(), as_json))
+                await self.work.put(self.session.refuse(exc, as_json=as_json))
                 continue
-            await self._dispatch(frame, as_json)
-
-    async def _dispatch(self, frame: object, as_json: bool) -> None:
-        if isinstance(frame, EventFrame):
-            self.events_in += 1
-            if self.role is not Role.WRITER:
-                error = ProtocolError(
-                    ErrorCode.FORBIDDEN, "a read-only token cannot send events",
-                    rid=frame.rid, event_id=frame.event.event_id,
-                )  # fmt: skip
-                await self.work.put(("frame", error.to_frame(), as_json))
-                return
-            future = await self.app.writer.submit(self.world, frame.event)
-            await self.work.put(("event", future, as_json, frame.rid))
-        elif isinstance(frame, Subscribe):
-            self.subscriptions.append(frame)
-            if frame.residents is not None:
-                self.excluded.difference_update(frame.residents)
+            action = self.session.receive(frame, as_json=as_json, size=len(message))
+            if isinstance(action, Submit):
+                await self.work.put(await self._submit(action))
             else:
-                self.excluded.clear()
-            await self.work.put(
-                ("frame", {"type": "subscribed", "rid": frame.rid, "seq": self.cursor}, as_json)
-            )
-        elif isinstance(frame, Unsubscribe):
-            self._unsubscribe(frame)
-            await self.work.put(("frame", {"type": "unsubscribed", "rid": frame.rid}, as_json))
-        elif isinstance(
-            frame,
-            BeliefsQuery
-            | ExplainQuery
-            | DistributionQuery
-            | NarrativeQuery
-            | GraphQuery
-            | TrustQuery,
-        ):
-            await self.work.put(("query", frame, as_json))
+                await self.work.put(action)
 
-    def _unsubscribe(self, frame: Unsubscribe) -> None:
-        if frame.residents is None:
-            self.subscriptions.clear()
-            self.excluded.clear()
-            return
-        gone = set(frame.residents)
-        kept = []
-        for sub in self.subscriptions:
-            if sub.residents is None:
-                kept.append(sub)
-                self.excluded |= gone
-                continue
-            rest = tuple(r for r in sub.residents if r not in gone)
-            if rest:
-                kept.append(
-                    Subscribe(
-                        residents=rest, roots=sub.roots, changes=sub.changes, crossing=sub.crossing
-                    )
-                )
-        self.subscriptions = kept
+    async def _submit(self, action: Submit) -> Reply | PendingAck:
+        try:
+            future = await self.app.writer.submit(self.world, action.event, action.size)
+        except NotStored as exc:
+            error = ProtocolError(exc.code, exc.message, rid=action.rid, event_id=action.event_id)
+            return self.session.refuse(error, as_json=action.json)
+        return PendingAck(future=future, submit=action)
 
     def _leave_hub(self) -> None:
         self.app.hub.get(self.world, set()).discard(self)
 
-    async def _finish(self) -> None:
-        self._leave_hub()
-        for task in self.tasks:
-            task.cancel()
-        for task in self.tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        code = self.ws.close_code if self.close_code is None else self.close_code
-        log.info(
-            "conn %d closed code=%s frames=%d events=%d%s",
-            self.id, code, self.frames_in, self.events_in, " (slow consumer)" if self.slow else "",
-        )  # fmt: skip
-
     async def shutdown(self, timeout: float) -> None:
         """Graceful stop: answer everything already accepted, flush, close 1001."""
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.work.join(), timeout)
-            await asyncio.wait_for(self._drained(), timeout)
-        with contextlib.suppress(Exception):
+        try:
+            await asyncio.wait_for(self._answered(), timeout)
+        except TimeoutError:
+            log.warning("conn %d: replies still owed at the shutdown timeout", self.id)
+        with contextlib.suppress(ConnectionClosed):
             await self.ws.close(CloseCode.GOING_AWAY, "server shutting down")
 
-    async def _drained(self) -> None:
-        while self.outbox:
+    async def _answered(self) -> None:
+        await self.work.join()
+        while self.session.outbox and not self.session.closing:
             await asyncio.sleep(0.01)
 
     # ------------------------------------------------------------------ outbound
 
-    def _encode(self, frame: dict[str, Any], json: bool | None = None) -> bytes | str:
-        if "rid" in frame and frame["rid"] is None:
-            frame = {k: v for k, v in frame.items() if k != "rid"}
-        return encode_json(frame) if (self.json if json is None else json) else encode(frame)
-
     def push(self, frame: dict[str, Any], json: bool | None = None) -> None:
-        """Queue a frame for the sender; past the bound, the peer is a slow consumer.
-
-        Replies use the encoding of the request (``json``); notifications that of ``hello``.
-        """
-        if self.slow:
-            return
-        data = self._encode(frame, json)
-        if self.outbox_bytes + len(data) > self.app.config.outbox_limit:
+        """Queue a frame for the sender; past the bound, the peer is a slow consumer."""
+        if self.session.push(frame, json):
+            self.nonempty.set()
+            if not self.session.room:
+                self.room.clear()
+        elif self.session.slow:
             self._slow_consumer()
-            return
-        self.outbox.append(data)
-        self.outbox_bytes += len(data)
-        if self.outbox_bytes > self.app.config.outbox_limit // 2:
-            self.room.clear()
-        self.nonempty.set()
 
     async def _flush_now(self) -> None:
-        while self.outbox:
-            data = self.outbox.popleft()
-            self.outbox_bytes -= len(data)
+        while (data := self.session.pop()) is not None:
             await self.ws.send(data)
 
     async def _sender(self) -> None:
-        while True:
-            while not self.outbox:
-                self.nonempty.clear()
-                await self.nonempty.wait()
-            data = self.outbox.popleft()
-            self.outbox_bytes -= len(data)
-            if self.outbox_bytes <= self.app.config.outbox_limit // 4:
-                self.room.set()
-            await self.ws.send(data)
+        try:
+            while True:
+                data = self.session.pop()
+                if data is None:
+                    self.nonempty.clear()
+                    await self.nonempty.wait()
+                    continue
+                if self.session.room:
+                    self.room.set()
+                await self.ws.send(data)
+        except ConnectionClosed:
+            return
 
     def _slow_consumer(self) -> None:
-        self.slow = True
-        self.outbox.clear()
-        self.outbox_bytes = 0
+        if self.close_code is not None:
+            return
         self.close_code = CloseCode.SLOW_CONSUMER
-        for task in self.tasks:
-            task.cancel()
-        asyncio.get_running_loop().create_task(
-            # No seq in the message: the cursor already counts the notifications just discarded.
-            self._fatal(ProtocolError(ErrorCode.SLOW_CONSUMER, _SLOW_MESSAGE))
-        )
+        self.room.set()  # wake waiters: they see the session closing and stop
+        for name in ("sender", "responder", "backfill"):
+            task = self._tasks.get(name)
+            if task is not None:
+                task.cancel()
+        if self._group is not None:
+            self._start("fatal", self._fatal(self.session.slow_error()))
 
     async def _fatal(self, exc: ProtocolError) -> None:
         """Send the error frame (if the peer still reads) and close with its code."""
         code = exc.close_code or CloseCode.INTERNAL_ERROR
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.ws.send(self._encode(exc.to_frame())), 2)
-        with contextlib.suppress(Exception):
+        data = self.session.fatal(exc)
+        with contextlib.suppress(ConnectionClosed, TimeoutError):
+            await asyncio.wait_for(self.ws.send(data), 2)
+        with contextlib.suppress(ConnectionClosed):
             await self.ws.close(code, str(exc.code))
 
     # ------------------------------------------------------------------ replies
@@ -346,31 +309,27 @@ class Connection:
         while True:
             item = await self.work.get()
             try:
-                if item is _DONE:
-                    return
-                kind, payload, as_json = item[0], item[1], item[2]
-                if kind == "frame":
-                    self.push(payload, as_json)
-                elif kind == "event":
-                    self.push(await self._ack(payload, item[3]), as_json)
-                elif kind == "query":
-                    for frame in await self._query(payload):
+                if isinstance(item, Reply):
+                    self.push(item.frame, item.json)
+                elif isinstance(item, PendingAck):
+                    self.push(await self._ack(item), item.submit.json)
+                else:
+                    for frame in await self._query(item.query):
                         await self._wait_room()
-                        self.push(frame, as_json)
+                        self.push(frame, item.json)
             finally:
                 self.work.task_done()
 
-    async def _ack(self, future: asyncio.Future[EventResult], rid: object) -> dict[str, Any]:
+    async def _ack(self, pending: PendingAck) -> dict[str, Any]:
+        submit = pending.submit
         try:
-            result = await future
-        except Exception as exc:
-            log.error("conn %d: event not stored: %s", self.id, exc)
-            return ProtocolError(
-                ErrorCode.INTERNAL_ERROR, "event was not stored; retry", rid=rid
-            ).to_frame()
-        return event_reply(result, rid)
+            result = await pending.future
+        except NotStored as exc:
+            error = ProtocolError(exc.code, exc.message, rid=submit.rid, event_id=submit.event_id)
+            return error.to_frame()
+        return event_reply(result, submit.rid)
 
-    async def _query(self, query: Any) -> list[dict[str, Any]]:
+    async def _query(self, query: QueryFrame) -> list[dict[str, Any]]:
         from .queries import answer
 
         try:
@@ -385,59 +344,88 @@ class Connection:
             ]
 
     async def _wait_room(self) -> None:
-        while not self.room.is_set() and not self.slow:
+        while not self.room.is_set() and not self.session.closing:
             await self.room.wait()
 
     # ------------------------------------------------------------------ notifications
 
-    def wants(self, change: Change) -> bool:
-        if change.resident in self.excluded:
-            return False
-        return any(sub.matches(change) for sub in self.subscriptions)
-
     def deliver(self, changes: Sequence[Change]) -> None:
         """Called after a commit with the world's new changes, in seq order."""
-        if self.slow or not changes:
+        session = self.session
+        if session.closing or not changes:
             return
-        if self.backfilling:
-            self.missed = max(self.missed, changes[-1].seq or 0)
-            return
-        for change in changes:
-            seq = change.seq or 0
-            if seq <= self.cursor:
-                continue
-            self.cursor = seq
-            if self.wants(change):
-                self.push(belief_frame(change))
-                if self.slow:
-                    return
+        before = len(session.outbox)
+        session.deliver(changes)
+        if session.slow:
+            self._slow_consumer()
+        elif len(session.outbox) != before:
+            self.nonempty.set()
+            if not session.room:
+                self.room.clear()
 
-    async def _backfill(self, *, announce: bool = True) -> None:
+    async def _backfill(self) -> None:
         """Resume: every change after the client's seq, from SQLite, then live ones."""
-        self.backfilling = True
+        session = self.session
         sent = 0
-        try:
-            while True:
-                after = self.cursor
-                rows = await self.app.read(
-                    lambda r, after=after: r.changes_after(self.world, after, limit=_BACKFILL_PAGE)
-                )
-                for change in rows:
-                    self.cursor = change.seq or self.cursor
-                    if self.wants(change):
-                        await self._wait_room()
-                        self.push(belief_frame(change))
-                        sent += 1
-                if len(rows) < _BACKFILL_PAGE and self.missed <= self.cursor:
-                    break
-        finally:
-            self.backfilling = False
-        if announce:
-            self.push({"type": "resumed", "seq": self.cursor, "sent": sent})
+        while True:
+            after = session.cursor
+
+            def page(r: Reader, after: int = after) -> list[Change]:
+                return r.changes_after(self.world, after, limit=_BACKFILL_PAGE)
+
+            rows = await self.app.read(page)
+            for change in rows:
+                frame = session.catch_up(change)
+                if frame is not None:
+                    await self._wait_room()
+                    self.push(frame)
+                    sent += 1
+                if session.closing:
+                    return
+            if len(rows) < _BACKFILL_PAGE and not session.behind:
+                break
+        before = len(session.outbox)
+        session.caught_up(sent)
+        if len(session.outbox) != before:
+            self.nonempty.set()
 
     def _capture(self, message: bytes | str, *, first: bool = False) -> None:
         if self.app.capture is not None:
             self.app.capture.record(self.id, message, first=first)
+
+
+class BoundedServerConnection(ServerConnection):
+    """A websockets server connection that bounds what a peer leaves unread.
+
+    websockets answers every ping with a pong written straight to the transport, outside
+    our outbox; a peer that floods pings and never reads would grow that buffer without
+    end. Past :attr:`unread_limit` bytes waiting in the transport (our frames are written
+    with flow control, so only pongs get there), the peer is not reading: the connection is
+    aborted (no close frame, it would not be read either).
+    """
+
+    unread_limit = 2 * 1024 * 1024
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        transport = self.transport
+        if transport.get_write_buffer_size() > self.unread_limit and not transport.is_closing():
+            log.warning(
+                "connection from %s aborted: %d bytes it does not read (pongs to its pings)",
+                _address(self), transport.get_write_buffer_size(),
+            )  # fmt: skip
+            transport.abort()
+
+
+def _address(ws: ServerConnection) -> str:
+    addr = ws.remote_address
+    return f"{addr[0]}:{addr[1]}" if addr else "?"
+
+
+def _join(pieces: list[Any]) -> bytes | str:
+    if pieces and isinstance(pieces[0], str):
+        return "".join(pieces)
+    return b"".join(pieces)
 
 
 def _bearer(ws: ServerConnection) -> str | None:

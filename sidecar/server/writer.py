@@ -1,34 +1,70 @@
-"""The writer service: group commit off the event loop.
+"""The writer service: group commit off the event loop, fair across worlds, bounded in bytes.
 
-Connections submit events and get a future. One task drains everything queued into a batch,
-hands it to the store's single :class:`~sidecar.store.Writer` in a dedicated thread (the
-event loop never waits on SQLite), and once the batch is committed publishes the change
-records and resolves the futures, in submission order. Under load many events share one
-transaction, so throughput does not collapse to one fsync per event.
+Connections submit events and get a future. The writer loop takes a batch, hands it to the
+store's single :class:`~sidecar.store.Writer` in a dedicated thread (the event loop never
+waits on SQLite), and once the batch is committed publishes the change records and resolves
+the futures. Under load many events share one transaction, so throughput does not collapse
+to one fsync per event.
+
+Bounds and fairness (everything here is counted in the *bytes* of the frames that carried
+the events, not in events):
+
+* each world has its own FIFO sub-queue; a batch takes one event from each world in turn
+  (round robin), up to ``max_batch`` events or ``max_batch_bytes``, so one world's huge
+  events cannot starve another world's ``tick``: it is in the next batch;
+* a world's sub-queue holds at most ``world_budget`` bytes and all of them together at most
+  ``total_budget``; past that ``submit`` waits (the connection stops reading its socket:
+  TCP backpressure), except that a world with nothing queued always gets one event in;
+* on shutdown (:meth:`shut_down`), batches go on until a deadline; events that have not
+  started by then are refused with ``shutting_down`` (not stored), so stopping takes a
+  bounded time however long the queue.
+
+Supervision: :meth:`run` never lets an exception escape. A :class:`~sidecar.store.
+StorageFailure` refuses its batch (``internal_error``, nothing of it stored) and the loop
+goes on; anything else means the writer's state can no longer be trusted, so it is
+*failed*: one ERROR log line, every event in flight or queued is answered
+``internal_error``, every later ``submit`` too, and :attr:`failure` is set (the health check
+answers 503). ``close`` still works, so SIGTERM still stops the process.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from protocol import ErrorCode
+
 from ..engine import WorldEvent
 from ..store import EventResult, StorageFailure, Writer
 
-__all__ = ["WriterService"]
+__all__ = ["SHUTDOWN_MESSAGE", "NotStored", "Submission", "WriterService"]
 
 log = logging.getLogger("credence.writer")
 
 Publish = Callable[[str, Sequence[EventResult]], None]
 
 
-@dataclass(slots=True)
-class _Item:
+class NotStored(Exception):
+    """An event the writer did not store, with the wire code its refusal carries."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(slots=True, kw_only=True)
+class Submission:
+    """One queued event: its world, the event, the size of the frame that carried it, and the
+    future its connection awaits (an :class:`EventResult`, or :class:`NotStored`)."""
+
     world: str
     event: WorldEvent
+    size: int
     future: asyncio.Future[EventResult]
 
 
@@ -36,47 +72,131 @@ class WriterService:
     """Owns the store writer; ``submit`` queues an event, the future resolves after commit."""
 
     def __init__(
-        self, writer: Writer, publish: Publish, *, max_batch: int = 2000, max_queue: int = 20000
-    ) -> None:
+        self, writer: Writer, publish: Publish, *, max_batch: int = 2000,
+        max_batch_bytes: int = 512 * 1024, world_budget: int = 8 * 1024 * 1024,
+        total_budget: int = 32 * 1024 * 1024,
+    ) -> None:  # fmt: skip
         self.writer = writer
         self.publish = publish
         self.max_batch = max_batch
-        self.queue: asyncio.Queue[_Item] = asyncio.Queue(max_queue)
+        self.max_batch_bytes = max_batch_bytes
+        self.world_budget = world_budget
+        self.total_budget = total_budget
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="credence-writer")
-        self.task: asyncio.Task[None] | None = None
+        self._queues: dict[str, deque[Submission]] = {}
+        self._turns: deque[str] = deque()  # worlds with queued events, in round-robin order
+        self._world_bytes: dict[str, int] = {}
+        self.queued_bytes = 0
+        self.queued = 0
+        self._inflight: list[Submission] = []
+        self._work = asyncio.Event()  # something was queued (or close/shutdown began)
+        self._room = asyncio.Event()  # bytes were freed
+        self._idle = asyncio.Event()  # nothing queued, nothing in flight
+        self._idle.set()
+        self._closing = False
+        self.deadline: float | None = None  # loop time after which unstarted events are refused
+        self.failure: BaseException | None = None
         self.batches = 0
         self.events = 0
+        self.refused_at_shutdown = 0
 
-    def start(self) -> None:
-        self.task = asyncio.get_running_loop().create_task(self._run(), name="credence-writer")
+    # ------------------------------------------------------------------ submitting
 
-    async def submit(self, world: str, event: WorldEvent) -> asyncio.Future[EventResult]:
-        """Queue one event (waits while the queue is full: backpressure on the sender)."""
+    def _check(self) -> None:
+        if self.failure is not None:
+            raise NotStored(ErrorCode.INTERNAL_ERROR, "the writer failed; the event was not stored")
+        if self.deadline is not None and asyncio.get_running_loop().time() >= self.deadline:
+            raise NotStored(ErrorCode.SHUTTING_DOWN, SHUTDOWN_MESSAGE)
+
+    def admits(self, world: str, size: int) -> bool:
+        """Whether an event of ``size`` bytes for ``world`` fits the queue now."""
+        if not self._queues.get(world):
+            return True  # a world with nothing queued always gets one in: fairness
+        return (
+            self._world_bytes.get(world, 0) + size <= self.world_budget
+            and self.queued_bytes + size <= self.total_budget
+        )
+
+    async def submit(self, world: str, event: WorldEvent, size: int) -> asyncio.Future[EventResult]:
+        """Queue one event (waits while its world's queue is full: backpressure on the sender).
+
+        Raises :class:`NotStored` at once if the writer failed or shutdown has passed its
+        deadline; otherwise the future resolves after commit (or with :class:`NotStored`).
+        """
+        self._check()
+        while not self.admits(world, size):
+            self._room.clear()
+            await self._room.wait()
+            self._check()
         future: asyncio.Future[EventResult] = asyncio.get_running_loop().create_future()
-        await self.queue.put(_Item(world, event, future))
+        queue = self._queues.get(world)
+        if queue is None:
+            queue = self._queues[world] = deque()
+        if not queue:
+            self._turns.append(world)
+        queue.append(Submission(world=world, event=event, size=size, future=future))
+        self._world_bytes[world] = self._world_bytes.get(world, 0) + size
+        self.queued_bytes += size
+        self.queued += 1
+        self._idle.clear()
+        self._work.set()
         return future
 
-    async def drain(self) -> None:
-        """Wait until everything queued so far is committed."""
-        await self.queue.join()
+    # ------------------------------------------------------------------ lifecycle
 
-    async def close(self) -> None:
-        await self.drain()
-        if self.task is not None:
-            self.task.cancel()
-            try:
-                await self.task
-            except asyncio.CancelledError:
-                pass
+    async def drain(self) -> None:
+        """Wait until everything queued so far is committed (or refused)."""
+        await self._idle.wait()
+
+    def shut_down(self, grace: float) -> None:
+        """Stop taking new batches ``grace`` seconds from now; refuse what is left then."""
+        deadline = asyncio.get_running_loop().time() + grace
+        self.deadline = deadline if self.deadline is None else min(self.deadline, deadline)
+        self._work.set()
+
+    async def close(self, task: asyncio.Task[None] | None = None) -> None:
+        """Finish (see :meth:`shut_down`), end :meth:`run` and release the store."""
+        self._closing = True
+        self._work.set()
+        if task is not None:
+            await task
         self.executor.shutdown(wait=True)
         self.writer.close()
 
-    async def _run(self) -> None:
+    async def run(self) -> None:
+        """The writer loop, until :meth:`close`. Never raises (see the module docstring)."""
+        try:
+            await self._loop()
+        except asyncio.CancelledError:
+            self._inflight = []  # it may still commit in its thread: neither acked nor refused
+            self._refuse_all(NotStored(ErrorCode.SHUTTING_DOWN, SHUTDOWN_MESSAGE))
+            raise
+        except BaseException as exc:  # supervised: recorded, logged, answered; not re-raised
+            self.failure = exc
+            log.error(
+                "the writer failed: no event can be stored until the sidecar is restarted "
+                "(%s: %s)", type(exc).__name__, exc, exc_info=exc,
+            )  # fmt: skip
+            self._refuse_all(
+                NotStored(ErrorCode.INTERNAL_ERROR, "the writer failed; the event was not stored")
+            )
+
+    async def _loop(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            batch = [await self.queue.get()]
-            while len(batch) < self.max_batch and not self.queue.empty():
-                batch.append(self.queue.get_nowait())
+            if not self._turns:
+                self._idle.set()
+                if self._closing:
+                    return
+                self._work.clear()
+                await self._work.wait()
+                continue
+            if self.deadline is not None and loop.time() >= self.deadline:
+                self.refused_at_shutdown += self.queued
+                self._refuse_all(NotStored(ErrorCode.SHUTTING_DOWN, SHUTDOWN_MESSAGE))
+                continue
+            batch = self._inflight = self._take()
+            self._room.set()
             pairs = [(item.world, item.event) for item in batch]
             try:
                 # Shielded: a shutdown while SQLite commits must not abandon the batch.
@@ -85,11 +205,13 @@ class WriterService:
                 )
             except StorageFailure as exc:
                 log.error("batch of %d events not stored: %s", len(batch), exc)
+                refusal = NotStored(ErrorCode.INTERNAL_ERROR, "event was not stored; retry")
                 for item in batch:
                     if not item.future.done():
-                        item.future.set_exception(exc)
-                    self.queue.task_done()
+                        item.future.set_exception(refusal)
+                self._inflight = []
                 continue
+            self._inflight = []
             self.batches += 1
             self.events += len(batch)
             try:
@@ -98,7 +220,48 @@ class WriterService:
                 for item, result in zip(batch, results, strict=True):
                     if not item.future.done():
                         item.future.set_result(result)
-                    self.queue.task_done()
+
+    def _take(self) -> list[Submission]:
+        """The next batch: one event per world in turn, within the count and byte bounds."""
+        batch: list[Submission] = []
+        size = 0
+        while self._turns and len(batch) < self.max_batch:
+            world = self._turns[0]
+            queue = self._queues[world]
+            item = queue[0]
+            if batch and size + item.size > self.max_batch_bytes:
+                break
+            queue.popleft()
+            self._turns.popleft()
+            if queue:
+                self._turns.append(world)  # back of the line: the next world goes first
+            else:
+                del self._queues[world]
+            self._world_bytes[world] -= item.size
+            if not self._world_bytes[world]:
+                del self._world_bytes[world]
+            self.queued_bytes -= item.size
+            self.queued -= 1
+            size += item.size
+            batch.append(item)
+        return batch
+
+    def _refuse_all(self, error: NotStored) -> None:
+        """Answer every event in flight or queued with ``error`` (nothing of them stored)."""
+        for item in self._inflight:
+            if not item.future.done():
+                item.future.set_exception(error)
+        self._inflight = []
+        for queue in self._queues.values():
+            for item in queue:
+                if not item.future.done():
+                    item.future.set_exception(error)
+        self._queues.clear()
+        self._turns.clear()
+        self._world_bytes.clear()
+        self.queued_bytes = self.queued = 0
+        self._room.set()  # waiting submitters re-check, and are refused
+        self._idle.set()
 
     def publish_results(self, results: Sequence[EventResult]) -> None:
         by_world: dict[str, list[EventResult]] = {}
@@ -110,3 +273,9 @@ class WriterService:
                 self.publish(world, world_results)
             except Exception:  # a fan-out bug must not lose acks
                 log.exception("publishing changes of world %r failed", world)
+
+
+SHUTDOWN_MESSAGE = (
+    "the sidecar is shutting down and had not started this event: it was not stored; "
+    "resend it after reconnecting"
+)

@@ -4,6 +4,7 @@ from .lock import WriterLock, lock_path
 from .rebuild import RebuildReport, rebuild
 from .schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
 from .store import (
+    ApplyFailure,
     BeliefFilter,
     CannotOpen,
     DatabaseInUse,
@@ -20,6 +21,7 @@ from .store import (
 __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "ApplyFailure",
     "BeliefFilter",
     "CannotOpen",
     "DatabaseInUse",

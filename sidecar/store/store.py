@@ -16,12 +16,14 @@ Exception tree::
      │                      read-only for a writer, missing for a reader)
      ├── SchemaTooNew       the database was written by a newer Credence
      ├── DatabaseInUse      another process holds the database's writer lock
-     └── StorageFailure     SQLite refused a write we believed valid (a bug or a full disk)
+     ├── StorageFailure     SQLite refused a write we believed valid (a bug or a full disk)
+     └── ApplyFailure       one event raised an unexpected error (a bug); it alone is refused
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import operator
 import sqlite3
@@ -60,7 +62,10 @@ from .rows import (
 )
 from .schema import migrate, unknown_migrations
 
+log = logging.getLogger("credence.store")
+
 __all__ = [
+    "ApplyFailure",
     "BeliefFilter",
     "CannotOpen",
     "DatabaseInUse",
@@ -93,6 +98,12 @@ class DatabaseInUse(StoreError):
 
 class StorageFailure(StoreError):
     """SQLite refused a write: an engine bug caught by a CHECK, or the disk failed."""
+
+    code = "internal_error"
+
+
+class ApplyFailure(StoreError):
+    """Applying one event raised an unexpected exception (a bug): that event alone is refused."""
 
     code = "internal_error"
 
@@ -166,7 +177,9 @@ _tuples = operator.attrgetter(*_TUPLE_FIELDS)
 
 def _real(x: object) -> bool:
     """``x`` is a float that SQLite's REAL column gives back unchanged (no NaN, no -0.0)."""
-    return type(x) is float and x == x and (x != 0.0 or math.copysign(1.0, x) > 0)  # type: ignore[operator]
+    if not isinstance(x, float) or type(x) is not float:  # exactly a float, no subclass
+        return False
+    return x == x and (x != 0.0 or math.copysign(1.0, x) > 0)
 
 
 def _as_read(b: Belief) -> bool:
@@ -405,6 +418,7 @@ class Writer:
         self._worlds: dict[str, _WorldState] = {}
         self._cache = _Cache(cache_budget, TRUST_CACHE_LIMIT) if cache else None
         self._data_version: int | None = None
+        self._savepoint_open = False  # the current event's savepoint, while it is open
 
     def close(self) -> None:
         self.conn.close()
@@ -468,6 +482,7 @@ class Writer:
         snapshot = {
             w: dataclasses.replace(s, residents=set(s.residents)) for w, s in self._worlds.items()
         }
+        self._savepoint_open = False
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             self._check_cache()
@@ -498,6 +513,42 @@ class Writer:
             self.conn.execute("ROLLBACK")
 
     def _apply_one(self, world: str, event: WorldEvent) -> EventResult:
+        """Apply one event of the batch in its own savepoint; refuse it alone if it fails.
+
+        The engine refusing it (:class:`EngineError`) or SQLite refusing a row refuses this
+        event; so does *any* other exception while applying it (a bug): its savepoint is
+        rolled back, the result carries an :class:`ApplyFailure` (``internal_error``) with its
+        event id, and the batch goes on. Only a failure of the transaction itself (SQLite
+        cannot even roll back to the savepoint) escapes, and fails the whole batch.
+        """
+        try:
+            return self._apply_fast(world, event)
+        except Exception as exc:
+            if self._savepoint_open:
+                self._rollback_event()
+            if self._cache is not None:
+                self._cache.clear()  # it may hold what the undone savepoint read or wrote
+            log.error("event %r in world %r could not be applied", event.event_id, world,
+                      exc_info=exc)  # fmt: skip
+            failure = ApplyFailure(
+                f"event {event.event_id!r} could not be applied: internal error "
+                f"({type(exc).__name__}); nothing of it was stored"
+            )
+            return EventResult(world, event.event_id, ResultStatus.REJECTED, error=failure)
+
+    def _savepoint(self) -> None:
+        self.conn.execute("SAVEPOINT event")
+        self._savepoint_open = True
+
+    def _release(self) -> None:
+        self.conn.execute("RELEASE event")
+        self._savepoint_open = False
+
+    def _rollback_event(self) -> None:
+        self.conn.execute("ROLLBACK TO event")
+        self._release()
+
+    def _apply_fast(self, world: str, event: WorldEvent) -> EventResult:
         """Insert the event's log row first, in the event's savepoint: a new event id (the
         common case) costs no duplicate-check read. Anything unusual (the row fails: a
         duplicate, or SQLite refuses it; or the row cannot be built) rolls that back and takes
@@ -508,18 +559,16 @@ class Writer:
             event_row = _event_row(world, state.event_seq + 1, event)
         except Exception:
             return self._apply_checked(world, state, event)
-        conn.execute("SAVEPOINT event")
+        self._savepoint()
         try:
             conn.execute(_INSERT_EVENT, event_row)
         except sqlite3.Error:
-            conn.execute("ROLLBACK TO event")
-            conn.execute("RELEASE event")
+            self._rollback_event()
             return self._apply_checked(world, state, event)
         try:
             outcome = ingest(event, state.day, _View(conn, world, state, self._cache), state.rules)
         except EngineError as exc:
-            conn.execute("ROLLBACK TO event")
-            conn.execute("RELEASE event")
+            self._rollback_event()
             return EventResult(world, event.event_id, ResultStatus.REJECTED, error=exc)
         return self._store(world, state, outcome, event_row=None)
 
@@ -534,10 +583,9 @@ class Writer:
             )
         except EngineError as exc:
             return EventResult(world, event.event_id, ResultStatus.REJECTED, error=exc)
-        self.conn.execute("SAVEPOINT event")
-        return self._store(
-            world, state, outcome, event_row=_event_row(world, state.event_seq + 1, event)
-        )
+        event_row = _event_row(world, state.event_seq + 1, event)
+        self._savepoint()
+        return self._store(world, state, outcome, event_row=event_row)
 
     def _store(
         self, world: str, state: _WorldState, outcome: Outcome, event_row: tuple[Any, ...] | None
@@ -549,28 +597,22 @@ class Writer:
                 self.conn.execute(_INSERT_EVENT, event_row)
             changes = self._write(world, state, outcome)
         except sqlite3.Error as exc:
-            self.conn.execute("ROLLBACK TO event")
-            self.conn.execute("RELEASE event")
+            self._rollback_event()
             failure = StorageFailure(f"event {event.event_id!r} could not be stored: {exc}")
             return EventResult(world, event.event_id, ResultStatus.REJECTED, error=failure)
-        self.conn.execute("RELEASE event")
+        self._release()
+        # From here on the event is stored (it commits with the batch): nothing may refuse it.
         state.day = outcome.day
         state.event_seq += 1
         state.change_seq += len(changes)
         state.residents.update(outcome.new_residents)
         cache = self._cache
         if cache is not None:  # only now: what a rolled-back savepoint wrote never got here
-            for (resident, root), belief in outcome.beliefs.items():
-                if _as_read(belief):
-                    cache.put_belief((world, resident, root), belief)
-                else:
-                    cache.drop_belief((world, resident, root))
-            for (resident, source, topic), value in outcome.trust.items():
-                key = (world, resident, source, topic)
-                if _real(value):
-                    cache.put_trust(key, value)
-                else:
-                    cache.drop_trust(key)
+            try:
+                _cache_outcome(cache, world, outcome)
+            except Exception:
+                log.exception("cache update after event %r failed; cache cleared", event.event_id)
+                cache.clear()
         return EventResult(
             world, event.event_id, ResultStatus.APPLIED, changes=tuple(changes),
             results=tuple(outcome.results),
@@ -650,6 +692,21 @@ class Writer:
             rows.append(change_to_row(world, seq, c))
         conn.executemany(_INSERT_CHANGE, rows)
         return numbered
+
+
+def _cache_outcome(cache: _Cache, world: str, outcome: Outcome) -> None:
+    """Put what an applied event wrote into the cache (or drop what it cannot hold)."""
+    for (resident, root), belief in outcome.beliefs.items():
+        if _as_read(belief):
+            cache.put_belief((world, resident, root), belief)
+        else:
+            cache.drop_belief((world, resident, root))
+    for (resident, source, topic), value in outcome.trust.items():
+        key = (world, resident, source, topic)
+        if _real(value):
+            cache.put_trust(key, value)
+        else:
+            cache.drop_trust(key)
 
 
 def _event_row(world: str, seq: int, ev: WorldEvent) -> tuple[Any, ...]:

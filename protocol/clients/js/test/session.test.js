@@ -13,7 +13,7 @@ const bytes = (hex) => Uint8Array.from(Buffer.from(hex, "hex"));
 const LITERAL = new Set([
   "server.error.hello_required", "server.error.unsupported_protocol", "server.error.unauthorized",
   "server.error.forbidden", "server.error.slow_consumer", "server.error.too_large",
-  "server.error.internal_error",
+  "server.error.internal_error", "server.error.shutting_down", "server.error.limit_exceeded",
 ]);
 
 test("the scripted session replays frame for frame", async () => {
