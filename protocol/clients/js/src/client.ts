@@ -456,7 +456,10 @@ export class CredenceClient {
    * reconnect the event is resent under the same `event_id` (a duplicate ack if it was stored).
    */
   async send(event: WorldEvent | (Frame & { event_id: string })): Promise<Ack> {
-    await this.waitForRoom();
+    // Check for room again right after waking, in the same turn as request() claims it:
+    // every waiter woken at once would otherwise pass on the same free slot.
+    do await this.waitForRoom();
+    while (!this.hasRoom() && this.state !== "closed");
     if (this.unacked.has(event.event_id)) {
       return Promise.reject(new CredenceError("invalid_event", `event ${event.event_id} is already in flight`));
     }
