@@ -8,18 +8,13 @@ loopback ports, and answers the program's requests to crash and restart the side
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +23,7 @@ import pytest
 from wsclient import guard
 
 from protocol.vectors import generate
+from sidecar.commands.serve import URL_PREFIX
 
 ROOT = Path(__file__).resolve().parent.parent
 CSHARP = ROOT / "protocol" / "clients" / "csharp"
@@ -62,31 +58,20 @@ def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return exe
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def healthy(port: int) -> bool:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        with opener.open(f"http://127.0.0.1:{port}/", timeout=2) as resp:
-            return bool(json.loads(resp.read())["status"] == "ok")
-    except (urllib.error.URLError, ConnectionError, OSError):
-        return False
-
-
 class Sidecar:
-    """``credence serve`` as a real process on a fixed port, which a test may kill and restart."""
+    """``credence serve`` as a real process, which a test may kill and restart on the same port.
+
+    The first start asks for ``--port 0`` and reads the bound URL from the ``CREDENCE_URL=``
+    line the sidecar prints; a restart binds that port again.
+    """
 
     def __init__(self, tmp_path: Path, *args: str) -> None:
-        self.port = free_port()
-        self.url = f"ws://127.0.0.1:{self.port}/"
+        self.port = 0
+        self.url = ""
         self.db = tmp_path / "sidecar.db"
         self.log = tmp_path / "serve.log"
         self.args = args
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
         cmd = [sys.executable, "-m", "sidecar.cli", "serve", "--port", str(self.port)]
@@ -94,13 +79,18 @@ class Sidecar:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env
+                cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=log, text=True, env=env
             )
-        deadline = time.monotonic() + guard(30)
-        while not healthy(self.port):
-            assert self.proc.poll() is None, self.log.read_text()
-            assert time.monotonic() < deadline, "credence serve did not become healthy"
-            time.sleep(0.05)
+        assert self.proc.stdout is not None
+        ready = threading.Timer(guard(30), self.proc.kill)  # never block on a silent sidecar
+        ready.start()
+        try:
+            line = self.proc.stdout.readline()
+        finally:
+            ready.cancel()
+        assert line.startswith(URL_PREFIX), f"{line!r}: {self.log.read_text()}"
+        self.url = line[len(URL_PREFIX) :].strip() + "/"
+        self.port = int(self.url.rsplit(":", 1)[1].strip("/"))
 
     def kill(self) -> None:
         """SIGKILL: a crash, nothing flushed or closed gracefully."""
@@ -147,6 +137,10 @@ def run(program: Path, *args: str, sidecar: Sidecar | None = None, seconds: floa
                     sidecar.kill()
                 elif what == "start":
                     sidecar.start()
+                elif what == "retoken":  # restart with other tokens: the client's is revoked
+                    sidecar.kill()
+                    sidecar.args = ("--token", "town=new-w-secret", "--read-token", "town=new-r")
+                    sidecar.start()
                 proc.stdin.write("ok\n")
                 proc.stdin.flush()
         code = proc.wait()
@@ -155,6 +149,7 @@ def run(program: Path, *args: str, sidecar: Sidecar | None = None, seconds: floa
         if proc.poll() is None:
             proc.kill()
     output = "".join(lines)
+    print(output)  # the program's figures, shown with pytest -s or -rP
     assert code == 0, output
     return output
 
@@ -177,14 +172,14 @@ def test_scripted_session_replays_frame_for_frame(program: Path, sidecar: Sideca
 
 
 def test_client_against_a_sidecar_that_crashes_and_restarts(program: Path, tmp_path: Path) -> None:
-    """Auth, acks, refusals, paging, backpressure, reconnect/resume/resend and a crash, in C#."""
+    """Auth, acks, refusals, paging, backpressure, reconnect/resume/resend, a crash, in C#."""
     sc = Sidecar(tmp_path, "--token", "town=w-secret", "--read-token", "town=r-secret")
     sc.start()
     try:
         out = run(program, "client", sc.url, "w-secret", "r-secret", sidecar=sc)
     finally:
         sc.stop()
-    assert "CONTROL kill" in out and "CONTROL start" in out
+    assert "CONTROL kill" in out and "CONTROL start" in out and "CONTROL retoken" in out
 
 
 UNITY_STUB = """

@@ -72,6 +72,28 @@ def test_storage_plan_numbers_every_change_once() -> None:
     assert all(rows.evidence or rows.event[4] == "tick" for rows in plan)
 
 
+def test_storage_bench_writes_exactly_the_writers_rows(tmp_path: Path) -> None:
+    """(b) leaves the very tables the store's Writer leaves for the same events and batches."""
+    import sqlite3
+
+    from tools.bench import WORLD, run_storage, run_writer
+
+    streams = deal(20, 300, seed=2, clients=2)
+    events = [streams[k % 2][k // 2] for k in range(300)]
+    run_storage(storage_plan(events), tmp_path / "b.db", 64)
+    run_writer([parse_event(e) for e in events], tmp_path / "w.db", 64)
+    tables = ("worlds", "events", "residents", "evidence", "beliefs", "changes", "trust", "facts")
+    dumps = []
+    for name in ("b.db", "w.db"):
+        conn = sqlite3.connect(tmp_path / name)
+        try:
+            dumps.append({t: conn.execute(f"SELECT * FROM {t}").fetchall() for t in tables})
+        finally:
+            conn.close()
+    assert dumps[0] == dumps[1]
+    assert dumps[0]["beliefs"] and dumps[0]["worlds"][0][0] == WORLD
+
+
 def test_minimal_reference_writes_one_upsert_and_one_change_per_affected_belief(
     tmp_path: Path,
 ) -> None:
@@ -216,3 +238,43 @@ def test_bench_quick_prints_consistent_figures() -> None:
     assert re.search(r"frames still buffered, then close \d+", out)
     for target in ("≥ 0.6", "≥ 0.35", "≤ 25 ms", "≤ 1.5", "bounded"):
         assert target in out
+
+
+def test_breakdown_prints_every_stage() -> None:
+    """python -m tools.breakdown: each stage of the write path with a figure, v4 and v3."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.breakdown", "--events", "60", "--batch", "16",
+         "--rounds", "1"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for stage in ("decode + validate frame", "engine fold", "sql INSERT INTO beliefs",
+                  "sql INSERT INTO changes", "sql COMMIT", "ack: build + encode",
+                  "notifications: build + encode", "thread hand-off"):  # fmt: skip
+        (cost,) = figure(out, rf"{re.escape(stage)}.*?{NUMBER}")
+        assert cost >= 0, stage
+    (total, total_v3) = figure(out, rf"Writer.apply total\s+{NUMBER}\s+{NUMBER}")
+    assert total > 0 and total_v3 > 0
+
+
+def test_tail_reports_batches_gc_lag_and_fsync() -> None:
+    """python -m tools.tail: a short paced run, every source of delay with its figures."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.tail", "--rate", "100", "--duration", "2"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "gc.freeze True" in out
+    (acked,) = figure(out, rf"achieved {NUMBER} acks/s")
+    assert acked > 0
+    (batches,) = figure(out, rf"batches: {NUMBER},")
+    assert batches >= 1
+    for line in ("Writer.apply ms:", "gc gen0 pause ms:", "loop lag ms:", "fsync ms (disk):"):
+        (p50, p95, p99, top) = figure(
+            out,
+            rf"{re.escape(line)}\s+p50\s+{NUMBER}\s+p95\s+{NUMBER}\s+p99\s+{NUMBER}"
+            rf"\s+max\s+{NUMBER}",
+        )
+        assert 0 <= p50 <= p95 <= p99 <= top, line

@@ -6,16 +6,21 @@ the same number of connections, each with the same window of unacknowledged even
 (a) **transport** — a bare websockets + msgpack server (:mod:`tools.echo_server`, a child
     process) that decodes each event and answers with an ack-sized frame;
 (b) **storage** — plain ``sqlite3`` writing exactly the rows the sidecar writes for those
-    events (event row, new residents, evidence, belief upserts, change rows, the world row),
-    in WAL transactions of ``clients × window`` events (the most a group commit can gather
-    from that load) with ``synchronous=FULL``; no engine, no network (the rows are computed
-    beforehand through the engine, untimed);
+    events (event row, new residents, evidence, belief upserts, trust, facts, change rows,
+    the world row) the way its writer does (one ``executemany`` per table per transaction,
+    each belief once in its last version), in WAL transactions of ``clients × window``
+    events (the most a group commit can gather from that load) with ``synchronous=FULL``;
+    no engine, no network (the rows are computed beforehand through the engine, untimed);
+(b0) **fixed reference** — the same, but the least a faithful store could write: the log
+    row and, per affected belief, one compact upsert and one compact change row. It does not
+    move when the sidecar's rows get heavier or lighter, so ``c / L0`` compares runs;
 (c) **sidecar** — ``credence serve`` as a child process, acks after a durable group commit.
 
-The three run interleaved (a, b, c in rotating order, several rounds, medians reported), so
-a noisy neighbour hurts all three alike. From them: the serial limit
-``L = 1 / (1/a + 1/b)`` — what a server that did transport and storage one after the other
-could reach — and ``c / L``. Then a paced run at ``c / 2`` gives the ack latency at half the
+They run interleaved (a, b, b0, w, c in rotating order, several rounds, medians reported;
+w is :class:`~sidecar.store.Writer` alone, no network), so a noisy neighbour hurts them all
+alike. From them: the serial limit ``L = 1 / (1/a + 1/b)`` — what a server that did
+transport and storage one after the other could reach — and ``c / L``; and ``L0`` and
+``c / L0`` with the fixed reference b0 in place of b. Then a paced run at ``c / 2`` gives the ack latency at half the
 sidecar's peak rate.
 
 **Growth with stored beliefs**: two databases are pre-filled by direct SQL (10k and 1M
@@ -136,6 +141,8 @@ class _Rows:
     changes: list[tuple[Any, ...]]
     day: float
     change_seq: int
+    trust: list[tuple[Any, ...]] = field(default_factory=list)
+    facts: list[tuple[Any, ...]] = field(default_factory=list)
     #: The fixed reference (b0): one belief upsert and one change row per affected belief.
     minimal: list[tuple[Any, ...]] = field(default_factory=list)
 
@@ -144,12 +151,21 @@ _SQL_EVENT = "INSERT INTO events (world, seq, event_id, day, kind, body) VALUES 
 _SQL_RESIDENT = "INSERT INTO residents (world, resident) VALUES (?, ?)"
 _SQL_EVIDENCE = (
     "INSERT INTO evidence (world, evidence_id, resident, root, value, event_id, day, "
-    "source_kind, source_resident, relation, op, subject) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+    "source_kind, source_resident, relation, op, subject, origin, hops, trust) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 _SQL_BELIEF = (
-    f"INSERT OR REPLACE INTO beliefs ({', '.join(BELIEF_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * len(BELIEF_COLUMNS))})"
+    f"INSERT INTO beliefs ({', '.join(BELIEF_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(BELIEF_COLUMNS))}) "
+    "ON CONFLICT (world, resident, root) DO UPDATE SET "
+    + ", ".join(
+        f"{c} = excluded.{c}" for c in BELIEF_COLUMNS if c not in ("world", "resident", "root")
+    )
 )
+_SQL_TRUST = (
+    "INSERT OR REPLACE INTO trust (world, resident, source, topic, value) VALUES (?,?,?,?,?)"
+)
+_SQL_FACT = "INSERT OR REPLACE INTO facts (world, root, value) VALUES (?,?,?)"
 _SQL_CHANGE = (
     f"INSERT INTO changes ({', '.join(CHANGE_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(CHANGE_COLUMNS))})"
@@ -159,7 +175,8 @@ _SQL_CHANGE = (
 def _evidence_row(world: str, e: Evidence, rel: Relation) -> tuple[Any, ...]:
     return (
         world, e.evidence_id, e.resident, e.claim.root, dump_json(e.claim.value), e.event_id,
-        e.day, str(e.source_kind), e.source_resident_id, str(rel), e.op, e.subject,
+        e.day, str(e.source_kind), e.source_resident_id, str(rel), e.op, e.subject, e.origin,
+        dump_json(list(e.hops)), e.trust,
     )  # fmt: skip
 
 
@@ -185,6 +202,8 @@ def storage_plan(events: list[dict[str, Any]], world: str = WORLD) -> list[_Rows
                 changes=changes,
                 day=out.day,
                 change_seq=change_seq,
+                trust=[(world, *k, v) for k, v in out.trust.items()],
+                facts=[(world, k, dump_json(v)) for k, v in out.facts.items()],
                 minimal=[
                     (world, b.resident, b.root, dump_json(b.value), b.confidence, str(b.state))
                     for b in out.beliefs.values()
@@ -262,17 +281,32 @@ def run_storage(plan: list[_Rows], path: Path, batch: int, world: str = WORLD) -
         t0 = time.perf_counter()
         for start in range(0, len(plan), batch):
             chunk = plan[start : start + batch]
-            execute("BEGIN IMMEDIATE")
+            # As the writer does: one executemany per table per transaction, and each
+            # belief (trust value, fact) once, in its last version.
+            events, residents, evidence, changes = [], [], [], []
+            beliefs: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+            trust: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+            facts: dict[tuple[Any, ...], tuple[Any, ...]] = {}
             for rows in chunk:
-                execute(_SQL_EVENT, rows.event)
-                if rows.residents:
-                    many(_SQL_RESIDENT, rows.residents)
-                if rows.evidence:
-                    many(_SQL_EVIDENCE, rows.evidence)
-                if rows.beliefs:
-                    many(_SQL_BELIEF, rows.beliefs)
-                if rows.changes:
-                    many(_SQL_CHANGE, rows.changes)
+                events.append(rows.event)
+                residents += rows.residents
+                evidence += rows.evidence
+                changes += rows.changes
+                for row in rows.beliefs:
+                    beliefs.pop(row[:3], None)
+                    beliefs[row[:3]] = row
+                for row in rows.trust:
+                    trust[row[:4]] = row
+                for row in rows.facts:
+                    facts[row[:2]] = row
+            execute("BEGIN IMMEDIATE")
+            many(_SQL_EVENT, events)
+            many(_SQL_RESIDENT, residents)
+            many(_SQL_EVIDENCE, evidence)
+            many(_SQL_BELIEF, beliefs.values())
+            many(_SQL_TRUST, trust.values())
+            many(_SQL_FACT, facts.values())
+            many(_SQL_CHANGE, changes)
             last = chunk[-1]
             execute(
                 "UPDATE worlds SET day = ?, event_seq = ?, change_seq = ? WHERE world = ?",

@@ -40,12 +40,23 @@ def relation_of(belief: Belief | None, evidence: Evidence) -> Relation:
 
 def ages(belief: Belief, rules: Rules = DEFAULT_RULES) -> bool:
     """Whether hearsay aging applies: uncorroborated hearsay, influencing, not tampered with."""
+    return _ages(
+        belief.source_kind, belief.state, belief.intervention, belief.heard_from,
+        belief.confidence, rules,
+    )  # fmt: skip
+
+
+def _ages(
+    source_kind: SourceKind, state: State, intervention: Intervention | None,
+    heard_from: tuple[str, ...], confidence: int, rules: Rules,
+) -> bool:  # fmt: skip
+    """:func:`ages` on the fields of a belief about to be built (one copy, not two)."""
     return (
-        belief.source_kind is SourceKind.HEARSAY
-        and belief.state is State.INFLUENCING
-        and belief.intervention is None
-        and len(belief.heard_from) <= rules.decay_max_refs
-        and belief.confidence > rules.decay_floor
+        source_kind is SourceKind.HEARSAY
+        and state is State.INFLUENCING
+        and intervention is None
+        and len(heard_from) <= rules.decay_max_refs
+        and confidence > rules.decay_floor
     )
 
 
@@ -57,14 +68,6 @@ def decay_due(
         return None
     start = belief.last_evidence_day if since is None else since
     return start + (belief.decay_period or rules.decay_period_days)
-
-
-def _scheduled(belief: Belief, rules: Rules) -> Belief:
-    """Recompute ``next_decay_day`` after evidence touched the belief."""
-    due = decay_due(belief, rules)
-    if due is None and belief.next_decay_day is None:
-        return belief  # nothing to schedule (firsthand, implanted, corroborated): no copy
-    return replace(belief, next_decay_day=due)
 
 
 def _change(
@@ -101,7 +104,8 @@ def revise(
     """Apply one piece of evidence to a resident's belief on the evidence's root.
 
     Returns the new belief and its change record; the record is ``None`` only when the
-    evidence is recorded without effect (a hearsay source repeating itself).
+    evidence is recorded without effect (a hearsay source repeating itself, or a revision
+    that changes neither value, confidence, state nor provenance).
     Raises :class:`InvalidEvent` for an intervention that needs a belief and finds none.
     """
     if belief is not None and (
@@ -141,6 +145,10 @@ def _form(ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
         initial = rules.hearsay_initial
     else:
         initial = rules.hearsay_confidence(ev.trust)
+    heard_from = (ev.source_resident_id,) if ev.source_resident_id else ()
+    period = rules.decay_period(ev.importance, ev.emotion, ev.trust) if hearsay else None
+    # Scheduled as it is built (decay_due of the result, without a second copy).
+    scheduled = _ages(ev.source_kind, State.INFLUENCING, None, heard_from, initial, rules)
     belief = Belief(
         resident=ev.resident,
         root=ev.claim.root,
@@ -158,14 +166,14 @@ def _form(ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
         updated_day=ev.day,
         last_evidence_day=ev.day,
         evidence_refs=(ev.evidence_id,),
-        heard_from=(ev.source_resident_id,) if ev.source_resident_id else (),
+        heard_from=heard_from,
         origins=(ev.origin,) if ev.origin else (),
         hops=ev.hops,
-        decay_period=rules.decay_period(ev.importance, ev.emotion, ev.trust) if hearsay else None,
+        decay_period=period,
         value_since=ev.day,
+        next_decay_day=ev.day + (period or rules.decay_period_days) if scheduled else None,
         importance=ev.importance,
     )
-    belief = _scheduled(belief, rules)
     return belief, _change(None, belief, ChangeKind.FORMED, ev)
 
 
@@ -201,11 +209,25 @@ def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change
         source_kind, source, hops = SourceKind.FIRSTHAND, None, ()  # seen for oneself now
         # seeing it oneself is at least as sure as having seen it first: max(c + 8, 78)
         confidence = max(confidence, rules.firsthand_initial)
+    confidence = min(rules.confidence_cap, confidence)
+    state = State.CORRECTED if belief.state is State.CORRECTED else State.INFLUENCING
+    heard_from = (
+        (*belief.heard_from, ev.source_resident_id) if ev.source_resident_id else belief.heard_from
+    )
+    last_evidence_day = max(belief.last_evidence_day, ev.day)
+    # Rescheduled in the same copy (decay_due of the result, without a second copy).
+    due = (
+        last_evidence_day + (belief.decay_period or rules.decay_period_days)
+        if _ages(source_kind, state, belief.intervention, heard_from, confidence, rules)
+        else None
+    )
     after = replace(
         belief,
-        **_touched(belief, ev),  # type: ignore[arg-type]
-        confidence=min(rules.confidence_cap, confidence),
-        state=State.CORRECTED if belief.state is State.CORRECTED else State.INFLUENCING,
+        evidence_refs=(*belief.evidence_refs, ev.evidence_id),
+        updated_day=max(belief.updated_day, ev.day),
+        last_evidence_day=last_evidence_day,
+        confidence=confidence,
+        state=state,
         source_kind=source_kind,
         source_resident_id=source,
         hops=hops,
@@ -214,13 +236,10 @@ def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change
         people=unique((*belief.people, *ev.people)),
         places=unique((*belief.places, *ev.places)),
         topics=unique((*belief.topics, *ev.topics)),
-        heard_from=(
-            (*belief.heard_from, ev.source_resident_id)
-            if ev.source_resident_id
-            else belief.heard_from
-        ),
+        heard_from=heard_from,
+        next_decay_day=due,
+        importance=_importance(belief.importance, ev.importance),
     )
-    after = _scheduled(after, rules)
     return after, _change(belief, after, ChangeKind.REINFORCED, ev)
 
 

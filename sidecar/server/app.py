@@ -10,6 +10,7 @@ It contains no rule: those live in ``sidecar.engine``.
 from __future__ import annotations
 
 import asyncio
+import gc
 import http
 import ipaddress
 import itertools
@@ -29,6 +30,7 @@ from websockets.http11 import Request, Response
 from .. import __version__
 from ..engine import DEFAULT_RULES, Rules
 from ..store import EventResult, Reader, Writer, WriterLock
+from . import inspector
 from .auth import Auth
 from .capture import CaptureWriter
 from .connection import BoundedServerConnection, Connection
@@ -188,6 +190,10 @@ class Sidecar:
 
         Returns the exit status: 1 if the writer had failed, else 0."""
         await self.start()
+        # Everything built so far (modules, config, the engine's tables) lives as long as the
+        # process: out of the collector's reach, a full collection has far less to walk, so
+        # its pause (which holds up every ack) shrinks (see tools/PERFORMANCE.md, the tail).
+        gc.freeze()
         if ready is not None:
             ready(self)
         done = asyncio.Event()
@@ -204,6 +210,9 @@ class Sidecar:
     def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         if request.headers.get("Upgrade", "").lower() == "websocket":
             return None
+        page = inspector.respond(connection, request.path)  # GET /inspect: the live inspector
+        if page is not None:
+            return page
         state = "failed" if self.failed else "stopping" if self.stopping else "ok"
         body = orjson.dumps(
             {"status": state, "server": f"credence/{__version__}",

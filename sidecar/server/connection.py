@@ -291,6 +291,9 @@ class Connection:
             task = self._tasks.get(name)
             if task is not None:
                 task.cancel()
+        while not self.work.empty():  # nothing more is answered: never block the reader
+            self.work.get_nowait()
+            self.work.task_done()
         if self._group is not None:
             self._start("fatal", self._fatal(self.session.slow_error()))
 

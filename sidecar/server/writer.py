@@ -73,7 +73,7 @@ class WriterService:
 
     def __init__(
         self, writer: Writer, publish: Publish, *, max_batch: int = 2000,
-        max_batch_bytes: int = 512 * 1024, world_budget: int = 8 * 1024 * 1024,
+        max_batch_bytes: int = 32 * 1024, world_budget: int = 8 * 1024 * 1024,
         total_budget: int = 32 * 1024 * 1024,
     ) -> None:  # fmt: skip
         self.writer = writer

@@ -2,9 +2,11 @@
 
 :class:`Writer` is the only code that writes. :meth:`Writer.apply` takes a batch of world
 events, runs each through the engine's :func:`~sidecar.engine.ingest` inside one
-transaction (each event in its own savepoint, so a bad one is refused whole while the rest
-commit), commits once, and only then returns. Whatever it returns is durable: that return is
-the commit boundary the server waits on before it acknowledges.
+transaction — folded in Python first, then written with one ``executemany`` per table; a bad
+event is refused whole while the rest commit (if SQLite itself refuses a row, the batch is
+redone with a savepoint per event to find which) — commits once, and only then returns.
+Whatever it returns is durable: that return is the commit boundary the server waits on
+before it acknowledges.
 
 :class:`Reader` answers queries on its own connection; WAL lets it read while the writer
 writes. Raw ``sqlite3`` errors do not leave this module: they become :class:`StoreError`.
@@ -40,8 +42,10 @@ from ..engine import (
     Belief,
     Change,
     EngineError,
+    Evidence,
     Intervention,
     Outcome,
+    Relation,
     Rules,
     SourceKind,
     State,
@@ -78,6 +82,9 @@ __all__ = [
     "Writer",
     "connect",
 ]
+
+
+log = logging.getLogger("credence.store")
 
 
 class StoreError(Exception):
@@ -289,15 +296,58 @@ class _Cache:
             self.complete.clear()
 
 
+class _Batch:
+    """One batch's writes, held in Python until they go to SQLite together.
+
+    The engine reads through it first (beliefs and trust values written by earlier events
+    of the batch), then the cache, then SQLite. Each belief and trust value is kept in its
+    last version only, so it is written once per batch however many events touched it.
+    """
+
+    __slots__ = ("beliefs", "changes", "due", "event_ids", "events", "evidence", "facts",
+                 "residents", "swept", "trust")  # fmt: skip
+
+    def __init__(self) -> None:
+        self.beliefs: dict[tuple[str, str, str], Belief] = {}
+        #: Per world, the staged beliefs that have an aging day (what due_beliefs adds).
+        self.due: dict[str, dict[tuple[str, str, str], Belief]] = {}
+        #: Per world, the latest day an applied event of the batch swept for due beliefs.
+        self.swept: dict[str, float] = {}
+        self.trust: dict[tuple[str, str, str, str], float] = {}
+        self.facts: dict[tuple[str, str], str] = {}
+        self.event_ids: set[tuple[str, str]] = set()
+        self.events: list[tuple[Any, ...]] = []
+        self.residents: list[tuple[str, str]] = []
+        self.evidence: list[tuple[Any, ...]] = []
+        self.changes: list[tuple[Any, ...]] = []
+
+
+class _Fallback(Exception):
+    """The batched path met something only the event-by-event path decides exactly."""
+
+
+def _due_order(b: Belief) -> tuple[float, str, str]:
+    return (b.next_decay_day, b.resident, b.root)  # type: ignore[return-value]
+
+
 class _View:
     """The engine's read access to one world, over the writer's open transaction."""
 
     def __init__(
-        self, conn: sqlite3.Connection, world: str, state: _WorldState, cache: _Cache | None
-    ) -> None:
+        self, conn: sqlite3.Connection, world: str, state: _WorldState, cache: _Cache | None,
+        batch: _Batch | None = None,
+    ) -> None:  # fmt: skip
         self.conn, self.world, self.state, self.cache = conn, world, state, cache
+        self.batch = batch
+        #: The day this view swept for due beliefs (batched path; kept if the event applies).
+        self.swept: float | None = None
 
     def get_belief(self, resident: str, root: str) -> Belief | None:
+        batch = self.batch
+        if batch is not None:
+            staged = batch.beliefs.get((self.world, resident, root))
+            if staged is not None:
+                return staged
         cache = self.cache
         if cache is not None:
             key = (self.world, resident, root)
@@ -316,18 +366,40 @@ class _View:
         return belief
 
     def due_beliefs(self, day: float) -> Iterator[Belief]:
-        rows = self.conn.execute(
-            "SELECT * FROM beliefs INDEXED BY beliefs_due WHERE world = ? AND "
-            "next_decay_day IS NOT NULL AND next_decay_day <= ? "
-            "ORDER BY next_decay_day, resident, root",
-            (self.world, day),
-        ).fetchall()
-        return (belief_from_row(row) for row in rows)
+        batch = self.batch
+        swept = None if batch is None else batch.swept.get(self.world)
+        if swept is None:
+            rows = self.conn.execute(_DUE, (self.world, day)).fetchall()
+        else:
+            rows = self.conn.execute(_DUE_AFTER, (self.world, swept, day)).fetchall()
+        if batch is None:
+            return (belief_from_row(row) for row in rows)
+        self.swept = day
+        # Stored rows the batch has not rewritten, and the batch's own beliefs now due.
+        # Stored rows due by an earlier sweep of this batch are not read again: that sweep's
+        # event aged them (staged, so they are in ``pending`` if still due) or found nothing
+        # to age in them (and would find nothing again), just as the event-by-event path
+        # sees them once rewritten or not at all.
+        world, staged = self.world, batch.beliefs
+        due = [
+            belief_from_row(row) for row in rows
+            if (world, row["resident"], row["root"]) not in staged
+        ]  # fmt: skip
+        pending = batch.due.get(world)
+        if pending:
+            due += [b for b in pending.values() if b.next_decay_day <= day]  # type: ignore[operator]
+            due.sort(key=_due_order)
+        return iter(due)
 
     def is_known(self, resident: str) -> bool:
         return resident in self.state.residents
 
     def get_trust(self, resident: str, source: str, topic: str) -> float | None:
+        batch = self.batch
+        if batch is not None:
+            staged = batch.trust.get((self.world, resident, source, topic))
+            if staged is not None:
+                return staged
         cache = self.cache
         if cache is not None:
             key = (self.world, resident, source, topic)
@@ -379,6 +451,19 @@ _INSERT_EVIDENCE = (
 _INSERT_TRUST = (
     "INSERT OR REPLACE INTO trust (world, resident, source, topic, value) VALUES (?,?,?,?,?)"
 )
+_DUE = (
+    "SELECT * FROM beliefs INDEXED BY beliefs_due WHERE world = ? AND "
+    "next_decay_day IS NOT NULL AND next_decay_day <= ? "
+    "ORDER BY next_decay_day, resident, root"
+)
+_DUE_AFTER = (
+    "SELECT * FROM beliefs INDEXED BY beliefs_due WHERE world = ? AND "
+    "next_decay_day IS NOT NULL AND next_decay_day > ? AND next_decay_day <= ? "
+    "ORDER BY next_decay_day, resident, root"
+)
+_INSERT_RESIDENT = "INSERT INTO residents (world, resident) VALUES (?, ?)"
+_INSERT_FACT = "INSERT OR REPLACE INTO facts (world, root, value) VALUES (?,?,?)"
+_EVENT_EXISTS = "SELECT 1 FROM events WHERE world = ? AND event_id = ?"
 
 #: Default cache budget and trust entries kept. A unit is one evidence ref (or origin,
 #: hop, source) a belief carries; with the rest of a belief's 8 units, ~120 bytes each in
@@ -391,15 +476,20 @@ class Writer:
     """The single writer. Not thread-safe: one thread calls it (the server's writer thread).
 
     ``cache=False`` turns off the write-through belief and trust cache (every read goes to
-    SQLite); results are the same either way, only slower.
+    SQLite); ``batched=False`` writes each event in its own savepoint as it goes instead of
+    the batch's rows together at the end. Results and tables are the same either way, only
+    slower.
     """
 
     def __init__(
         self, path: str | Path, *, rules: Rules = DEFAULT_RULES, synchronous: str = "FULL",
-        cache: bool = True, cache_budget: int = CACHE_BUDGET,
+        cache: bool = True, cache_budget: int = CACHE_BUDGET, batched: bool = True,
     ) -> None:  # fmt: skip
         self.path = Path(path)
         self.rules = rules
+        self.batched = batched
+        #: Batches the batched path handed to the event-by-event path (see :meth:`apply`).
+        self.fallbacks = 0
         if self.path.is_file():  # SQLite would open a read-only file and fail at first write
             try:
                 open(self.path, "r+b").close()
@@ -475,21 +565,30 @@ class Writer:
         cache.trim()
 
     def apply(self, batch: Sequence[tuple[str, WorldEvent]]) -> list[EventResult]:
-        """Apply ``(world, event)`` pairs in order in one transaction; return after commit."""
+        """Apply ``(world, event)`` pairs in order in one transaction; return after commit.
+
+        The batched path (the default) folds every event in Python first, reading through the
+        batch's own writes, and then writes the batch's rows with one ``executemany`` per
+        table. An event the engine refuses never reaches those rows, so it is refused alone.
+        Anything else unusual — SQLite refusing a row, an unexpected error, a value that would
+        not read back as written — rolls the batch's rows back and redoes the batch event by
+        event, each in its own savepoint (:meth:`_apply_one`), which decides exactly which
+        event fails; so outcomes are those of the event-by-event path in every case.
+        """
         results: list[EventResult] = []
         if not batch:
             return results
-        snapshot = {
-            w: dataclasses.replace(s, residents=set(s.residents)) for w, s in self._worlds.items()
-        }
+        snapshot = _copy_worlds(self._worlds)
+        staged: _Batch | None = None
         self._savepoint_open = False
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             self._check_cache()
-            dirty: set[str] = set()
-            for world, event in batch:
-                results.append(self._apply_one(world, event))
-                dirty.add(world)
+            if self.batched:
+                staged, results = self._try_batched(batch, snapshot)
+            if staged is None:
+                results = [self._apply_one(world, event) for world, event in batch]
+            dirty = dict.fromkeys(world for world, _ in batch)
             for world in dirty:
                 s = self._worlds[world]
                 self.conn.execute(
@@ -503,7 +602,141 @@ class Writer:
         except BaseException:
             self._rolled_back(snapshot)
             raise
+        if staged is not None and self._cache is not None:
+            cache = self._cache  # committed: the batch's rows are now what SQLite holds
+            for key, belief in staged.beliefs.items():
+                cache.put_belief(key, belief)
+            for tkey, value in staged.trust.items():
+                cache.put_trust(tkey, value)
         return results
+
+    def _try_batched(
+        self, batch: Sequence[tuple[str, WorldEvent]], snapshot: dict[str, _WorldState]
+    ) -> tuple[_Batch | None, list[EventResult]]:
+        """The batched path inside a savepoint; ``(None, [])`` if it handed the batch back."""
+        conn = self.conn
+        conn.execute("SAVEPOINT batch")
+        try:
+            staged, results = self._apply_batched(batch)
+        except Exception as exc:  # redo event by event: it decides what fails, and how
+            log.warning("batch of %d events redone event by event: %r", len(batch), exc)
+            conn.execute("ROLLBACK TO batch")
+            conn.execute("RELEASE batch")
+            # The cache only took reads of committed rows meanwhile: it stays valid.
+            self._worlds = _copy_worlds(snapshot)
+            self.fallbacks += 1
+            return None, []
+        conn.execute("RELEASE batch")
+        return staged, results
+
+    def _apply_batched(
+        self, batch: Sequence[tuple[str, WorldEvent]]
+    ) -> tuple[_Batch, list[EventResult]]:
+        conn, cache = self.conn, self._cache
+        staged = _Batch()
+        results: list[EventResult] = []
+        for world, event in batch:
+            state = self._world(world)
+            event_id = event.event_id
+            if (world, event_id) in staged.event_ids or conn.execute(
+                _EVENT_EXISTS, (world, event_id)
+            ).fetchone():
+                results.append(EventResult(world, event_id, ResultStatus.DUPLICATE))
+                continue
+            event_row = _event_row(world, state.event_seq + 1, event)
+            view = _View(conn, world, state, cache, staged)
+            try:
+                outcome = ingest(event, state.day, view, state.rules)
+            except EngineError as exc:
+                results.append(EventResult(world, event_id, ResultStatus.REJECTED, error=exc))
+                continue
+            results.append(self._stage(world, state, outcome, event_row, staged))
+            if view.swept is not None:
+                staged.swept[world] = view.swept
+        self._flush(staged)
+        return staged, results
+
+    def _stage(
+        self, world: str, state: _WorldState, out: Outcome, event_row: tuple[Any, ...],
+        staged: _Batch,
+    ) -> EventResult:  # fmt: skip
+        """Add one applied event's rows to the batch and advance the world's counters."""
+        if out.names or out.labels:  # a registration (rare): written by the per-event path
+            raise _Fallback("a register event is written event by event")
+        staged.event_ids.add((world, out.event.event_id))
+        staged.events.append(event_row)
+        if out.new_residents:
+            staged.residents += [(world, r) for r in out.new_residents]
+        if out.evidence:
+            staged.evidence += [_evidence_row(world, e, rel) for e, rel in out.evidence]
+        if out.beliefs:
+            beliefs = staged.beliefs
+            due = staged.due.setdefault(world, {})
+            for (resident, root), belief in out.beliefs.items():
+                if not _as_read(belief):
+                    raise _Fallback(f"belief {resident}/{root} would not read back as written")
+                key = (world, resident, root)
+                beliefs.pop(key, None)  # (re)inserted last: the cache keeps that order
+                beliefs[key] = belief
+                if belief.next_decay_day is None:
+                    due.pop(key, None)
+                else:
+                    due[key] = belief
+        for (resident, source, topic), value in out.trust.items():
+            if not _real(value):
+                raise _Fallback(f"trust {value!r} would not read back as written")
+            tkey = (world, resident, source, topic)
+            staged.trust.pop(tkey, None)
+            staged.trust[tkey] = value
+        for root, value in out.facts.items():
+            staged.facts[(world, root)] = dump_json(value)
+        changes = self._number(world, state.change_seq, out.changes, staged.changes)
+        state.day = out.day
+        state.event_seq += 1
+        state.change_seq += len(changes)
+        state.residents.update(out.new_residents)
+        return EventResult(
+            world, out.event.event_id, ResultStatus.APPLIED, changes=tuple(changes),
+            results=tuple(out.results),
+        )  # fmt: skip
+
+    def _flush(self, staged: _Batch) -> None:
+        """The batch's rows: one ``executemany`` per table."""
+        many = self.conn.executemany
+        if staged.events:
+            many(_INSERT_EVENT, staged.events)
+        if staged.residents:
+            many(_INSERT_RESIDENT, staged.residents)
+        if staged.evidence:
+            many(_INSERT_EVIDENCE, staged.evidence)
+        if staged.beliefs:  # every staged belief passed _as_read: value_since is a float
+            many(_UPSERT_BELIEF, [belief_to_row(k[0], b) for k, b in staged.beliefs.items()])
+        if staged.trust:
+            many(_INSERT_TRUST, [(*k, v) for k, v in staged.trust.items()])
+        if staged.facts:
+            many(_INSERT_FACT, [(*k, v) for k, v in staged.facts.items()])
+        if staged.changes:
+            many(_INSERT_CHANGE, staged.changes)
+
+    @staticmethod
+    def _number(
+        world: str, last_seq: int, changes: list[Change], rows: list[tuple[Any, ...]]
+    ) -> list[Change]:
+        """Number an outcome's change records after ``last_seq``, adding their rows.
+
+        The records are the outcome's own, fresh from the engine: numbered in place (``seq``
+        takes no part in equality or hashing) rather than copied."""
+        seq = last_seq
+        numbered: list[Change] = []
+        for c in changes:
+            seq += 1
+            if c.seq is None:
+                object.__setattr__(c, "seq", seq)
+            else:  # already numbered (the same record listed twice): a copy of its own
+                c = dataclasses.replace(c, seq=seq)
+            numbered.append(c)
+            rows.append(change_to_row(world, seq, c))
+        return numbered
 
     def _rolled_back(self, snapshot: dict[str, _WorldState]) -> None:
         self._worlds = snapshot
@@ -622,33 +855,10 @@ class Writer:
         """Every row of the outcome but the event's own log row."""
         conn = self.conn
         if out.new_residents:
-            conn.executemany(
-                "INSERT INTO residents (world, resident) VALUES (?, ?)",
-                [(world, r) for r in out.new_residents],
-            )
+            conn.executemany(_INSERT_RESIDENT, [(world, r) for r in out.new_residents])
         if out.evidence:
             conn.executemany(
-                _INSERT_EVIDENCE,
-                [
-                    (
-                        world,
-                        e.evidence_id,
-                        e.resident,
-                        e.claim.root,
-                        dump_json(e.claim.value),
-                        e.event_id,
-                        e.day,
-                        str(e.source_kind),
-                        e.source_resident_id,
-                        str(rel),
-                        e.op,
-                        e.subject,
-                        e.origin,
-                        dump_json_list(e.hops),
-                        e.trust,
-                    )
-                    for e, rel in out.evidence
-                ],
+                _INSERT_EVIDENCE, [_evidence_row(world, e, rel) for e, rel in out.evidence]
             )
         if out.beliefs:
             rows = [belief_to_row(world, b) for b in out.beliefs.values()]
@@ -672,25 +882,13 @@ class Writer:
             )
         if out.facts:
             conn.executemany(
-                "INSERT OR REPLACE INTO facts (world, root, value) VALUES (?,?,?)",
-                [(world, root, dump_json(v)) for root, v in out.facts.items()],
+                _INSERT_FACT, [(world, root, dump_json(v)) for root, v in out.facts.items()]
             )
         if not out.changes:
             return []
-        # The outcome's change records are its own, fresh from the engine: number them in
-        # place (``seq`` takes no part in equality or hashing) rather than copy each one.
-        seq = state.change_seq
-        numbered: list[Change] = []
-        rows = []
-        for c in out.changes:
-            seq += 1
-            if c.seq is None:
-                object.__setattr__(c, "seq", seq)
-            else:  # already numbered (the same record listed twice): a copy of its own
-                c = dataclasses.replace(c, seq=seq)
-            numbered.append(c)
-            rows.append(change_to_row(world, seq, c))
-        conn.executemany(_INSERT_CHANGE, rows)
+        change_rows: list[tuple[Any, ...]] = []
+        numbered = self._number(world, state.change_seq, out.changes, change_rows)
+        conn.executemany(_INSERT_CHANGE, change_rows)
         return numbered
 
 
@@ -707,6 +905,18 @@ def _cache_outcome(cache: _Cache, world: str, outcome: Outcome) -> None:
             cache.put_trust(key, value)
         else:
             cache.drop_trust(key)
+
+
+def _copy_worlds(worlds: dict[str, _WorldState]) -> dict[str, _WorldState]:
+    return {w: dataclasses.replace(s, residents=set(s.residents)) for w, s in worlds.items()}
+
+
+def _evidence_row(world: str, e: Evidence, rel: Relation) -> tuple[Any, ...]:
+    return (
+        world, e.evidence_id, e.resident, e.claim.root, dump_json(e.claim.value), e.event_id,
+        e.day, str(e.source_kind), e.source_resident_id, str(rel), e.op, e.subject, e.origin,
+        dump_json_list(e.hops), e.trust,
+    )  # fmt: skip
 
 
 def _event_row(world: str, seq: int, ev: WorldEvent) -> tuple[Any, ...]:

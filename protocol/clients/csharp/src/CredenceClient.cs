@@ -411,7 +411,10 @@ namespace Credence
                 inFlight = 0;
                 inBacklog = false;
                 int code = c.CloseCode ?? 0;
-                bool fatal = code == 4000 || code == 4001 || code == 4002;
+                // 4000-4002: the sidecar refuses us for good; 1002/1007: our frames broke the WebSocket
+                // protocol, and resending them would only repeat it. 4011 after the welcome is the
+                // sidecar's own failure (SPEC §13): retry. Everything else (1001, 1006, 1011, 4008): retry.
+                bool fatal = code == 4000 || code == 4001 || code == 4002 || code == 1002 || code == 1007;
                 if (state == ConnectionState.Closed) gone.Final = true;
                 else if (fatal || !options.AutoReconnect)
                 {

@@ -78,7 +78,7 @@ namespace Credence
             if (count == 0) throw Bad("empty message");
             byte first = data[offset];
             bool isMap = (first >= 0x80 && first <= 0x8f) || first == 0xde || first == 0xdf;
-            object value = reader.Read(0, "frame");
+            object value = reader.Read(0);
             if (reader.Position != offset + count) throw Bad("trailing bytes after the msgpack map");
             if (!isMap) throw Bad("a frame must be a map");
             return (Dictionary<string, object>)value;
@@ -122,25 +122,25 @@ namespace Credence
                 return v;
             }
 
-            static long SafeSigned(long v, string path)
+            static long SafeSigned(long v)
             {
-                if (v > MaxSafeInteger || v < -MaxSafeInteger) throw Bad(path + ": integer outside ±(2^53−1)");
+                if (v > MaxSafeInteger || v < -MaxSafeInteger) throw Bad("integer outside ±(2^53−1)");
                 return v;
             }
 
-            static long SafeUnsigned(ulong v, string path)
+            static long SafeUnsigned(ulong v)
             {
-                if (v > (ulong)MaxSafeInteger) throw Bad(path + ": integer outside ±(2^53−1)");
+                if (v > (ulong)MaxSafeInteger) throw Bad("integer outside ±(2^53−1)");
                 return (long)v;
             }
 
-            static double Finite(double d, string path)
+            static double Finite(double d)
             {
-                if (double.IsNaN(d) || double.IsInfinity(d)) throw Bad(path + ": NaN and infinity are not allowed");
+                if (double.IsNaN(d) || double.IsInfinity(d)) throw Bad("NaN and infinity are not allowed");
                 return d;
             }
 
-            string Str(int n, string path)
+            string Str(int n)
             {
                 Need(n);
                 string s;
@@ -150,7 +150,7 @@ namespace Credence
                 }
                 catch (ArgumentException)
                 {
-                    throw Bad(path + ": msgpack str is not valid UTF-8");
+                    throw Bad("msgpack str is not valid UTF-8");
                 }
                 Position += n;
                 return s;
@@ -163,63 +163,63 @@ namespace Credence
                 return (int)n;
             }
 
-            public object Read(int depth, string path)
+            public object Read(int depth)
             {
-                if (depth > MaxDepth) throw Bad(path + ": nested deeper than " + MaxDepth + " levels");
+                if (depth > MaxDepth) throw Bad("a value nested deeper than " + MaxDepth + " levels");
                 byte b = U8();
                 if (b <= 0x7f) return (long)b;
                 if (b >= 0xe0) return (long)(sbyte)b;
-                if (b <= 0x8f) return ReadMap(b & 0x0f, depth, path);
-                if (b <= 0x9f) return ReadArray(b & 0x0f, depth, path);
-                if (b <= 0xbf) return Str(b & 0x1f, path);
+                if (b <= 0x8f) return ReadMap(b & 0x0f, depth);
+                if (b <= 0x9f) return ReadArray(b & 0x0f, depth);
+                if (b <= 0xbf) return Str(b & 0x1f);
                 switch (b)
                 {
                     case 0xc0: return null;
                     case 0xc2: return false;
                     case 0xc3: return true;
                     case 0xc4: case 0xc5: case 0xc6:
-                        throw Bad(path + ": binary (bin) values are not allowed; send text as str");
+                        throw Bad("binary (bin) values are not allowed; send text as str");
                     case 0xc7: case 0xc8: case 0xc9:
                     case 0xd4: case 0xd5: case 0xd6: case 0xd7: case 0xd8:
-                        throw Bad(path + ": msgpack ext types are not allowed");
+                        throw Bad("msgpack ext types are not allowed");
                     case 0xca:
                     {
                         uint bits = (uint)BigEndian(4);
                         float f = BitConverter.ToSingle(BitConverter.GetBytes(bits), 0);
-                        return Finite(f, path);
+                        return Finite(f);
                     }
                     case 0xcb:
-                        return Finite(BitConverter.Int64BitsToDouble((long)BigEndian(8)), path);
+                        return Finite(BitConverter.Int64BitsToDouble((long)BigEndian(8)));
                     case 0xcc: return (long)BigEndian(1);
                     case 0xcd: return (long)BigEndian(2);
                     case 0xce: return (long)BigEndian(4);
-                    case 0xcf: return SafeUnsigned(BigEndian(8), path);
+                    case 0xcf: return SafeUnsigned(BigEndian(8));
                     case 0xd0: return (long)(sbyte)BigEndian(1);
                     case 0xd1: return (long)(short)BigEndian(2);
                     case 0xd2: return (long)(int)BigEndian(4);
-                    case 0xd3: return SafeSigned((long)BigEndian(8), path);
-                    case 0xd9: return Str(Length(1), path);
-                    case 0xda: return Str(Length(2), path);
-                    case 0xdb: return Str(Length(4), path);
-                    case 0xdc: return ReadArray(Length(2), depth, path);
-                    case 0xdd: return ReadArray(Length(4), depth, path);
-                    case 0xde: return ReadMap(Length(2), depth, path);
-                    case 0xdf: return ReadMap(Length(4), depth, path);
+                    case 0xd3: return SafeSigned((long)BigEndian(8));
+                    case 0xd9: return Str(Length(1));
+                    case 0xda: return Str(Length(2));
+                    case 0xdb: return Str(Length(4));
+                    case 0xdc: return ReadArray(Length(2), depth);
+                    case 0xdd: return ReadArray(Length(4), depth);
+                    case 0xde: return ReadMap(Length(2), depth);
+                    case 0xdf: return ReadMap(Length(4), depth);
                     default: throw Bad("byte 0xc1 is never used in msgpack");
                 }
             }
 
-            List<object> ReadArray(int n, int depth, string path)
+            List<object> ReadArray(int n, int depth)
             {
                 // Every element takes at least one byte: refuse a length the message cannot hold
                 // before allocating for it.
                 Need(n);
                 var list = new List<object>(n);
-                for (int i = 0; i < n; i++) list.Add(Read(depth + 1, path + "[" + i + "]"));
+                for (int i = 0; i < n; i++) list.Add(Read(depth + 1));
                 return list;
             }
 
-            Dictionary<string, object> ReadMap(int n, int depth, string path)
+            Dictionary<string, object> ReadMap(int n, int depth)
             {
                 Need(n);
                 var map = new Dictionary<string, object>(n, StringComparer.Ordinal);
@@ -227,18 +227,18 @@ namespace Credence
                 {
                     byte k = U8();
                     string key;
-                    if (k >= 0xa0 && k <= 0xbf) key = Str(k & 0x1f, path);
-                    else if (k == 0xd9) key = Str(Length(1), path);
-                    else if (k == 0xda) key = Str(Length(2), path);
-                    else if (k == 0xdb) key = Str(Length(4), path);
+                    if (k >= 0xa0 && k <= 0xbf) key = Str(k & 0x1f);
+                    else if (k == 0xd9) key = Str(Length(1));
+                    else if (k == 0xda) key = Str(Length(2));
+                    else if (k == 0xdb) key = Str(Length(4));
                     else
                     {
                         // Read the key anyway so malformed bytes say so, then refuse it.
                         Position--;
-                        Read(depth + 1, path);
-                        throw Bad(path + ": map keys must be strings");
+                        Read(depth + 1);
+                        throw Bad("map keys must be strings");
                     }
-                    object value = Read(depth + 1, path + "." + key);
+                    object value = Read(depth + 1);
                     map[key] = value; // a repeated key keeps its last value, as Python's msgpack does
                 }
                 return map;
@@ -252,7 +252,7 @@ namespace Credence
         {
             if (frame == null) throw new ArgumentNullException("frame");
             var stream = new MemoryStream(128);
-            Write(stream, frame, 0, "frame");
+            Write(stream, frame, 0, new List<object>());
             return stream.ToArray();
         }
 
@@ -260,39 +260,51 @@ namespace Credence
         public static byte[] EncodeValue(object value)
         {
             var stream = new MemoryStream(64);
-            Write(stream, value, 0, "value");
+            Write(stream, value, 0, new List<object>());
             return stream.ToArray();
         }
 
-        static void Write(MemoryStream s, object value, int depth, string path)
+        /// <summary>Where a refused value sits, e.g. <c>frame.claim.value</c> or <c>frame.witnesses[2]</c>.</summary>
+        static ArgumentException Refuse(List<object> trail, string message)
         {
-            if (depth > MaxDepth) throw new ArgumentException(path + ": nested deeper than " + MaxDepth + " levels");
+            var where = new StringBuilder("frame");
+            foreach (var step in trail)
+            {
+                if (step is int) where.Append('[').Append((int)step).Append(']');
+                else where.Append('.').Append(step);
+            }
+            return new ArgumentException(where + ": " + message);
+        }
+
+        static void Write(MemoryStream s, object value, int depth, List<object> trail)
+        {
+            if (depth > MaxDepth) throw Refuse(trail, "nested deeper than " + MaxDepth + " levels");
             if (value == null) { s.WriteByte(0xc0); return; }
             if (value is bool) { s.WriteByte((bool)value ? (byte)0xc3 : (byte)0xc2); return; }
-            if (value is string) { WriteString(s, (string)value); return; }
-            if (value is long) { WriteInteger(s, (long)value, path); return; }
-            if (value is int) { WriteInteger(s, (int)value, path); return; }
-            if (value is short) { WriteInteger(s, (short)value, path); return; }
-            if (value is sbyte) { WriteInteger(s, (sbyte)value, path); return; }
-            if (value is byte) { WriteInteger(s, (byte)value, path); return; }
-            if (value is ushort) { WriteInteger(s, (ushort)value, path); return; }
-            if (value is uint) { WriteInteger(s, (uint)value, path); return; }
+            if (value is string) { WriteString(s, (string)value, trail); return; }
+            if (value is long) { WriteInteger(s, (long)value, trail); return; }
+            if (value is int) { WriteInteger(s, (int)value, trail); return; }
+            if (value is short) { WriteInteger(s, (short)value, trail); return; }
+            if (value is sbyte) { WriteInteger(s, (sbyte)value, trail); return; }
+            if (value is byte) { WriteInteger(s, (byte)value, trail); return; }
+            if (value is ushort) { WriteInteger(s, (ushort)value, trail); return; }
+            if (value is uint) { WriteInteger(s, (uint)value, trail); return; }
             if (value is ulong)
             {
                 ulong u = (ulong)value;
-                if (u > (ulong)MaxSafeInteger) throw new ArgumentException(path + ": integer outside ±(2^53−1); send ids as strings");
-                WriteInteger(s, (long)u, path);
+                if (u > (ulong)MaxSafeInteger) throw Refuse(trail, "integer outside ±(2^53−1); send ids as strings");
+                WriteInteger(s, (long)u, trail);
                 return;
             }
             if (value is double || value is float)
             {
                 double d = Convert.ToDouble(value);
-                if (double.IsNaN(d) || double.IsInfinity(d)) throw new ArgumentException(path + ": NaN and infinity are not allowed");
+                if (double.IsNaN(d) || double.IsInfinity(d)) throw Refuse(trail, "NaN and infinity are not allowed");
                 s.WriteByte(0xcb);
                 WriteBigEndian(s, (ulong)BitConverter.DoubleToInt64Bits(d), 8);
                 return;
             }
-            if (value is byte[]) throw new ArgumentException(path + ": bin is not allowed; send text as a string");
+            if (value is byte[]) throw Refuse(trail, "bin is not allowed; send text as a string");
             var dict = value as IDictionary;
             if (dict != null)
             {
@@ -300,9 +312,11 @@ namespace Credence
                 foreach (DictionaryEntry entry in dict)
                 {
                     var key = entry.Key as string;
-                    if (key == null) throw new ArgumentException(path + ": map keys must be strings");
-                    WriteString(s, key);
-                    Write(s, entry.Value, depth + 1, path + "." + key);
+                    if (key == null) throw Refuse(trail, "map keys must be strings");
+                    WriteString(s, key, trail);
+                    trail.Add(key);
+                    Write(s, entry.Value, depth + 1, trail);
+                    trail.RemoveAt(trail.Count - 1);
                 }
                 return;
             }
@@ -310,10 +324,15 @@ namespace Credence
             if (list != null)
             {
                 WriteHeader(s, list.Count, 0x90, 0xdc, 0xdd);
-                for (int i = 0; i < list.Count; i++) Write(s, list[i], depth + 1, path + "[" + i + "]");
+                for (int i = 0; i < list.Count; i++)
+                {
+                    trail.Add(i);
+                    Write(s, list[i], depth + 1, trail);
+                    trail.RemoveAt(trail.Count - 1);
+                }
                 return;
             }
-            throw new ArgumentException(path + ": cannot encode a " + value.GetType().Name);
+            throw Refuse(trail, "cannot encode a " + value.GetType().Name);
         }
 
         static void WriteHeader(MemoryStream s, int n, byte fix, byte w16, byte w32)
@@ -323,7 +342,7 @@ namespace Credence
             else { s.WriteByte(w32); WriteBigEndian(s, (ulong)n, 4); }
         }
 
-        static void WriteString(MemoryStream s, string text)
+        static void WriteString(MemoryStream s, string text, List<object> trail)
         {
             byte[] bytes;
             try
@@ -332,7 +351,7 @@ namespace Credence
             }
             catch (ArgumentException)
             {
-                throw new ArgumentException("a string holds a lone UTF-16 surrogate: not valid UTF-8");
+                throw Refuse(trail, "a string holds a lone UTF-16 surrogate: not valid UTF-8");
             }
             int n = bytes.Length;
             if (n < 32) s.WriteByte((byte)(0xa0 | n));
@@ -342,10 +361,10 @@ namespace Credence
             s.Write(bytes, 0, n);
         }
 
-        static void WriteInteger(MemoryStream s, long v, string path)
+        static void WriteInteger(MemoryStream s, long v, List<object> trail)
         {
             if (v > MaxSafeInteger || v < -MaxSafeInteger)
-                throw new ArgumentException(path + ": integer outside ±(2^53−1); send ids as strings");
+                throw Refuse(trail, "integer outside ±(2^53−1); send ids as strings");
             if (v >= 0)
             {
                 if (v <= 0x7f) s.WriteByte((byte)v);

@@ -12,7 +12,12 @@
 //       the client against a sidecar started with those tokens: auth, acks, refusals,
 //       notifications, window, paging, inbound backpressure, reconnect + resume + resend,
 //       a sidecar crash and restart (asked of the runner on stdout: "CONTROL kill" /
-//       "CONTROL start", answered with a line on stdin), the mirror against the sidecar.
+//       "CONTROL start", answered with a line on stdin), the mirror against the sidecar, and
+//       a restart with other tokens ("CONTROL retoken": the reconnect is refused 4001, for good).
+//   mono CredenceTests.exe bench URL N
+//       figures only (no assertion on speed): N observe events through the client, window 256,
+//       with a second client subscribed to every resident; events/s acked, notifications/s,
+//       and the codec's decode rate on a belief frame.
 
 using System;
 using System.Collections;
@@ -51,8 +56,9 @@ namespace Credence.Tests
                     case "vectors": Vectors(args[1]); break;
                     case "session": Session(new Uri(args[1]), args[2], args.Length > 3 ? args[3] : null).Wait(); break;
                     case "client": ClientScenario(new Uri(args[1]), args[2], args[3]).Wait(); break;
+                    case "bench": Bench(new Uri(args[1]), int.Parse(args[2])).Wait(); break;
                     default:
-                        Console.WriteLine("usage: vectors FILE | session URL FILE [TRANSCRIPT] | client URL WTOKEN RTOKEN");
+                        Console.WriteLine("usage: vectors FILE | session URL FILE [TRANSCRIPT] | client URL WTOKEN RTOKEN | bench URL N");
                         return 2;
                 }
             }
@@ -248,6 +254,12 @@ namespace Credence.Tests
                 }
                 catch (ArgumentException) { checks++; }
             }
+            try
+            {
+                MsgPack.Encode(new Dictionary<string, object> { { "type", "event" }, { "witnesses", new List<object> { "a", new byte[1] } } });
+                Check(false, "bin in a list is refused");
+            }
+            catch (ArgumentException e) { Check(e.Message.StartsWith("frame.witnesses[1]: "), "the encoder names where: " + e.Message); }
             var ok = MsgPack.Encode(new Dictionary<string, object> { { "type", "x" }, { "v", Nest(15) }, { "max", 9007199254740991L }, { "min", -9007199254740991L } });
             Check(MsgPack.DecodeFrame(ok).Count == 4, "depth 16 and ±(2^53−1) encode");
             // Widths: every integer boundary round-trips with the right type.
@@ -549,10 +561,13 @@ namespace Credence.Tests
             // -- the window: 400 events at once, at most 16 on the wire; acks in order; paged replies
             var subject = new string('s', 1500);
             var burst = new List<Task<Ack>>();
+            var clock = System.Diagnostics.Stopwatch.StartNew();
             for (int i = 0; i < 400; i++)
                 burst.Add(main.SendEventAsync(Events.Observe("lore-" + i, 4, new[] { "mira" }, "lore:" + i.ToString("D3"), i, subject + i)));
             Check(main.QueuedFrames > 16 && main.InFlight <= 16, "a burst waits in the client beyond the window of 16");
             var acks = await Within(Task.WhenAll(burst), "400 acks", 60);
+            Console.WriteLine("burst: 400 events of ~1.5 KB acked in " + clock.ElapsedMilliseconds + " ms ("
+                + (400 / clock.Elapsed.TotalSeconds).ToString("F0", CultureInfo.InvariantCulture) + " events/s, window 16)");
             Check(acks.All(a => !a.Duplicate && a.Changes == 1), "400 events, one change each");
             Check(acks.Zip(acks.Skip(1), (x, y) => y.Seq > x.Seq).All(b => b), "acks in send order (seq increasing)");
             Check(main.MaxInFlightSeen <= 16 && main.MaxInFlightSeen >= 8, "at most 16 frames were ever in flight (max " + main.MaxInFlightSeen + ")");
@@ -601,6 +616,31 @@ namespace Credence.Tests
                 "the slow client got all 300 notifications, in seq order, none lost");
             await slow.CloseAsync();
 
+            // -- a client that stops reading long enough is closed 4008 slow_consumer by the sidecar;
+            //    it resumes from the last seq it received and loses nothing
+            var stall = new CredenceClient(new CredenceOptions { Url = url, World = "town", Token = writerToken, SubscribeAll = true, MaxPendingNotifications = 20, ReconnectDelay = delay });
+            var stallSeen = new List<long>();
+            var stallLost = new List<Disconnected>();
+            var stallErrors = new List<string>();
+            stall.BeliefChanged += c => stallSeen.Add(c.Seq);
+            stall.ConnectionLost += d => stallLost.Add(d);
+            stall.ErrorReceived += e => stallErrors.Add(e.Code);
+            var stw = await Within(stall.ConnectAsync(), "stall hello");
+            var big = new string('b', 3900);
+            var heavy = new List<Task<Ack>>();
+            for (int i = 0; i < 1500; i++)
+                heavy.Add(main.SendEventAsync(Events.Observe("big-" + i, 5, new[] { "stall-r" }, "big:" + i, i, big + i)));
+            var heavyAcks = await Within(Task.WhenAll(heavy), "1500 heavy acks", 60);
+            long lastHeavy = heavyAcks.Last().Seq.Value;
+            await Task.Delay(300);
+            Check(stall.PendingNotifications <= 20 && stall.Connections == 1, "the stalled client stopped reading at 20 pending");
+            await Until(() => { pump(); stall.DispatchPending(); return stallSeen.Count > 0 && stallSeen.Last() >= lastHeavy; }, "the stalled client catches up", 60);
+            Check(stallSeen.Count == 1500 && stallSeen[0] == stw.Seq + 1 && stallSeen.Zip(stallSeen.Skip(1), (x, y) => y == x + 1).All(b => b),
+                "after a stall and a reconnect: all 1500 notifications exactly once, in seq order (" + stallSeen.Count + ")");
+            Check(stall.Connections >= 2 && stallLost.Count >= 1, "the stalled client was disconnected and came back (" + stall.Connections + " connections)");
+            Console.WriteLine("stall: closed with " + string.Join(", ", stallLost.Select(d => d.CloseCode.ToString())) + "; errors: " + string.Join(", ", stallErrors));
+            await stall.CloseAsync();
+
             // -- reconnect: the connection drops; others write meanwhile; the client queues events;
             //    it comes back with resume and resend
             pump();
@@ -617,10 +657,14 @@ namespace Credence.Tests
             for (int i = 0; i < 3; i++)
                 queued.Add(main.SendEventAsync(Events.Observe("offline-" + i, 6, new[] { "mira" }, "offline:" + i, "x", "while offline")));
             Check(main.UnackedEvents == 3 && queued.All(t => !t.IsCompleted), "3 events wait while reconnecting");
+            var offlineQuery = main.DistributionAsync("offline:2");
             int resumesBefore = resumes.Count;
             gate.SetResult(true);
             var offline = await Within(Task.WhenAll(queued), "acks after reconnect");
             Check(offline.All(a => !a.Duplicate && a.Changes == 1), "queued events are sent after the reconnect");
+            var oq = await Within(offlineQuery, "a query sent while reconnecting");
+            Check(oq.Items("residents").Count == 1 && (string)oq.Items("residents")[0]["resident"] == "mira",
+                "a query sent while reconnecting is answered after the events queued before it");
             await Until(() => { pump(); return resumes.Count > resumesBefore && seen.Any(c => c.EventId == "offline-2"); }, "resume and live notifications");
             Check(main.Connections == 2 && welcomes.Count == 2 && welcomes[1].Reconnected, "one reconnect, with a second welcome");
             long written = (await Task.WhenAll(meanwhile)).Sum(a => (long)a.Changes);
@@ -663,6 +707,17 @@ namespace Credence.Tests
                         && (string)stored[i]["subject"] == mirrored[i].Subject;
                 Check(equal, "the mirror of " + resident + " equals the sidecar's beliefs (" + stored.Count + " vs " + mirrored.Count + ")");
             }
+            // -- a mirror seeded by a beliefs query instead of a resume from 0
+            var late = new CredenceClient(new CredenceOptions { Url = url, World = "town", Token = readerToken, Subscribe = new[] { "mira" } });
+            await Within(late.ConnectAsync(), "late hello");
+            await Within(late.LoadMirrorAsync("mira"), "load mirror");
+            late.DispatchPending();
+            var lateMirror = late.Mirror.Of("mira");
+            var mainMirror = main.Mirror.Of("mira").Where(m => !m.Root.StartsWith("trust:")).ToList();
+            Check(lateMirror.Count == mainMirror.Count && lateMirror.Zip(mainMirror, (x, y) => x.Root == y.Root && Same(x.Value, y.Value) && x.Confidence == y.Confidence).All(b => b),
+                "LoadMirrorAsync fills the mirror like a full resume does (" + lateMirror.Count + " beliefs)");
+            await late.CloseAsync();
+
             Check(stray.Count == 0, "no stray errors: " + string.Join("; ", stray.Select(e => e.Message)));
 
             // -- closing
@@ -674,9 +729,118 @@ namespace Credence.Tests
                 Check(false, "sending after close fails");
             }
             catch (CredenceConnectionException) { checks++; }
+
+            // -- the sidecar comes back with other tokens: the reconnect is refused 4001, for good
+            var readerLost = new List<Disconnected>();
+            reader.ConnectionLost += d => readerLost.Add(d);
+            Control("retoken");
+            Exception revoked = null;
+            try { revoked = await Refusal(reader.TrustAsync("mira")); }
+            catch (CredenceConnectionException e) { revoked = e; }
+            var rc = revoked as CredenceConnectionException;
+            Check(rc != null && (rc.CloseCode == 4001 || rc.CloseCode == null), "a query pending when the token is revoked fails with CredenceConnectionException, got " + revoked);
+            await Until(() => { reader.DispatchPending(); return reader.State == ConnectionState.Failed && readerLost.Any(d => d.Final); }, "the reader gives up");
+            Check(readerLost.Last().Final && readerLost.Last().CloseCode == 4001 && readerLost.Last().Reason == "unauthorized", "its last ConnectionLost is final: 4001 unauthorized");
+            int attempts = reader.Connections;
+            await Task.Delay(300);
+            Check(reader.Connections == attempts && reader.State == ConnectionState.Failed, "no reconnect loop after 4001");
             await reader.CloseAsync();
+
+            // -- a game loop: one thread with a SynchronizationContext (as Unity's main thread);
+            //    awaits resume on it and every notification is raised on it, by DispatchPending
+            var game = new GameThread();
+            var gameErrors = new List<string>();
+            var gameThread = new Thread(() => game.Run(async () =>
+            {
+                var client = new CredenceClient(new CredenceOptions { Url = url, World = "town", Token = "new-w-secret", Subscribe = new[] { "ann" } });
+                client.BeliefChanged += c => { if (!game.OnThread) gameErrors.Add("BeliefChanged off the game thread"); game.Beliefs++; };
+                var w = await client.ConnectAsync();
+                if (!game.OnThread) gameErrors.Add("ConnectAsync resumed off the game thread");
+                if (w.Role != "writer") gameErrors.Add("the new writer token is not a writer: " + w.Role);
+                var a = await client.SendEventAsync(Events.Observe("game-1", 7, new[] { "ann" }, "mill", "burnt", "The mill burnt down"));
+                if (!game.OnThread) gameErrors.Add("SendEventAsync resumed off the game thread");
+                if (a.Changes != 1) gameErrors.Add("game-1 changes " + a.Changes);
+                for (int frame = 0; frame < 500 && game.Beliefs == 0; frame++)
+                {
+                    client.DispatchPending();  // Update()
+                    await Task.Delay(10);      // the next frame
+                }
+                await client.CloseAsync();
+            }));
+            gameThread.Start();
+            await Task.Run(() => gameThread.Join(30000));
+            Check(game.Beliefs == 1 && game.Error == null && gameErrors.Count == 0,
+                "a game loop: awaits resume and notifications arrive on the game thread (" + string.Join("; ", gameErrors) + game.Error + ")");
             await other.CloseAsync();
             Console.WriteLine("client: " + seqs.Count + " notifications, " + main.Connections + " connections");
+        }
+
+        // ------------------------------------------------------------------ figures
+
+        static async Task Bench(Uri url, int n)
+        {
+            var writer = new CredenceClient(new CredenceOptions { Url = url, World = "bench", MaxInFlight = 256 });
+            var watcher = new CredenceClient(new CredenceOptions { Url = url, World = "bench", SubscribeAll = true, KeepMirror = true });
+            await writer.ConnectAsync();
+            await watcher.ConnectAsync();
+            int seen = 0;
+            watcher.BeliefChanged += c => seen++;
+            var clock = System.Diagnostics.Stopwatch.StartNew();
+            var acks = new List<Task<Ack>>(n);
+            for (int i = 0; i < n; i++)
+                acks.Add(writer.SendEventAsync(Events.Observe("b-" + i, 1 + i / 1000, new[] { "r" + (i % 50) }, "k:" + (i % 500), i % 7, "bench event " + i)));
+            await Task.WhenAll(acks);
+            double ackSeconds = clock.Elapsed.TotalSeconds;
+            while (seen < n)
+            {
+                watcher.DispatchPending();
+                await Task.Delay(1);
+            }
+            double allSeconds = clock.Elapsed.TotalSeconds;
+            Console.WriteLine(string.Format(CultureInfo.InvariantCulture,
+                "bench: {0} events acked in {1:F2} s ({2:F0} events/s); {3} notifications dispatched by {4:F2} s ({5:F0}/s); mirror {6} beliefs",
+                n, ackSeconds, n / ackSeconds, seen, allSeconds, seen / allSeconds, watcher.Mirror.Count));
+            var frame = MsgPack.Encode(new Dictionary<string, object>
+            {
+                { "type", "belief" }, { "seq", 12345L }, { "resident", "mira" }, { "root", "water:well" }, { "value", "poisoned" },
+                { "prev_value", null }, { "change", "formed" }, { "confidence", 58L }, { "prev_confidence", null }, { "state", "influencing" },
+                { "prev_state", null }, { "source_kind", "hearsay" }, { "source", "bo" }, { "subject", "The well is poisoned" },
+                { "prev_subject", null }, { "event_id", "e-1" }, { "evidence_id", "e-1/mira" }, { "day", 1.0 }, { "detail", null },
+            });
+            clock.Restart();
+            int rounds = 200000;
+            for (int i = 0; i < rounds; i++) MsgPack.DecodeFrame(frame);
+            Console.WriteLine(string.Format(CultureInfo.InvariantCulture, "bench: codec decodes a {0}-byte belief frame {1:F0} times/s",
+                frame.Length, rounds / clock.Elapsed.TotalSeconds));
+            await writer.CloseAsync();
+            await watcher.CloseAsync();
+        }
+    }
+
+    /// <summary>A single thread with a SynchronizationContext that runs posted work in order, as Unity's main thread.</summary>
+    sealed class GameThread : SynchronizationContext
+    {
+        readonly System.Collections.Concurrent.BlockingCollection<KeyValuePair<SendOrPostCallback, object>> work =
+            new System.Collections.Concurrent.BlockingCollection<KeyValuePair<SendOrPostCallback, object>>();
+        int threadId;
+        public int Beliefs;
+        public Exception Error;
+
+        public bool OnThread { get { return Thread.CurrentThread.ManagedThreadId == threadId; } }
+
+        public override void Post(SendOrPostCallback d, object state)
+        {
+            work.Add(new KeyValuePair<SendOrPostCallback, object>(d, state));
+        }
+
+        public void Run(Func<Task> body)
+        {
+            threadId = Thread.CurrentThread.ManagedThreadId;
+            SetSynchronizationContext(this);
+            var task = body();
+            task.ContinueWith(t => work.CompleteAdding(), TaskScheduler.Default);
+            foreach (var item in work.GetConsumingEnumerable()) item.Key(item.Value);
+            if (task.IsFaulted) Error = task.Exception.InnerException;
         }
     }
 }

@@ -209,6 +209,8 @@ export class CredenceClient {
   private readonly extraFilters: SubscribeFilter[] = [];
   private nextRid = 1;
   private room: Array<() => void> = [];
+  private reserved = 0;
+  private poll: ReturnType<typeof setInterval> | undefined;
   private connected: { promise: Promise<void>; resolve: () => void; reject: (e: unknown) => void };
   private closing = false;
   private attempt = 0;
@@ -372,6 +374,11 @@ export class CredenceClient {
     }
     if (frame.type === "error") {
       const err = frame as unknown as ErrorFrame;
+      if (err.code === "shutting_down" && p.eventId !== undefined) {
+        // Not stored, and the 1001 close follows: keep it, it is resent after reconnecting.
+        p.parts = [];
+        return;
+      }
       this.settle(key!, p);
       p.reject(new CredenceError(err.code, err.message, err));
       return;
@@ -406,21 +413,35 @@ export class CredenceClient {
 
   private hasRoom(): boolean {
     const buffered = this.ws?.bufferedAmount ?? 0;
-    return this.unacked.size < this.options.maxInFlight && buffered < this.options.highWaterBytes;
+    return (
+      this.unacked.size + this.reserved < this.options.maxInFlight &&
+      buffered < this.options.highWaterBytes
+    );
   }
 
+  /** Admit waiting senders in FIFO order, each with a reserved slot, while there is room. */
   private wakeSenders(): void {
-    while (this.room.length > 0 && (this.hasRoom() || this.state === "closed")) this.room.shift()!();
+    while (this.room.length > 0 && (this.hasRoom() || this.state === "closed")) {
+      this.reserved += 1;
+      this.room.shift()!();
+    }
+    if (this.room.length === 0 && this.poll !== undefined) {
+      clearInterval(this.poll);
+      this.poll = undefined;
+    }
   }
 
-  private async waitForRoom(): Promise<void> {
-    while (!this.hasRoom() && this.state !== "closed") {
-      await new Promise<void>((resolve) => {
-        this.room.push(resolve);
-        // bufferedAmount drains without an event: look again shortly.
-        setTimeout(() => this.wakeSenders(), 20);
-      });
+  /** Wait for a slot (first come, first served); the caller owns one reserved slot after. */
+  private async admit(): Promise<void> {
+    if (this.room.length === 0 && this.hasRoom()) {
+      this.reserved += 1;
+      return;
     }
+    await new Promise<void>((resolve) => {
+      this.room.push(resolve);
+      // bufferedAmount drains without an event: look again every 20 ms while anyone waits.
+      this.poll ??= setInterval(() => this.wakeSenders(), 20);
+    });
   }
 
   /** How many events await their ack. */
@@ -456,10 +477,8 @@ export class CredenceClient {
    * reconnect the event is resent under the same `event_id` (a duplicate ack if it was stored).
    */
   async send(event: WorldEvent | (Frame & { event_id: string })): Promise<Ack> {
-    // Check for room again right after waking, in the same turn as request() claims it:
-    // every waiter woken at once would otherwise pass on the same free slot.
-    do await this.waitForRoom();
-    while (!this.hasRoom() && this.state !== "closed");
+    await this.admit();
+    this.reserved -= 1; // the slot passes to `unacked` below, synchronously
     if (this.unacked.has(event.event_id)) {
       return Promise.reject(new CredenceError("invalid_event", `event ${event.event_id} is already in flight`));
     }

@@ -66,7 +66,7 @@ function toSafeInt(value: bigint, path: string): number {
  * Walk the two decodings of one message together and return the checked value: `plain` has
  * strings and bins, `raw` has the bytes of every non-key string.
  */
-function check(plain: unknown, raw: unknown, depth: number, path: string): unknown {
+function check(plain: unknown, raw: unknown, depth: number, path: string, json: boolean): unknown {
   if (depth > MAX_DEPTH) throw new FrameError(`${path}: nested deeper than ${MAX_DEPTH} levels`);
   if (plain === null || typeof plain === "boolean") return plain;
   if (typeof plain === "string") {
@@ -74,7 +74,9 @@ function check(plain: unknown, raw: unknown, depth: number, path: string): unkno
   }
   if (typeof plain === "number") {
     if (!Number.isFinite(plain)) throw new FrameError(`${path}: NaN and infinity are not allowed`);
-    if (Number.isInteger(plain) && Math.abs(plain) > MAX_SAFE_INT) {
+    // From msgpack a 64-bit integer arrives as a bigint (below), so a number here beyond
+    // 2^53 was encoded as a float, which is allowed. JSON does not tell the two apart: refuse.
+    if (json && Number.isInteger(plain) && Math.abs(plain) > MAX_SAFE_INT) {
       throw new FrameError(`${path}: integer outside ±(2^53−1)`);
     }
     return plain;
@@ -88,14 +90,14 @@ function check(plain: unknown, raw: unknown, depth: number, path: string): unkno
   }
   if (Array.isArray(plain)) {
     const rawList = Array.isArray(raw) ? raw : [];
-    return plain.map((item, i) => check(item, rawList[i], depth + 1, `${path}[${i}]`));
+    return plain.map((item, i) => check(item, rawList[i], depth + 1, `${path}[${i}]`, json));
   }
   if (typeof plain === "object") {
     const rawMap = (raw ?? {}) as Record<string, unknown>;
     const out: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(plain as Record<string, unknown>)) {
       Object.defineProperty(out, key, {
-        value: check(item, rawMap[key], depth + 1, `${path}.${key}`),
+        value: check(item, rawMap[key], depth + 1, `${path}.${key}`, json),
         enumerable: true,
         writable: true,
         configurable: true,
@@ -131,7 +133,7 @@ export function decodeMsgpack(data: Uint8Array | ArrayBuffer): Frame {
   if (plain === null || typeof plain !== "object" || Array.isArray(plain)) {
     throw new FrameError("a frame must be a map");
   }
-  return asFrame(check(plain, raw, 0, "frame"));
+  return asFrame(check(plain, raw, 0, "frame", false));
 }
 
 /** Decode one text message (the same map as JSON). */
@@ -145,7 +147,7 @@ export function decodeJson(text: string): Frame {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw new FrameError("a frame must be a map");
   }
-  return asFrame(check(value, undefined, 0, "frame"));
+  return asFrame(check(value, undefined, 0, "frame", true));
 }
 
 /** Decode a WebSocket message: binary is msgpack, a string is JSON. */

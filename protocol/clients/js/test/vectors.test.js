@@ -37,6 +37,14 @@ test("every encoding-level invalid vector is refused with FrameError", () => {
   }
 });
 
+test("a float beyond 2^53 is a float, not an out-of-range integer", () => {
+  // {"type": "x", "f": 1e20} with f as float 64 (cb): allowed; as uint 64 (cf) it is refused.
+  const asFloat = Uint8Array.from(Buffer.from("82a474797065a178a166cb4415af1d78b58c40", "hex"));
+  assert.equal(decodeMsgpack(asFloat).f, 1e20);
+  const asInt = Uint8Array.from(Buffer.from("82a474797065a178a166cf0020000000000000", "hex"));
+  assert.throws(() => decodeMsgpack(asInt), FrameError);
+});
+
 test("field-level invalid vectors are well-formed frames (the sidecar refuses their fields)", () => {
   const fieldLevel = vectors.filter((v) => !v.valid && v.error_code !== "bad_frame" && v.msgpack_hex);
   for (const v of fieldLevel) decodeMsgpack(bytes(v.msgpack_hex));

@@ -1,0 +1,201 @@
+"""The batched write path (issue 13) changes nothing but speed.
+
+``Writer.apply`` folds a batch in Python, reading through the batch's own writes, and then
+writes its rows with one ``executemany`` per table, each belief once. These tests pin that
+it gives the results and tables of the event-by-event path (savepoint per event, no cache)
+for any history, that one event refused by the engine or by SQLite is refused alone, and
+that it really writes each belief once per batch.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from belief_builders import intervene, observe, say, tick
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_store_cache import assert_cache_matches_sqlite, dump, histories, outcome
+
+from sidecar.engine import WorldEvent, parse_event
+from sidecar.store import ResultStatus, StorageFailure, Writer
+from sidecar.store.store import EventResult
+from tools.town import deal
+
+
+def apply(writer: Writer, *events: dict[str, Any], world: str = "w") -> list[EventResult]:
+    return writer.apply([(world, parse_event(e)) for e in events])
+
+
+def traced(writer: Writer, batch: list[tuple[str, WorldEvent]]) -> tuple[list[str], Any]:
+    """The statements SQLite ran for one batch (an executemany runs one per row)."""
+    statements: list[str] = []
+    writer.conn.set_trace_callback(statements.append)
+    try:
+        results = writer.apply(batch)
+    finally:
+        writer.conn.set_trace_callback(None)
+    return statements, results
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories(), st.booleans())
+def test_batched_and_event_by_event_writers_agree(
+    history: tuple[list[tuple[str, WorldEvent]], list[int], int | None], cached: bool
+) -> None:
+    """Any events over two worlds (duplicates, refusals, aging, trust, proposals), any
+    batches, a reopen: the same results and tables as the event-by-event path."""
+    events, sizes, reopen = history
+    with tempfile.TemporaryDirectory(prefix="credence-batch-") as tmp:
+        seen: dict[bool, list[tuple[Any, ...]]] = {}
+        paths = {True: Path(tmp) / "batched.db", False: Path(tmp) / "plain.db"}
+        for batched, path in paths.items():
+
+            def open_writer() -> Writer:
+                return Writer(
+                    path, synchronous="OFF", batched=batched,  # noqa: B023
+                    cache=cached and batched,  # noqa: B023
+                )  # fmt: skip
+
+            w = open_writer()
+            got: list[tuple[Any, ...]] = []
+            start = 0
+            for n, size in enumerate(sizes):
+                got += outcome(w.apply(events[start : start + size]))
+                start += size
+                if n == reopen:
+                    w.close()
+                    w = open_writer()
+            if batched:
+                assert w.fallbacks == 0  # engine refusals and duplicates stay on this path
+                if cached:
+                    assert_cache_matches_sqlite(w)
+            w.close()
+            seen[batched] = got
+        assert seen[True] == seen[False]
+        assert dump(paths[True]) == dump(paths[False])
+
+
+def test_town_workload_in_large_batches_matches_event_by_event(tmp_path: Path) -> None:
+    """The bench's town, 600 events in batches of 256: same results and tables."""
+    streams = deal(30, 600, seed=5, clients=3)
+    events = [parse_event(streams[k % 3][k // 3]) for k in range(600)]
+    got = {}
+    for batched in (True, False):
+        w = Writer(tmp_path / f"{batched}.db", synchronous="OFF", batched=batched)
+        got[batched] = [
+            outcome(w.apply([("town", e) for e in events[s : s + 256]]))
+            for s in range(0, len(events), 256)
+        ]
+        assert w.fallbacks == 0
+        w.close()
+    assert got[True] == got[False]
+    assert dump(tmp_path / "True.db") == dump(tmp_path / "False.db")
+
+
+def test_each_table_written_once_per_batch_and_each_belief_once(db_path: Path) -> None:
+    """Five events on the same two beliefs: one upsert per belief, no savepoint per event,
+    one executemany per table (its rows, in event order), one commit."""
+    w = Writer(db_path, synchronous="OFF")
+    apply(w, observe(0, ["kai", "mira"], "well", "dry", eid="seed"))
+    batch = [
+        ("w", parse_event(e))
+        for e in (
+            observe(1, ["kai", "mira"], "well", "dry", eid="a"),
+            say(2, "bo", ["kai", "mira"], "well", "dry", eid="b"),
+            observe(3, ["kai"], "well", "full", eid="c"),
+            observe(4, ["kai", "mira"], "well", "full", eid="d"),
+            tick(30, eid="e"),
+        )
+    ]
+    statements, results = traced(w, batch)
+    assert [r.status for r in results] == [ResultStatus.APPLIED] * 5
+    upserts = [s for s in statements if s.startswith("INSERT INTO beliefs")]
+    touched = {
+        (c.resident, c.root) for r in results for c in r.changes if not c.root.startswith("trust")
+    }
+    assert len(upserts) == len(touched) == 4  # kai/mira on well and on believes:bo:well
+    assert not any(s.startswith("SAVEPOINT event") for s in statements)
+    assert sum(s == "COMMIT" for s in statements) == 1
+    kinds = [s.split("(")[0].strip() for s in statements if s.startswith("INSERT")]
+    runs = [k for i, k in enumerate(kinds) if i == 0 or kinds[i - 1] != k]
+    assert len(runs) == len(set(runs)), runs  # each table's rows in one run
+    w.close()
+
+
+def test_aging_in_a_batch_sees_beliefs_formed_earlier_in_it(db_path: Path) -> None:
+    """Hearsay formed and then aged within one batch: the tick ages the staged belief."""
+    w = Writer(db_path, synchronous="OFF")
+    results = apply(
+        w,
+        say(0, "bo", ["kai"], "mill", "burnt", eid="a"),
+        tick(30, eid="b"),
+        observe(31, ["kai"], "mill", "burnt", eid="c"),
+    )
+    assert [c.kind for c in results[1].changes] and all(
+        c.resident == "kai" and c.root == "mill" for c in results[1].changes
+    )
+    plain = Writer(db_path.with_name("plain.db"), synchronous="OFF", batched=False)
+    expected = apply(
+        plain,
+        say(0, "bo", ["kai"], "mill", "burnt", eid="a"),
+        tick(30, eid="b"),
+        observe(31, ["kai"], "mill", "burnt", eid="c"),
+    )
+    assert outcome(results) == outcome(expected)
+    w.close()
+    plain.close()
+
+
+def test_engine_refusal_and_duplicates_stay_on_the_batched_path(db_path: Path) -> None:
+    """A soften with no belief and a repeated id are refused alone, without a fallback."""
+    w = Writer(db_path, synchronous="OFF")
+    results = apply(
+        w,
+        observe(1, ["kai"], "r", 1, eid="a"),
+        intervene(2, "kai", "soften", "nothing", eid="x"),
+        observe(3, ["kai"], "r", 1, eid="a"),
+        observe(4, ["kai"], "r", 1, eid="b"),
+    )
+    assert [r.status for r in results] == [
+        ResultStatus.APPLIED, ResultStatus.REJECTED, ResultStatus.DUPLICATE, ResultStatus.APPLIED,
+    ]  # fmt: skip
+    assert w.fallbacks == 0
+    assert [c.seq for c in results[3].changes] == [2]
+    w.close()
+
+
+def test_sqlite_refusing_rows_hands_the_batch_to_the_event_by_event_path(
+    db_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SQLite refusing a row of the batch rolls the batch's rows back, redoes it event by
+    event (only that event refused), and the next batch is batched again."""
+    w = Writer(db_path, synchronous="OFF")
+    apply(w, observe(0, ["kai"], "seed", 1, eid="s"))
+    conn = sqlite3.connect(db_path)
+    conn.execute(
+        "CREATE TRIGGER refuse_doomed BEFORE INSERT ON changes WHEN NEW.resident = 'doomed' "
+        "BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
+    )
+    conn.commit()
+    conn.close()
+    results = apply(
+        w,
+        observe(1, ["kai"], "r", 1, eid="a"),
+        observe(2, ["kai", "doomed"], "r", 2, eid="b"),
+        observe(3, ["kai"], "r", 2, eid="c"),
+    )
+    assert [r.status for r in results] == [
+        ResultStatus.APPLIED, ResultStatus.REJECTED, ResultStatus.APPLIED,
+    ]  # fmt: skip
+    assert isinstance(results[1].error, StorageFailure)
+    assert w.fallbacks == 1
+    assert "batch of 3 events redone event by event" in caplog.text
+    assert_cache_matches_sqlite(w)
+    statements, later = traced(w, [("w", parse_event(observe(4, ["kai"], "r", 2, eid="d")))])
+    assert later[0].status is ResultStatus.APPLIED and w.fallbacks == 1
+    assert not any(s.startswith("SAVEPOINT event") for s in statements)
+    w.close()
