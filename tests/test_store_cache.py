@@ -226,24 +226,27 @@ def test_failed_batch_leaves_the_cache_consistent(writer: Writer) -> None:
         assert outcome(results) == outcome(expected)
 
 
+@pytest.mark.parametrize("batched", [True, False])
 @pytest.mark.parametrize("stage", ["ingest", "write", "cache"])
 def test_an_unexpected_error_refuses_that_event_alone(
-    writer: Writer, monkeypatch: pytest.MonkeyPatch, stage: str
+    writer: Writer, monkeypatch: pytest.MonkeyPatch, stage: str, batched: bool
 ) -> None:
     """An exception that is no engine refusal (a bug) while applying one event, in the engine
     or while writing its rows, refuses that event alone as internal_error with its event id;
     the batch's other events commit, the cache stays true to SQLite, and the same event
     applies later once the fault is gone. A fault after its rows are stored (in the cache
     update) does not refuse it: it is stored, and only the cache is dropped."""
-    if stage != "ingest":
-        # _write and _cache_outcome belong to the event-by-event path; the batched path hands a
-        # batch that raises there, which the ingest case covers (its fault repeats on the redo).
-        writer.batched = False
+    # The fault is planted in both paths' stages: the batched path's rows (_stage) and cache
+    # update (_cache_batch), and the event-by-event path's (_write, _cache_outcome). On the
+    # batched path a fault in the rows hands the batch to the event-by-event path, where the
+    # same fault repeats and refuses that event alone.
+    writer.batched = batched
     events = story()
     apply(writer, *events[:3])
     faulty = "6" if stage != "write" else "5"
     real_ingest, real_write = store_module.ingest, Writer._write
     real_cache = store_module._cache_outcome
+    real_stage, real_cache_batch = Writer._stage, store_module._cache_batch
 
     def flaky_ingest(event: WorldEvent, *args: Any) -> Any:
         if event.event_id == faulty:
@@ -260,7 +263,14 @@ def test_an_unexpected_error_refuses_that_event_alone(
                 raise KeyError("writer bug")
             return changes
 
+        def stage_rows(self: Writer, world: str, state: Any, out: Any, *rest: Any) -> Any:
+            result = real_stage(self, world, state, out, *rest)  # the batched path's rows
+            if out.event.event_id == faulty:
+                raise KeyError("writer bug")
+            return result
+
         monkeypatch.setattr(Writer, "_write", write)
+        monkeypatch.setattr(Writer, "_stage", stage_rows)
     else:
 
         def cache_outcome(cache: Any, world: str, out: Any) -> None:
@@ -268,12 +278,21 @@ def test_an_unexpected_error_refuses_that_event_alone(
             if out.event.event_id == faulty:
                 raise ValueError("cache bug")
 
+        def cache_batch(cache: Any, staged: Any) -> None:  # the batched path's update
+            real_cache_batch(cache, staged)
+            if ("w", faulty) in staged.event_ids:
+                raise ValueError("cache bug")
+
         monkeypatch.setattr(store_module, "_cache_outcome", cache_outcome)
+        monkeypatch.setattr(store_module, "_cache_batch", cache_batch)
     results = apply(writer, *events[3:7])
     monkeypatch.setattr(store_module, "ingest", real_ingest)
     monkeypatch.setattr(Writer, "_write", real_write)
     monkeypatch.setattr(store_module, "_cache_outcome", real_cache)
+    monkeypatch.setattr(Writer, "_stage", real_stage)
+    monkeypatch.setattr(store_module, "_cache_batch", real_cache_batch)
     by_id = {r.event_id: r for r in results}
+    assert writer.fallbacks == (1 if batched and stage != "cache" else 0)
     if stage == "cache":
         assert all(r.status is ResultStatus.APPLIED for r in results)
     else:

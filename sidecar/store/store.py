@@ -84,9 +84,6 @@ __all__ = [
 ]
 
 
-log = logging.getLogger("credence.store")
-
-
 class StoreError(Exception):
     """Base of the store's own errors."""
 
@@ -602,12 +599,16 @@ class Writer:
         except BaseException:
             self._rolled_back(snapshot)
             raise
-        if staged is not None and self._cache is not None:
-            cache = self._cache  # committed: the batch's rows are now what SQLite holds
-            for key, belief in staged.beliefs.items():
-                cache.put_belief(key, belief)
-            for tkey, value in staged.trust.items():
-                cache.put_trust(tkey, value)
+        cache = self._cache
+        if staged is not None and cache is not None:
+            # Committed: the batch's rows are now what SQLite holds. Nothing may refuse its
+            # events from here on; a fault in the cache update only costs the cache.
+            try:
+                _cache_batch(cache, staged)
+            except Exception:
+                log.exception("cache update after a batch of %d events failed; cache cleared",
+                              len(batch))  # fmt: skip
+                cache.clear()
         return results
 
     def _try_batched(
@@ -905,6 +906,15 @@ def _cache_outcome(cache: _Cache, world: str, outcome: Outcome) -> None:
             cache.put_trust(key, value)
         else:
             cache.drop_trust(key)
+
+
+def _cache_batch(cache: _Cache, staged: _Batch) -> None:
+    """Put what a committed batch wrote into the cache (every staged value reads back as
+    written: the batched path checked it)."""
+    for key, belief in staged.beliefs.items():
+        cache.put_belief(key, belief)
+    for tkey, value in staged.trust.items():
+        cache.put_trust(tkey, value)
 
 
 def _copy_worlds(worlds: dict[str, _WorldState]) -> dict[str, _WorldState]:
