@@ -167,8 +167,16 @@ class Unsubscribe:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BeliefsQuery:
+    """A resident's beliefs, optionally narrowed (every filter given must match)."""
+
     resident: str
     after: str | None = None
+    root: str | None = None
+    prefixes: tuple[str, ...] = ()
+    states: tuple[str, ...] = ()
+    people: tuple[str, ...] = ()
+    places: tuple[str, ...] = ()
+    min_confidence: int | None = None
     rid: object = None
 
 
@@ -187,9 +195,16 @@ class DistributionQuery:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NarrativeQuery:
+    """A narrative request; the focus lists (people and places present, root prefixes,
+    free topics) rank what matters now first."""
+
     resident: str
     budget: int = 2000
     lang: str = "en"
+    people: tuple[str, ...] = ()
+    places: tuple[str, ...] = ()
+    roots: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
     rid: object = None
 
 
@@ -283,6 +298,79 @@ def _subscribe(frame: dict[str, Any], rid: object) -> Subscribe:
     )
 
 
+#: Most entries in one filter or focus list of a query.
+MAX_FILTER = 100
+_STATE_NAMES = ("influencing", "past", "doubtful", "anomalous", "corrected")
+
+
+def _strings(value: Any, key: str, rid: object) -> tuple[str, ...]:
+    """An optional list of non-empty strings (a lone string counts as a list of one)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if (
+        not isinstance(value, list)
+        or len(value) > MAX_FILTER
+        or not all(isinstance(v, str) and v and len(v) <= MAX_ID for v in value)
+    ):
+        raise _fail(
+            f"field '{key}' must be a list of at most {MAX_FILTER} non-empty strings "
+            f"of at most {MAX_ID} characters",
+            rid,
+        )
+    return tuple(dict.fromkeys(value))
+
+
+def _beliefs_query(frame: dict[str, Any], rid: object) -> BeliefsQuery:
+    resident = _str(frame, "resident", rid)
+    assert resident is not None
+    states = _strings(frame.get("states"), "states", rid)
+    if any(state not in _STATE_NAMES for state in states):
+        raise _fail(f"field 'states' may only hold: {', '.join(_STATE_NAMES)}", rid)
+    minimum = _integer(frame, "min_confidence", rid, "an integer between 0 and 100", 0)
+    if minimum is not None and minimum > 100:
+        raise _fail("field 'min_confidence' must be an integer between 0 and 100", rid)
+    return BeliefsQuery(
+        resident=resident,
+        after=_str(frame, "after", rid, required=False),
+        root=_str(frame, "root", rid, required=False),
+        prefixes=_strings(frame.get("prefix"), "prefix", rid),
+        states=states,
+        people=_strings(frame.get("people"), "people", rid),
+        places=_strings(frame.get("places"), "places", rid),
+        min_confidence=minimum,
+        rid=rid,
+    )
+
+
+def _narrative_query(frame: dict[str, Any], rid: object) -> NarrativeQuery:
+    resident = _str(frame, "resident", rid)
+    assert resident is not None
+    budget = _integer(frame, "budget", rid, "an integer between 200 and 50000 characters")
+    budget = budget or 2000  # absent, nil or 0: the default
+    if not 200 <= budget <= 50_000:
+        raise _fail("field 'budget' must be an integer between 200 and 50000 characters", rid)
+    lang = frame.get("lang") or "en"
+    if lang not in ("en", "zh-Hant"):
+        raise _fail("field 'lang' must be 'en' or 'zh-Hant'", rid)
+    focus = frame.get("focus")
+    if focus is None:
+        focus = {}
+    if not isinstance(focus, dict):
+        raise _fail("field 'focus' must be a map of people, places, roots and topics", rid)
+    return NarrativeQuery(
+        resident=resident,
+        budget=budget,
+        lang=lang,
+        people=_strings(focus.get("people"), "focus.people", rid),
+        places=_strings(focus.get("places"), "focus.places", rid),
+        roots=_strings(focus.get("roots"), "focus.roots", rid),
+        topics=_strings(focus.get("topics"), "focus.topics", rid),
+        rid=rid,
+    )
+
+
 def _event_id(frame: dict[str, Any]) -> str | None:
     """The frame's event_id, echoed in errors only when it is well formed."""
     value = frame.get("event_id")
@@ -301,8 +389,9 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
         return TrustQuery(
             resident=resident, source=_str(frame, "source", rid, required=False), rid=rid
         )
-    if kind in ("event", "trust", "propose", "schema"):
-        # ``trust`` with a value and ``propose`` are events of that kind: logged, replayable.
+    if kind in ("event", "trust", "propose", "register", "schema"):
+        # ``trust`` with a value, ``propose``, ``register`` and ``schema`` are events of that
+        # kind: logged, replayable.
         data = _whole_claim_value(frame if kind == "event" else {**frame, "kind": kind})
         try:
             event = parse_event(data)
@@ -336,11 +425,7 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
             residents=None if raw is None else _residents(raw, "residents", rid), rid=rid
         )
     if kind == "beliefs":
-        resident = _str(frame, "resident", rid)
-        assert resident is not None
-        return BeliefsQuery(
-            resident=resident, after=_str(frame, "after", rid, required=False), rid=rid
-        )
+        return _beliefs_query(frame, rid)
     if kind == "explain":
         resident, root = _str(frame, "resident", rid), _str(frame, "root", rid)
         assert resident is not None and root is not None
@@ -350,16 +435,7 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
         assert root is not None
         return DistributionQuery(root=root, rid=rid)
     if kind == "narrative":
-        resident = _str(frame, "resident", rid)
-        assert resident is not None
-        budget = _integer(frame, "budget", rid, "an integer between 200 and 50000 characters")
-        budget = budget or 2000  # absent, nil or 0: the default
-        if not 200 <= budget <= 50_000:
-            raise _fail("field 'budget' must be an integer between 200 and 50000 characters", rid)
-        lang = frame.get("lang") or "en"
-        if lang not in ("en", "zh-Hant"):
-            raise _fail("field 'lang' must be 'en' or 'zh-Hant'", rid)
-        return NarrativeQuery(resident=resident, budget=budget, lang=lang, rid=rid)
+        return _narrative_query(frame, rid)
     if kind == "graph":
         resident = _str(frame, "resident", rid, required=False)
         root = _str(frame, "root", rid, required=False)
@@ -420,6 +496,8 @@ def belief_summary(b: Belief) -> dict[str, Any]:
         "evidence_refs": list(b.evidence_refs),
         "formed_day": b.formed_day,
         "updated_day": b.updated_day,
+        "importance": b.importance,
+        "remembered_day": b.remembered_day,
     }
 
 

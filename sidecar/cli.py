@@ -15,6 +15,7 @@ COMMANDS: dict[str, str] = {
     "demo": "demo",
     "rebuild": "rebuild",
     "narrative": "narrative",
+    "beliefs": "beliefs",
     "explain": "explain",
     "graph": "graph",
     "replay": "replay",

@@ -47,6 +47,22 @@ SCRIPT: list[tuple[float, str, dict[str, Any]]] = [
 ]  # fmt: skip
 
 
+#: The game names its residents and actions once, in both narrative languages.
+REGISTRY: dict[str, Any] = {
+    "kind": "register",
+    "residents": [
+        {"resident": r, "names": {"en": en, "zh-Hant": zh}}
+        for r, en, zh in (("mira", "Mira", "米拉"), ("kai", "Kai", "阿凱"), ("bo", "Bo", "阿博"),
+                          ("tom", "Old Tom", "老湯姆"), ("lena", "Lena", "蕾娜"))
+    ],
+    "actions": [
+        {"action": a, "names": {"en": en, "zh-Hant": zh}}
+        for a, en, zh in (("avoid_well", "keep away from the well", "避開水井"),
+                          ("inspect_well", "go to look at the well", "去查看水井"),
+                          ("fetch_water", "fetch water from the well", "到井邊打水"))
+    ],
+}  # fmt: skip
+
 INTENT_SUBJECTS = {
     "avoid_well": "I kept away from the well",
     "inspect_well": "I went to look at the well myself",
@@ -115,6 +131,9 @@ async def run_demo(out: Callable[[str], None] = print, db: Path | None = None) -
                 welcome = msgpack.unpackb(await ws.recv())
                 out(f"connected to {sidecar.url} ({welcome['server']}, world {welcome['world']})\n")
                 game = _Client(ws)
+                await game.send_event(0, REGISTRY)
+                while msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10))["type"] != "ack":
+                    pass
                 for day, narration, fields in SCRIPT:
                     out(f"day {day:g}: {narration}")
                     await game.send_event(day, fields)

@@ -47,3 +47,26 @@ async def test_port_0_prints_the_bound_url_on_one_stdout_line(tmp_path: Path) ->
         if proc.poll() is None:
             proc.kill()
             proc.wait(guard(10))
+
+
+async def test_misremember_flag_sets_the_rules_of_new_worlds(tmp_path: Path) -> None:
+    """--misremember 1 --seed 3: every recall drifts a detail, as misremembered changes."""
+    proc, line = start_serve(tmp_path / "m.db", "--misremember", "1", "--seed", "3")
+    try:
+        url = line[len(URL_PREFIX) :].strip()
+        async with WsClient(url) as c:
+            for day in (1, 2, 3):
+                await c.event(
+                    "observe", day=day,
+                    **observe(["mira"], "key:where", "counter", places=[f"spot{day}"]),
+                )  # fmt: skip
+            reply = await c.request({"type": "explain", "resident": "mira", "root": "key:where"})
+            kinds = [h["change"] for h in reply["history"]]
+            assert kinds.count("misremembered") == 2, kinds  # the two recalls
+            assert reply["belief"]["value"] == "counter"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(guard(30)) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(guard(10))

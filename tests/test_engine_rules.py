@@ -168,6 +168,27 @@ def test_many_observations_reach_exactly_100_and_stay() -> None:
     assert seen == [78, 86, 94, 100, 100, 100]
 
 
+def test_support_that_changes_nothing_is_recorded_without_a_change() -> None:
+    """At 100, influencing, more firsthand support appends its evidence ref and emits no
+    change record (no "reinforced 100 → 100" every day)."""
+    belief, _ = run(*(ev("clean", day=d) for d in range(1, 5)))
+    assert belief.confidence == 100
+    e = ev("clean", day=9)
+    after, change = revise(belief, e)
+    assert change is None
+    assert after.evidence_refs[-1] == e.evidence_id and after.updated_day == 9
+
+
+def test_doubt_at_its_floor_is_recorded_without_a_change() -> None:
+    """A doubtful hearsay belief at 10, contradicted by more hearsay, stays 10 and doubtful:
+    the evidence is kept, no change record."""
+    belief, _ = run(ev("poisoned", kind="hearsay", source="bo"))
+    belief = with_(belief, confidence=10, state=State.DOUBTFUL, next_decay_day=None)
+    after, change = revise(belief, ev("clean", kind="hearsay", source="tom", day=3))
+    assert change is None and (after.confidence, after.state) == (10, State.DOUBTFUL)
+    assert len(after.evidence_refs) == len(belief.evidence_refs) + 1
+
+
 def test_support_returns_doubtful_to_influencing() -> None:
     """A doubtful belief that gets supporting evidence is reinforced back to influencing."""
     doubtful, _ = run(ev("clean"), ev("dirty", kind="hearsay"))
@@ -212,7 +233,7 @@ def test_firsthand_confirmation_makes_hearsay_belief_firsthand() -> None:
     belief, [change] = run(ev("poisoned", day=2), belief=hearsay)
     assert belief.source_kind is SourceKind.FIRSTHAND
     assert belief.source_resident_id is None
-    assert belief.confidence == 66
+    assert belief.confidence == 78  # max(58 + 8, firsthand 78)
     assert belief.next_decay_day is None  # firsthand beliefs stop aging
     assert (change.source_kind, change.source_resident_id) == (SourceKind.FIRSTHAND, None)
 

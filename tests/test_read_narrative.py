@@ -51,9 +51,13 @@ def _entries(n: object, section: str | None = None) -> list[dict[str, object]]:
 
 
 def _narrated(r: Reader, resident: str = "alice") -> int:
-    """How many beliefs a narrative covers: all but ``believes:`` ones ("Bo claims…"), which
-    only repeat what the told and corrected lines already say."""
-    return sum(1 for b in r.beliefs(WORLD, resident) if not b.root.startswith("believes:"))
+    """How many memories a narrative covers: every belief but ``believes:`` ones ("Bo
+    claims…", which only repeat the told and corrected lines) and ``action:`` ones (told as
+    episodes, one per actor and action), plus one trust line per source in the trust table."""
+    beliefs = r.beliefs(WORLD, resident)
+    plain = sum(1 for b in beliefs if not b.root.startswith(("believes:", "action:")))
+    acts = sum(1 for b in beliefs if b.root.startswith("action:"))
+    return plain + acts + len({row["source"] for row in r.trust(WORLD, resident)})
 
 
 def _line(text: str, needle: str) -> str:
@@ -76,7 +80,8 @@ def test_full_text_has_sections_in_order(reader: Reader) -> None:
     positions = [n.text.index(h) for h in headings]
     assert positions == sorted(positions)
     assert [s["name"] for s in n.sections] == [
-        "sure", "told", "doubts", "anomalies", "corrections", "people", "faded",
+        "sure", "believe", "told", "acts", "doubts", "anomalies", "corrections", "people",
+        "faded",
     ]  # fmt: skip
 
 
@@ -129,7 +134,7 @@ def test_implanted_never_phrased_as_seen_or_revealed(reader: Reader) -> None:
     """An implanted memory is "somehow remembered": not seen, not called an implant."""
     for lang, seen in (("en", SEEN_EN), ("zh-Hant", SEEN_ZH)):
         n = project(reader, WORLD, "alice", lang=lang)
-        (entry,) = [e for e in _entries(n, "sure") if e["source_kind"] == "implanted"]
+        (entry,) = [e for e in _entries(n, "believe") if e["source_kind"] == "implanted"]
         text = str(entry["text"])
         assert not any(word in text for word in seen)
         assert "implant" not in text and "植入" not in text
@@ -183,7 +188,7 @@ def test_people_and_faded(reader: Reader) -> None:
     """Relation beliefs go under people; faded hearsay is "someone once told me"."""
     n = project(reader, WORLD, "alice")
     people = {e["root"] for e in _entries(n, "people")}
-    assert people == {"relation:alice:bob", "relation:alice:dave"}
+    assert people == {"relation:alice:bob", "relation:alice:dave", "trust:bob"}
     assert "- carol told me that dave resents me (unconfirmed)." in n.text
     assert "- Someone once told me that the fair is in spring." in n.text
     zh = project(reader, WORLD, "alice", lang="zh-Hant").text
@@ -261,7 +266,8 @@ def test_crowd_merges_lines_and_counts_what_is_left_out(crowded: Reader) -> None
 def test_priority_people_before_plain_beliefs(crowded: Reader) -> None:
     """Under pressure, beliefs about people are kept before plain ones; faded ones go first."""
     n = project(crowded, WORLD, "alice", budget=2000)
-    assert len(_entries(n, "people")) == 10
+    people = _entries(n, "people")
+    assert len([e for e in people if str(e["root"]).startswith("relation:")]) == 10
     assert _entries(n, "faded") == []
 
 

@@ -77,6 +77,14 @@ INVALID_FRAMES: list[tuple[str, Frame]] = [
     ("graph of nothing", {"type": "graph"}),
     ("a second hello", {"type": "hello", "protocol": 1, "world": "town"}),
     ("a map as rid", {"type": "beliefs", "resident": "mira", "rid": {"a": 1}}),
+    ("beliefs in an unknown state", {"type": "beliefs", "resident": "mira", "states": ["x"]}),
+    ("beliefs above 100", {"type": "beliefs", "resident": "mira", "min_confidence": 101}),
+    ("beliefs with a numeric prefix", {"type": "beliefs", "resident": "mira", "prefix": [1]}),
+    ("narrative focus as a list", {"type": "narrative", "resident": "mira", "focus": ["bo"]}),
+    (
+        "narrative focus with an empty person",
+        {"type": "narrative", "resident": "mira", "focus": {"people": [""]}},
+    ),
 ]
 
 

@@ -121,6 +121,65 @@ async def test_unknown_resident_or_root_is_not_found(sc: Sidecar) -> None:
         assert (known_but_empty["type"], known_but_empty["beliefs"]) == ("beliefs", [])
 
 
+async def test_beliefs_query_filters(sc: Sidecar) -> None:
+    """beliefs narrows by root, prefix, states, people, places and minimum confidence."""
+    async with WsClient(sc.url) as c:
+        await well_story(c)
+        await c.event("observe", day=2, **observe(["mira"], "bridge", "safe", places=["river"]))
+
+        async def roots(**filters: object) -> list[str]:
+            reply = await c.request({"type": "beliefs", "resident": "mira", **filters})
+            return [b["root"] for b in reply["beliefs"]]
+
+        assert await roots(root="water:well") == ["water:well"]
+        assert await roots(root="no:such") == []
+        assert await roots(prefix="believes:") == ["believes:bo:water:well"]
+        assert await roots(prefix=["bridge", "water:"]) == ["bridge", "water:well"]
+        assert await roots(states=["doubtful"]) == ["water:well"]
+        assert await roots(places=["river"]) == ["bridge"]
+        assert await roots(people=["bo"]) == ["believes:bo:water:well"]
+        assert await roots(min_confidence=70) == ["believes:bo:water:well", "bridge"]
+        assert await roots(states=["doubtful"], min_confidence=70) == []
+
+
+async def test_narrative_focus_over_the_wire(sc: Sidecar) -> None:
+    """narrative takes a focus; the reply echoes it and each entry says why it was chosen."""
+    async with WsClient(sc.url) as c:
+        await well_story(c)
+        await c.event("observe", day=2, **observe(["mira"], "bridge", "safe", places=["river"]))
+        focus = {"places": ["river"], "people": [], "roots": [], "topics": []}
+        [reply] = await c.request_all({"type": "narrative", "resident": "mira", "focus": focus})
+        assert reply["focus"] == focus and reply["day"] == 2.0
+        entries = [e for s in reply["sections"] for e in s["entries"]]
+        bridge = next(e for e in entries if e["root"] == "bridge")
+        assert bridge["why"]["matched"] == ["place:river"]
+
+
+async def test_register_names_residents_before_they_appear(sc: Sidecar) -> None:
+    """A register frame is an event: acked, and a registered resident's day-1 narrative is
+    empty rather than not_found; names in an unknown language are refused whole."""
+    async with WsClient(sc.url) as c:
+        frame = {
+            "type": "register", "event_id": "reg-1", "day": 0,
+            "residents": [{"resident": "mira", "names": {"en": "Mira", "zh-Hant": "米拉"}}],
+        }  # fmt: skip
+        await c.send(frame)
+        ack = await c.ack_of("reg-1")
+        assert (ack["type"], ack["changes"]) == ("ack", 0)
+        [reply] = await c.request_all({"type": "narrative", "resident": "mira", "lang": "zh-Hant"})
+        assert reply["text"] == "我沒有什麼特別的記憶。"
+        bad = {
+            **frame,
+            "event_id": "reg-2",
+            "residents": [{"resident": "kai", "names": {"fr": "K"}}],
+        }
+        await c.send(bad)
+        refused = await c.ack_of("reg-2")
+        assert (refused["type"], refused["code"]) == ("error", "invalid_event")
+        gone = await c.request({"type": "narrative", "resident": "kai"})
+        assert gone["code"] == "not_found"
+
+
 async def test_narrative_and_graph_queries_answer(sc: Sidecar) -> None:
     """narrative and graph replies arrive with their type and rid over the wire."""
     async with WsClient(sc.url) as c:

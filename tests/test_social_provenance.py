@@ -54,7 +54,9 @@ async def test_explain_shows_origin_and_hops_along_a_chain(sc: Sidecar) -> None:
         [to_cai] = (await explain(c, "cai", ROOT))["evidence"]
         assert to_ben["hops"] == ["ann"] and to_cai["hops"] == ["ann", "ben"]
         assert to_ben["origin"] == to_cai["origin"]
-        assert to_ben["origin"].startswith(started["event_id"])  # the utterance that started it
+        # ann does not hold the claim: she is its origin (one for all her tellings of it)
+        assert to_ben["origin"] == f'said:["ann", "{ROOT}", "arson"]'
+        assert started["changes"] >= 1
         assert (to_cai["source"], to_cai["trust"]) == ("ben", 0.6)
 
 
@@ -125,6 +127,19 @@ async def test_a_rumour_shared_by_two_tellers_is_not_independent(sc: Sidecar) ->
 
 
 # --------------------------------------------------------------------------- society views
+
+
+async def test_a_liar_telling_people_separately_is_one_origin(sc: Sidecar) -> None:
+    """ann, who does not hold the claim, tells ben and cai on different days; when cai
+    tells ben, that is ann's story again, not corroboration: ben stays at 58."""
+    async with WsClient(sc.url) as c:
+        await c.event("say", day=1, **say("ann", ["ben"], ROOT, "arson"))
+        await c.event("say", day=2, **say("ann", ["cai"], ROOT, "arson"))
+        await c.event("say", day=3, **say("cai", ["ben"], ROOT, "arson"))
+        assert await history(c, "ben", ROOT) == ["formed"]
+        assert (await held(c, "ben", ROOT))["confidence"] == 58
+        origins = {e["origin"] for e in (await explain(c, "ben", ROOT))["evidence"]}
+        assert len(origins) == 1
 
 
 async def test_distribution_counts_independent_origins_per_value(sc: Sidecar) -> None:

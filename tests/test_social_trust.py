@@ -118,7 +118,7 @@ async def test_firsthand_support_raises_trust_in_the_source(sc: Sidecar) -> None
     async with WsClient(sc.url) as c:
         await c.event("say", day=1, **say("bo", ["mira"], ROOT, "poisoned"))
         await c.event("observe", day=2, **observe(["mira"], ROOT, "poisoned"))
-        assert await confidence(c, "mira") == 66
+        assert await confidence(c, "mira") == 78  # max(58 + 8, firsthand 78)
         [entry] = await trust_entries(c, "mira", "bo")
         assert entry["value"] == 0.65
         assert [(h["prev_value"], h["value"], h["detail"]) for h in entry["history"]] == [

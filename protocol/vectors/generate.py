@@ -313,6 +313,7 @@ def build() -> tuple[list[Frame], list[Step]]:
             _queries(v)
             _worlds(v)
             _roots(v)
+            _memory(v)
             _subscriptions(v)
             _resume(v)
             _literal_errors(v)
@@ -1423,6 +1424,52 @@ def _queries(v: _Vectors) -> None:
         "client.graph.root",
         "One root across every resident.",
         {"type": "graph", "root": "secret:door", "rid": 39},
+    )
+
+
+def _memory(v: _Vectors) -> None:
+    """Issue 10: the registry, filtered beliefs, a focused narrative."""
+    s = v.session
+    out = s(
+        "client.register",
+        "The game names residents (and labels its actions) per language, here before Lena has "
+        "appeared anywhere: a register frame is an event of kind register, logged like any other.",
+        {"type": "register", "event_id": "g-1", "day": 23,
+         "residents": [{"resident": "mira", "names": {"en": "Mira", "zh-Hant": "米拉"}},
+                       {"resident": "lena", "names": {"en": "Lena", "zh-Hant": "蕾娜"}}],
+         "actions": [{"action": "fetch_water",
+                      "names": {"en": "fetch water", "zh-Hant": "打水"}}]},
+    )  # fmt: skip
+    v.server("server.ack.register", "A registration changes no belief: changes 0, no seq.", out[0])
+    s(
+        "client.event.register",
+        "The same as an event of kind register: Bo's names.",
+        _event("g-2", 23, "register",
+               residents=[{"resident": "bo", "names": {"en": "Bo", "zh-Hant": "阿博"}}]),
+    )  # fmt: skip
+    s(
+        "invalid.event.register_lang",
+        "Names are given in en or zh-Hant, the narrative's languages.",
+        _event("g-3", 23, "register", residents=[{"resident": "kai", "names": {"fr": "Kai"}}]),
+        error=ErrorCode.INVALID_EVENT,
+    )
+    out = s(
+        "client.beliefs.filtered",
+        "Mira's beliefs about water that she holds with at least 50, in any state but doubtful.",
+        _beliefs(44, prefix=["water:"], min_confidence=50,
+                 states=["influencing", "corrected", "anomalous", "past"]),
+    )  # fmt: skip
+    v.server("server.beliefs.filtered", "Only the beliefs every filter lets through.", out[0])
+    out = s(
+        "client.narrative.focus",
+        "Mira's narrative while Bo is in front of her at the well: what bears on them first.",
+        {"type": "narrative", "resident": "mira", "budget": 400, "rid": 45,
+         "focus": {"people": ["bo"], "places": ["well"]}},
+    )  # fmt: skip
+    v.server(
+        "server.narrative.focus",
+        "A focused narrative: registered names, the focus echoed, each entry's why.",
+        out[0],
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..read.narrative import MIN_BUDGET, project
+from ..read.narrative import MIN_BUDGET, Focus, project
 from ..read.wording import LANGUAGES
 from ._reading import add_common, emit, with_reader
 
@@ -21,14 +21,28 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--lang", choices=sorted(LANGUAGES), default="en", help="language (default en)")
     p.add_argument("--json", action="store_true", help="print the wire form instead of the text")
+    focus = p.add_argument_group("focus (what is present now; ranks what bears on it first)")
+    for flag, what in (
+        ("--person", "a person present (repeatable)"),
+        ("--place", "a place present (repeatable)"),
+        ("--root", "a root prefix in focus (repeatable)"),
+        ("--topic", "a free topic (repeatable)"),
+    ):
+        focus.add_argument(flag, action="append", default=[], help=what)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    focus = Focus(
+        people=tuple(args.person), places=tuple(args.place), roots=tuple(args.root),
+        topics=tuple(args.topic),
+    )  # fmt: skip
     code, result = with_reader(
         "narrative",
         args,
-        lambda r: project(r, args.world, args.resident, budget=args.budget, lang=args.lang),
+        lambda r: project(
+            r, args.world, args.resident, budget=args.budget, lang=args.lang, focus=focus
+        ),
     )
     if result is None:
         return code

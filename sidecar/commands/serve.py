@@ -54,6 +54,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="claim roots whose truth the world changes (e.g. location:), for worlds created now",
     )  # fmt: skip
     p.add_argument("--no-metrics", action="store_true", help="do not serve GET /metrics")
+    p.add_argument(
+        "--misremember", type=float, default=None, metavar="P",
+        help="chance (0-1) that a recall drifts a detail (place, person, day), for worlds "
+        "created now; off by default",
+    )  # fmt: skip
+    p.add_argument("--seed", type=int, default=None, help="the seed of those draws (default 0)")
     p.add_argument("--log-level", help="logging level (default INFO)")
     p.set_defaults(run=run)
 
@@ -73,6 +79,10 @@ def server_config(args: argparse.Namespace) -> tuple[Any, str]:
     rules = load_rules(args.rules) if args.rules else (file.rules or DEFAULT_RULES)
     if args.mutable_prefix:
         rules = dataclasses.replace(rules, mutable_prefixes=tuple(args.mutable_prefix))
+    if args.misremember is not None:
+        rules = dataclasses.replace(rules, misremember=args.misremember)
+    if args.seed is not None:
+        rules = dataclasses.replace(rules, seed=args.seed)
     if args.db is not None and args.data_dir is not None:
         raise ConfigError("pass --db (one file for every world) or --data-dir, not both")
     db, data_dir = file.db, file.data_dir

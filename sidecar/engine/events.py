@@ -2,8 +2,8 @@
 
 The event log is the world's history; a belief is one resident's reading of it. There is one
 small frozen class per event kind (h11 style): :class:`Observe`, :class:`Say`,
-:class:`Announce`, :class:`Act`, :class:`Intervene`, :class:`Tick`, :class:`Trust` and
-:class:`Propose` (whose edits are :class:`Edit` values). Each checks and normalizes its own
+:class:`Announce`, :class:`Act`, :class:`Intervene`, :class:`Tick`, :class:`Trust`,
+:class:`Propose` (whose edits are :class:`Edit` values) and :class:`Register`. Each checks and normalizes its own
 fields on construction and raises :class:`~.model.InvalidEvent` naming the field, so an event
 that exists is well typed: nothing ill-typed reaches the engine. :data:`WorldEvent` is their
 union.
@@ -30,6 +30,7 @@ __all__ = [
     "MAX_ID_LEN",
     "MAX_LIST_LEN",
     "MAX_TEXT_LEN",
+    "NAME_LANGS",
     "Act",
     "ActStatus",
     "Announce",
@@ -41,6 +42,7 @@ __all__ = [
     "Observe",
     "Op",
     "Propose",
+    "Register",
     "Say",
     "Schema",
     "Tick",
@@ -67,6 +69,7 @@ class EventKind(StrEnum):
     TRUST = "trust"  # the game sets Trust(resident ← source, topic) explicitly
     PROPOSE = "propose"  # an external memory organizer proposes text edits to beliefs
     SCHEMA = "schema"  # the game declares the world's root schema (sidecar/engine/roots.py)
+    REGISTER = "register"  # the game names its residents (and actions) per language
 
 
 class ActStatus(StrEnum):
@@ -387,6 +390,66 @@ class Propose(BaseEvent):
         return out
 
 
+#: Languages a registered name may be given in (the narrative's languages).
+NAME_LANGS = ("en", "zh-Hant")
+Names: TypeAlias = tuple[tuple[str, Mapping[str, str]], ...]
+
+
+def _names(value: object, key: str, id_key: str) -> Names:
+    """``[{<id_key>: id, names: {lang: text}}]`` → ((id, {lang: text}), ...); a later entry
+    for the same id replaces an earlier one; languages in sorted order."""
+    if value is None:
+        return ()
+    if isinstance(value, tuple) and all(isinstance(v, tuple) for v in value):
+        value = [{id_key: i, "names": n} for i, n in value]  # already parsed (replace())
+    if not isinstance(value, list | tuple) or len(value) > MAX_LIST_LEN:
+        raise InvalidEvent(f"field '{key}' must be a list of at most {MAX_LIST_LEN} entries")
+    out: dict[str, dict[str, str]] = {}
+    for entry in value:
+        if not isinstance(entry, Mapping):
+            raise InvalidEvent(f"each entry of '{key}' must be a map with '{id_key}' and 'names'")
+        ident = _ident(entry.get(id_key), id_key)
+        names = entry.get("names")
+        if not isinstance(names, Mapping) or not names:
+            raise InvalidEvent(f"'{key}' entry {ident!r} needs 'names': a map of language to text")
+        clean: dict[str, str] = {}
+        for lang in sorted(names, key=str):
+            if lang not in NAME_LANGS:
+                raise InvalidEvent(
+                    f"names may be given in {', '.join(NAME_LANGS)}, not {str(lang)!r:.40}"
+                )
+            clean[lang] = _required_text(names[lang], f"names.{lang}", MAX_ID_LEN)
+        out[ident] = clean
+    return tuple(out.items())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Register(BaseEvent):
+    """The game names residents (``names``) and labels actions (``labels``) per language."""
+
+    kind: ClassVar[EventKind] = EventKind.REGISTER
+    names: Names = ()
+    labels: Names = ()
+
+    def __post_init__(self) -> None:
+        BaseEvent.__post_init__(self)
+        _set(self, "names", _names(self.names, "residents", "resident"))
+        _set(self, "labels", _names(self.labels, "actions", "action"))
+        if not self.names and not self.labels:
+            raise InvalidEvent("a register event needs 'residents' or 'actions'")
+
+    def mentioned_residents(self) -> tuple[str, ...]:
+        return tuple(resident for resident, _ in self.names)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = BaseEvent.to_dict(self)
+        if self.names:
+            out["residents"] = [{"resident": r, "names": dict(n)} for r, n in self.names]
+        if self.labels:
+            out["actions"] = [{"action": a, "names": dict(n)} for a, n in self.labels]
+        return out
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Act(BaseEvent):
     """A resident's action ended with ``status``; its claim is derived, never given."""
@@ -663,7 +726,9 @@ class Schema(BaseEvent):
         return BaseEvent.to_dict(self) | self.schema.to_dict()
 
 
-WorldEvent: TypeAlias = Observe | Say | Announce | Act | Intervene | Tick | Trust | Propose | Schema
+WorldEvent: TypeAlias = (
+    Observe | Say | Announce | Act | Intervene | Tick | Trust | Propose | Schema | Register
+)
 
 # --------------------------------------------------------------------------- parsing
 
@@ -758,6 +823,8 @@ def parse_event(data: Mapping[str, Any]) -> WorldEvent:
         )  # fmt: skip
     if kind is EventKind.PROPOSE:
         return Propose(event_id=event_id, day=day, resident=get("resident"), edits=get("edits"))
+    if kind is EventKind.REGISTER:
+        return Register(event_id=event_id, day=day, names=get("residents"), labels=get("actions"))
     if kind is EventKind.ACT:
         return Act(
             event_id=event_id, day=day, actor=get("actor"), action=get("action"),

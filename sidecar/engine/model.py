@@ -120,6 +120,7 @@ class ChangeKind(StrEnum):
     INTERVENED = "intervened"
     UPDATED = "updated"  # a mutable root's value changed in the world, seen firsthand
     TRUST = "trust"  # a resident's trust in a source moved (root ``trust:<source>[:<topic>]``)
+    MISREMEMBERED = "misremembered"  # a detail drifted in recall (place, person, day)
 
 
 class Intervention(StrEnum):
@@ -256,6 +257,12 @@ class Belief:
     decay_period: float | None = None
     #: Game day since which the current value has been held.
     value_since: float = 0.0
+    #: The highest ``importance`` any of its evidence carried (``None``: never given); the
+    #: narrative ranks by it.
+    importance: float | None = None
+    #: The day the resident remembers the belief from, once misremembering has moved it
+    #: (``None``: the day it formed). Never provenance: ``formed_day`` keeps the truth.
+    remembered_day: float | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.confidence, bool) or not isinstance(self.confidence, int):

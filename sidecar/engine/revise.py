@@ -104,7 +104,8 @@ def revise(
     """Apply one piece of evidence to a resident's belief on the evidence's root.
 
     Returns the new belief and its change record; the record is ``None`` only when the
-    evidence is recorded without effect (a hearsay source repeating itself).
+    evidence is recorded without effect (a hearsay source repeating itself, or a revision
+    that changes neither value, confidence, state nor provenance).
     Raises :class:`InvalidEvent` for an intervention that needs a belief and finds none.
     """
     if belief is not None and (
@@ -116,8 +117,24 @@ def revise(
     if belief is None:
         return _form(evidence, rules)
     if same_value(belief.value, evidence.claim.value):
-        return _support(belief, evidence, rules)
-    return _contradict(belief, evidence, rules)
+        after, change = _support(belief, evidence, rules)
+    else:
+        after, change = _contradict(belief, evidence, rules)
+    if change is not None and _no_op(belief, after):
+        # Evidence that changes neither value, confidence, state nor provenance (the 21st
+        # fetch at 100, a doubt already at its floor) is recorded, not announced.
+        return after, None
+    return after, change
+
+
+def _no_op(before: Belief, after: Belief) -> bool:
+    return (
+        same_value(before.value, after.value)
+        and before.confidence == after.confidence
+        and before.state is after.state
+        and before.source_kind is after.source_kind
+        and before.subject == after.subject
+    )
 
 
 def _form(ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
@@ -155,6 +172,7 @@ def _form(ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
         decay_period=period,
         value_since=ev.day,
         next_decay_day=ev.day + (period or rules.decay_period_days) if scheduled else None,
+        importance=ev.importance,
     )
     return belief, _change(None, belief, ChangeKind.FORMED, ev)
 
@@ -165,7 +183,15 @@ def _touched(belief: Belief, ev: Evidence) -> dict[str, object]:
         "evidence_refs": (*belief.evidence_refs, ev.evidence_id),
         "updated_day": max(belief.updated_day, ev.day),
         "last_evidence_day": max(belief.last_evidence_day, ev.day),
+        "importance": _importance(belief.importance, ev.importance),
     }
+
+
+def _importance(a: float | None, b: float | None) -> float | None:
+    """The higher of two importances, ``None`` only when neither was ever given."""
+    if a is None:
+        return b
+    return a if b is None else max(a, b)
 
 
 def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change | None]:
@@ -178,9 +204,12 @@ def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change
         refs = (*belief.evidence_refs, ev.evidence_id)
         return replace(belief, evidence_refs=refs), None
     source_kind, source, hops = belief.source_kind, belief.source_resident_id, belief.hops
+    confidence = belief.confidence + rules.reinforce_step
     if source_kind is SourceKind.HEARSAY and ev.source_kind is SourceKind.FIRSTHAND:
         source_kind, source, hops = SourceKind.FIRSTHAND, None, ()  # seen for oneself now
-    confidence = min(rules.confidence_cap, belief.confidence + rules.reinforce_step)
+        # seeing it oneself is at least as sure as having seen it first: max(c + 8, 78)
+        confidence = max(confidence, rules.firsthand_initial)
+    confidence = min(rules.confidence_cap, confidence)
     state = State.CORRECTED if belief.state is State.CORRECTED else State.INFLUENCING
     heard_from = (
         (*belief.heard_from, ev.source_resident_id) if ev.source_resident_id else belief.heard_from
@@ -209,6 +238,7 @@ def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change
         topics=unique((*belief.topics, *ev.topics)),
         heard_from=heard_from,
         next_decay_day=due,
+        importance=_importance(belief.importance, ev.importance),
     )
     return after, _change(belief, after, ChangeKind.REINFORCED, ev)
 

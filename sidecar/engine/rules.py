@@ -110,6 +110,10 @@ class Rules:
     #: (10^12, the largest day) accepts them all.
     late_event_days: float = 1e12
 
+    # --- misremembering (off by default; see sidecar/engine/recall.py) -----------------
+    misremember: float = 0.0  # chance that a recall drifts one detail
+    seed: int = 0  # the world's seed for those draws (with the event id, resident, root)
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "mutable_prefixes", tuple(self.mutable_prefixes))
         for name in self.__slots__:
@@ -129,6 +133,8 @@ class Rules:
                 raise RulesError(f"{name} is a confidence: at most 100")
         if self.hearsay_min > self.hearsay_max:
             raise RulesError("hearsay_min must not exceed hearsay_max")
+        if not 0 <= self.misremember <= 1:
+            raise RulesError("misremember must lie in [0, 1]")
 
     def hearsay_confidence(self, trust: float) -> int:
         """Initial confidence of hearsay from a source trusted ``trust`` ∈ [0, 1].
@@ -250,6 +256,7 @@ TRANSITIONS: dict[ChangeKind, tuple[frozenset[State | None], frozenset[State]]] 
     ChangeKind.INTERVENED: (_ANY | {None}, _ANY),
     ChangeKind.UPDATED: (_ANY, frozenset({State.INFLUENCING})),
     ChangeKind.TRUST: (_ANY | {None}, frozenset({State.INFLUENCING})),
+    ChangeKind.MISREMEMBERED: (_ANY, _ANY),  # a detail moved; the state never does
 }
 
 

@@ -8,6 +8,7 @@ both call it, so a replay of the event log through either gives the same beliefs
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -19,6 +20,7 @@ from .events import (
     Intervene,
     Observe,
     Propose,
+    Register,
     Say,
     Schema,
     Tick,
@@ -40,6 +42,7 @@ from .model import (
     State,
     unique,
 )
+from .recall import misremember
 from .revise import age, relation_of, revise
 from .roots import RootDecl, RootSchema
 from .rules import DEFAULT_RULES, Rules
@@ -97,6 +100,9 @@ class Outcome:
     schema: RootSchema | None = None
     #: Warnings for the ack (a root the world's schema does not declare, with ``warn``).
     warnings: list[str] = field(default_factory=list)
+    #: A ``register`` event's display names: resident → {lang: name}; action → {lang: label}.
+    names: dict[str, dict[str, str]] = field(default_factory=dict)
+    labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def _audience(event: Announce, known: Iterable[str]) -> tuple[str, ...]:
@@ -118,6 +124,11 @@ def evidence_id(event_id: str, resident: str, suffix: str = "") -> str:
     if suffix:  # "%23" cannot occur in an escaped id, so derived ids never collide
         escaped = f"{escaped}%23{suffix}"
     return f"{escaped}/{resident}"
+
+
+def said_origin(speaker: str, claim: Claim) -> str:
+    """The origin of a claim a speaker tells without holding it: one per (speaker, claim)."""
+    return "said:" + json.dumps([speaker, claim.root, claim.value], ensure_ascii=False)
 
 
 def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Evidence]:
@@ -158,7 +169,7 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
             for who in witnesses
         ]
     if not isinstance(event, Observe | Utterance):
-        return []  # tick, trust, propose
+        return []  # tick, trust, propose, register
     base: dict[str, Any] = {
         "event_id": event.event_id,
         "day": event.day,
@@ -271,6 +282,10 @@ def ingest(
     if isinstance(event, Propose):
         _propose(event, reader, out)
         return out
+    if isinstance(event, Register):
+        out.names = {resident: dict(names) for resident, names in event.names}
+        out.labels = {action: dict(names) for action, names in event.labels}
+        return out
     if isinstance(event, Schema):
         out.schema = event.schema
         return out
@@ -304,10 +319,17 @@ def ingest(
         relation = relation_of(current, ev)
         belief, change = revise(current, ev, rules)
         out.evidence.append((ev, relation))
-        out.beliefs[key] = belief
         if change is not None:
             out.changes.append(change)
             social.judge_sources(current, ev, change)
+        if current is not None and rules.misremember > 0:  # a recall: details may drift
+            belief, drift = misremember(
+                belief, current, event_id=event.event_id, day=ev.day, places=ev.places,
+                people=unique((*ev.people, *event.mentioned_residents())), rules=rules,
+            )  # fmt: skip
+            if drift is not None:
+                out.changes.append(drift)
+        out.beliefs[key] = belief
     return out
 
 
@@ -315,7 +337,7 @@ def _check_schema(event: WorldEvent, reader: BeliefReader, out: Outcome) -> Root
     """The world's root schema on the event's claim: its declaration, a warning, or a refusal."""
     get_schema = getattr(reader, "get_schema", None)  # (readers without schemas: none)
     schema: RootSchema | None = get_schema() if get_schema is not None else None
-    if schema is None or isinstance(event, Tick | Trust | Propose | Schema | Act):
+    if schema is None or isinstance(event, Tick | Trust | Propose | Schema | Register | Act):
         return None
     decl, warning = schema.check(event.claim)
     if warning is not None:
@@ -388,8 +410,10 @@ class _Social:
         told = self.belief(speaker, ev.claim.root)
         if told is not None and told.claim.supports(ev.claim) and told.origins:
             origin, hops = told.origins[0], (*told.hops, speaker)
-        else:  # the claim enters the world with this utterance (a guess, a lie, a story)
-            origin, hops = evidence_id(event.event_id, speaker, suffix="said"), (speaker,)
+        else:  # the claim enters the world with the speaker (a guess, a lie, a story):
+            # one origin for all of the speaker's tellings of it, so a liar telling people
+            # separately is not corroboration when they compare notes
+            origin, hops = said_origin(speaker, ev.claim), (speaker,)
         return replace(ev, trust=round(trust, 4), origin=origin, hops=hops)
 
     def judge_sources(self, before: Belief | None, ev: Evidence, change: Change) -> None:
@@ -474,6 +498,8 @@ class MemoryWorld:
 
     def get_schema(self) -> RootSchema | None:
         return self.schema
+        self.names: dict[str, dict[str, str]] = {}
+        self.labels: dict[str, dict[str, str]] = {}
 
     def get_trust(self, resident: str, source: str, topic: str) -> float | None:
         return self.trust.get((resident, source, topic))
@@ -509,6 +535,8 @@ class MemoryWorld:
         self.facts.update(out.facts)
         if out.schema is not None:
             self.schema = out.schema
+        self.names.update(out.names)
+        self.labels.update(out.labels)
         for change in out.changes:
             self.changes.append(replace(change, seq=len(self.changes) + 1))
         return out

@@ -6,13 +6,14 @@ query handlers and the ``credence narrative|explain|graph`` commands both call t
 
 from .explain import explain, render_explain
 from .graph import EDGE_TYPES, NODE_TYPES, graph, to_dot
-from .narrative import MIN_BUDGET, Narrative, project
+from .narrative import MIN_BUDGET, Focus, Narrative, project
 from .queries import NotFound
 
 __all__ = [
     "EDGE_TYPES",
     "MIN_BUDGET",
     "NODE_TYPES",
+    "Focus",
     "Narrative",
     "NotFound",
     "explain",

@@ -18,6 +18,7 @@ from .wording import Words
 
 __all__ = [
     "RELATION_PREFIX",
+    "SOCIAL_SECTIONS",
     "SURE_AT",
     "THINK_AT",
     "Item",
@@ -26,6 +27,7 @@ __all__ = [
     "compact_line",
     "entry",
     "full_line",
+    "tier_of",
 ]
 
 #: Confidence bands for firsthand beliefs: sure at or above 85, "I think" from 65.
@@ -34,13 +36,21 @@ THINK_AT = 65
 #: Roots of beliefs about people ("how I see the people around me").
 RELATION_PREFIX = "relation:"
 
-# Priority tiers, lowest first kept: contested, corrected, people, confident, rest, faded.
-_TIER = {"doubts": 0, "anomalies": 0, "corrections": 1, "people": 2, "faded": 5}
+#: Priority tiers, kept lowest first (see :mod:`.ranking`): contested 0, corrected 1, then
+#: told/people/acts about the focus 2, sure/believed about the focus 3, told/people/acts 4,
+#: sure/believed 5, faded 6. Items start unranked (as if nothing were in focus).
+_TIER = {"doubts": 0, "anomalies": 0, "corrections": 1, "faded": 6}
+SOCIAL_SECTIONS = frozenset({"told", "people", "acts"})
 
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """One belief placed in a section, with the records its sentence draws on."""
+    """One belief placed in a section, with the records its sentence draws on.
+
+    ``score`` and ``why`` come from :func:`.ranking.rank`; ``prepared`` holds the full and
+    compact lines of an item that is not phrased from a belief (an act episode, a trust
+    line), and ``extra`` its own fields for the wire.
+    """
 
     belief: Belief
     section: str
@@ -49,17 +59,32 @@ class Item:
     group: str | None
     correction: Correction | None = None
     counter: Contradiction | None = None
+    score: float = 0.0
+    why: dict[str, Any] | None = None
+    relevant: bool = False
+    prepared: tuple[str, str] | None = None
+    extra: dict[str, Any] | None = None
 
     @property
-    def key(self) -> tuple[int, float, int, str]:
-        """Priority and display order: tier, then most recent, then most confident."""
-        b = self.belief
-        return (self.tier, -b.updated_day, -b.confidence, b.root)
+    def key(self) -> tuple[int, float, float, str]:
+        """Priority and display order: tier, then score, then most recent, then root."""
+        return (self.tier, -self.score, -self.belief.updated_day, self.belief.root)
 
     @property
     def protected(self) -> bool:
         """Contested and corrected beliefs are shortened under a budget, never dropped."""
         return self.tier <= 1
+
+
+def tier_of(section: str, relevant: bool) -> int:
+    """The priority tier of a section's item, given whether it bears on the focus."""
+    fixed = _TIER.get(section)
+    if fixed is not None:
+        return fixed
+    social = section in SOCIAL_SECTIONS
+    if relevant:
+        return 2 if social else 3
+    return 4 if social else 5
 
 
 def _value_text(value: Value | None) -> str:
@@ -119,7 +144,10 @@ def _section(belief: Belief) -> str:
         return "corrections"
     if belief.root.startswith(RELATION_PREFIX):
         return "people"
-    return "told" if belief.source_kind is SourceKind.HEARSAY else "sure"
+    if belief.source_kind is SourceKind.HEARSAY:
+        return "told"
+    # "What I am sure of" holds only sure lines; the rest of what I hold is "believe".
+    return "sure" if _band(belief, "sure") == "sure" else "believe"
 
 
 def classify(
@@ -133,9 +161,7 @@ def classify(
         counter = None
     if section != "corrections":
         correction = None
-    tier = _TIER.get(section)
-    if tier is None:
-        tier = 3 if belief.confidence >= SURE_AT else 4
+    tier = tier_of(section, False)
     return Item(
         belief=belief,
         section=section,
@@ -166,7 +192,11 @@ def _influencing(item: Item, words: Words, s: str) -> str:
 
 def _contested(item: Item, words: Words, s: str, clip: int | None) -> str:
     b, counter = item.belief, item.counter
-    c = "" if counter is None else clip_text(_clean(counter.subject, b.root, counter.value), clip)
+    c = (
+        ""
+        if counter is None
+        else clip_text(words.first_person(_clean(counter.subject, b.root, counter.value)), clip)
+    )
     seen = counter is not None and counter.source_kind == SourceKind.FIRSTHAND
     c_who = words.who([counter.source]) if counter is not None and counter.source else ""
     if item.section == "anomalies":
@@ -186,11 +216,12 @@ def _contested(item: Item, words: Words, s: str, clip: int | None) -> str:
     return head + tail.format(c=c, who=c_who)
 
 
-def _before(item: Item, clip: int | None) -> str | None:
+def _before(item: Item, words: Words, clip: int | None) -> str | None:
     corr = item.correction
     if corr is None or (corr.subject_before is None and corr.value_before is None):
         return None
-    return clip_text(_clean(corr.subject_before, item.belief.root, corr.value_before), clip)
+    text = _clean(corr.subject_before, item.belief.root, corr.value_before)
+    return clip_text(words.first_person(text), clip)
 
 
 def _prior_told(item: Item, words: Words) -> str | None:
@@ -202,18 +233,23 @@ def _prior_told(item: Item, words: Words) -> str | None:
 
 def full_line(item: Item, words: Words, clip: int | None = None) -> str:
     """The sentence for one belief, its subject (and quoted ones) cut to ``clip``."""
+    if item.prepared is not None:
+        return item.prepared[0]
     b = item.belief
-    s = clip_text(_clean(b.subject, b.root, b.value), clip)
+    s = clip_text(words.first_person(_clean(b.subject, b.root, b.value)), clip)
     if item.section in ("doubts", "anomalies"):
         return _contested(item, words, s, clip)
     if item.section == "corrections":
-        x = _before(item, clip)
+        x = _before(item, words, clip)
         if x is None:
             return words.corrected_unknown.format(s=s)
         who = _prior_told(item, words)
+        did = words.own(s)  # "until I drew a bucket", not "until I saw I drew a bucket"
         if who:
-            return words.corrected_told.format(x=x, y=s, who=who)
-        return words.corrected.format(x=x, y=s)
+            return (words.corrected_told_did if did else words.corrected_told).format(
+                x=x, y=s, who=who
+            )
+        return (words.corrected_did if did else words.corrected).format(x=x, y=s)
     if item.section == "faded":
         told = b.source_kind is SourceKind.HEARSAY
         return (words.faded_told if told else words.faded).format(s=s)
@@ -225,12 +261,14 @@ def compact_line(item: Item, words: Words, clip: int | None = None) -> str:
 
     Hearsay keeps its source in every form, so even the shortest line never reads as seen.
     """
+    if item.prepared is not None:
+        return item.prepared[1]
     b = item.belief
-    s = clip_text(_clean(b.subject, b.root, b.value), clip)
+    s = clip_text(words.first_person(_clean(b.subject, b.root, b.value)), clip)
     section, band = item.section, item.band
     told = b.source_kind is SourceKind.HEARSAY
     if section == "corrections":
-        x = _before(item, clip)
+        x = _before(item, words, clip)
         return s if x is None else words.c_corrected.format(x=x, y=s)
     if section == "faded":
         return (words.c_faded_told if told else words.c_faded).format(s=s)
@@ -264,7 +302,10 @@ def entry(item: Item, line: str, merged: str | None) -> dict[str, Any]:
         "updated_day": b.updated_day,
         "text": line,
         "merged": merged,
+        "why": item.why,
     }
+    if item.extra:
+        out.update({k: v for k, v in item.extra.items() if not k.startswith("_")})
     if item.correction is not None:
         out["value_before"] = item.correction.value_before
         out["subject_before"] = item.correction.subject_before

@@ -10,10 +10,17 @@ When everything does not fit, the text keeps, in order:
    them counted per section ("(and 12 more things I doubt)"), and at the very last one
    sentence counts them ("I doubt 400 things; ..."): the fact that beliefs are contested or
    were corrected always survives, and the budget always holds;
-2. beliefs about people, then influencing beliefs held with confidence of at least 85, then
-   the rest by recency (``updated_day``), faded memories last;
+2. the rest in rank order (:mod:`.ranking`): told, people and act lines about the focus,
+   sure or believed memories about the focus, told/people/acts, sure or believed ones, by
+   score within each tier; faded memories last;
 3. beliefs about the same place or person, within one section, share one merged line
    ("About cafe: key on counter; door closed; and 4 more.") rather than being dropped.
+
+Bulk similar facts —
+at least :data:`BULK_AT` sure, believed or faded memories of one section whose roots share
+everything before their last ``:`` (``tree:0`` … ``tree:39``), none of them matching the
+focus — always collapse into one line ("I know of 40 things of this kind (tree), for
+example: an oak by the mill."), budget or not.
 
 Whatever is not represented is counted in a closing note ("(12 more memories left out)").
 Costs are counted conservatively (each section as if it were joined to another), so the
@@ -29,7 +36,15 @@ from functools import partial
 from .items import Item, compact_line, full_line
 from .wording import SECTIONS, Words
 
-__all__ = ["MERGE_MAX_ITEMS", "MIN_BUDGET", "MIN_SUBJECT", "Layout", "Line", "pack"]
+__all__ = [
+    "BULK_AT",
+    "MERGE_MAX_ITEMS",
+    "MIN_BUDGET",
+    "MIN_SUBJECT",
+    "Layout",
+    "Line",
+    "pack",
+]
 
 #: Smallest budget the projection accepts (the wire's lower bound too).
 MIN_BUDGET = 200
@@ -41,6 +56,9 @@ MAX_SUBJECT = 160
 MERGE_ITEM_SUBJECT = 60
 #: Most items spelled out in one merged line; the rest are counted on it.
 MERGE_MAX_ITEMS = 6
+#: Fewest similar facts (same section, same root family) collapsed into one bulk line.
+BULK_AT = 5
+_BULK_SECTIONS = frozenset({"sure", "believe", "faded"})
 
 
 @dataclass(slots=True)
@@ -50,7 +68,7 @@ class Line:
     section: str
     text: str
     items: list[Item]
-    key: tuple[int, float, int, str]
+    key: tuple[int, float, float, str]
     merged: str | None = None
 
 
@@ -222,11 +240,51 @@ def _summary(items: list[Item], words: Words) -> Layout:
     return layout
 
 
-def _units(items: list[Item]) -> list[list[Item]]:
-    """Unprotected items as merge groups (same section and place/person) or singletons."""
+def _family(root: str) -> str | None:
+    return root.rsplit(":", 1)[0] if ":" in root else None
+
+
+def _bulk(items: list[Item]) -> tuple[list[list[Item]], list[Item]]:
+    """Split off bulk families (see the module doc); the rest keep their order."""
+    families: dict[tuple[str, str], list[Item]] = {}
+    for item in items:
+        family = _family(item.belief.root)
+        if (
+            family is not None
+            and item.section in _BULK_SECTIONS
+            and not item.relevant
+            and item.prepared is None
+        ):
+            families.setdefault((item.section, family), []).append(item)
+    bulk = [unit for unit in families.values() if len(unit) >= BULK_AT]
+    taken = {id(i) for unit in bulk for i in unit}
+    return bulk, [i for i in items if id(i) not in taken]
+
+
+def _bulk_texts(words: Words, unit: list[Item]) -> tuple[str, str]:
+    """The full and compact bulk line of one family (the best-ranked item as example)."""
+    first = unit[0]
+    family = _family(first.belief.root) or first.belief.root
+    label = family.replace("_", " ")
+    s = compact_line(first, words, clip=MERGE_ITEM_SUBJECT)
+    return (
+        words.bulk.format(n=len(unit), k=label, s=s),
+        words.c_bulk.format(n=len(unit), k=label, s=s),
+    )
+
+
+def _bulk_line(text: str, unit: list[Item]) -> Line:
+    first = unit[0]
+    return Line(first.section, text, unit, first.key, merged=_family(first.belief.root))
+
+
+def _units(items: list[Item]) -> list[tuple[str, list[Item]]]:
+    """Unprotected items as bulk families, merge groups (same section and place/person)
+    or singletons, in priority order of their best item."""
+    bulk, rest = _bulk(items)
     groups: dict[tuple[str, str], list[Item]] = {}
     units: list[list[Item]] = []
-    for item in items:
+    for item in rest:
         if item.group is None:
             units.append([item])
             continue
@@ -235,9 +293,10 @@ def _units(items: list[Item]) -> list[list[Item]]:
             groups[key] = []
             units.append(groups[key])
         groups[key].append(item)
-    singles = [[i] for unit in units if len(unit) == 1 for i in unit]
-    merged = [unit for unit in units if len(unit) > 1]
-    return sorted([*singles, *merged], key=lambda unit: unit[0].key)
+    tagged = [("bulk", unit) for unit in bulk]
+    tagged += [("single", [i]) for unit in units if len(unit) == 1 for i in unit]
+    tagged += [("merge", unit) for unit in units if len(unit) > 1]
+    return sorted(tagged, key=lambda t: t[1][0].key)
 
 
 def _merged_text(words: Words, group: str, items: list[Item], shown: int) -> str:
@@ -245,14 +304,20 @@ def _merged_text(words: Words, group: str, items: list[Item], shown: int) -> str
     body = words.merge_sep.join(parts)
     if shown < len(items):
         body += words.merge_more.format(n=len(items) - shown)
-    return words.merged.format(k=group, items=body)
+    return words.merged.format(k=words.name(group), items=body)
 
 
 def _fill(layout: Layout, items: list[Item], room: int) -> None:
     """Add unprotected items in priority order, merged by place or person, while room lasts."""
     words = layout.words
-    for unit in _units(items):
+    for kind, unit in _units(items):
         first = unit[0]
+        if kind == "bulk":
+            for text in _bulk_texts(words, unit):
+                if layout.fits(first.section, text, room):
+                    layout.add(_bulk_line(text, unit))
+                    break
+            continue
         if len(unit) == 1:
             forms = (full_line(first, words, MAX_SUBJECT), compact_line(first, words, MAX_SUBJECT))
             for text in forms:
@@ -274,7 +339,12 @@ def pack(items: list[Item], words: Words, budget: int) -> tuple[Layout, bool]:
     if budget < MIN_BUDGET:
         raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")
     ordered = sorted(items, key=lambda i: i.key)
-    full = _laid(words, [_single(i, full_line(i, words)) for i in ordered])
+    bulk, rest = _bulk(ordered)
+    full = _laid(
+        words,
+        [_single(i, full_line(i, words)) for i in rest]
+        + [_bulk_line(_bulk_texts(words, unit)[0], unit) for unit in bulk],
+    )
     if len(full.render(0)) <= budget:
         return full, False
     room = budget - (len(words.omitted(max(len(items), 2))) + 2)

@@ -11,13 +11,15 @@ Adding a language means adding one :class:`Words` to :data:`LANGUAGES`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 __all__ = ["LANGUAGES", "SECTIONS", "Words", "words_for"]
 
 #: Section names in the order they appear in the text.
-SECTIONS = ("sure", "told", "doubts", "anomalies", "corrections", "people", "faded")
+SECTIONS = (
+    "sure", "believe", "told", "acts", "doubts", "anomalies", "corrections", "people", "faded",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,6 +49,9 @@ class Words:
     corrected: str
     corrected_told: str
     corrected_unknown: str
+    #: corrections whose new subject is the resident's own doing ("until I drew a bucket")
+    corrected_did: str
+    corrected_told_did: str
     # past
     faded_told: str
     faded: str
@@ -80,10 +85,72 @@ class Words:
     and_: str
     list_sep: str
     stop: str
+    # bulk similar facts, in one line
+    bulk: str
+    c_bulk: str
+    # acts (episodes): {who} the actor's name or the self word, {whose} its possessive,
+    # {did} the action in the past, {act} its label, {when} a day phrase, {n} a count
+    self_name: str
+    self_whose: str
+    whose: str
+    act_done_one: str
+    act_done_many: str
+    act_failed: str
+    act_status: dict[str, str]
+    today: str
+    yesterday: str
+    on_day: str
+    past: Callable[[str], str]
+    # trust ("people"): {who} the source's name, {x} what they told me, {y} what I saw
+    trust_high: str
+    trust_mid: str
+    trust_low: str
+    trust_on: str
+    trust_wrong: str
+    trust_right: str
+    #: Display names of residents in this language (from the registry); ids stand in for
+    #: residents without one. The narrative fills it per world with ``dataclasses.replace``.
+    names: Mapping[str, str] = field(default_factory=dict)
+    #: What the resident's own subjects may call it (its id and registered names, longest
+    #: first): a subject starting with one reads in the first person ("I drew a bucket").
+    self_names: tuple[str, ...] = ()
+
+    def first_person(self, text: str) -> str:
+        """``text`` with a leading self-name turned into "I"/"my" (我), else unchanged."""
+        for name in self.self_names:
+            head = text[: len(name)]
+            if self.lang == "en":
+                if head.casefold() != name.casefold():
+                    continue
+                rest = text[len(name) :]
+                if rest.startswith("'s "):
+                    return "my" + rest[2:]
+                if rest.startswith(" "):
+                    return self.self_name + rest
+            elif head == name and len(text) > len(name) and not text[len(name)].isspace():
+                return self.self_name + text[len(name) :]  # 米拉的繩子 → 我的繩子
+        return text
+
+    def own(self, text: str) -> bool:
+        """Whether ``text`` (already in the first person) starts with the self word."""
+        word = self.self_name
+        return text.startswith(word + " ") if self.lang == "en" else text.startswith(word)
+
+    def name(self, resident: str) -> str:
+        """``resident``'s display name, or its id when the registry has none."""
+        return self.names.get(resident, resident)
+
+    def when(self, day: float, today: float) -> str:
+        """ "today", "yesterday" or "on day 12" (days counted from the world clock)."""
+        if int(today) - int(day) == 0:
+            return self.today
+        if int(today) - int(day) == 1:
+            return self.yesterday
+        return self.on_day.format(d=f"{day:g}")
 
     def who(self, names: Sequence[str]) -> str:
         """``A``, ``A and B``, ``A, B and C`` (``A、B和C``)."""
-        names = list(names)
+        names = [self.name(n) for n in names]
         if len(names) <= 1:
             return "".join(names)
         return self.list_sep.join(names[:-1]) + self.and_ + names[-1]
@@ -108,6 +175,8 @@ EN = Words(
         "corrections": "What I used to believe, and what corrected it:",
         "people": "How I see the people around me:",
         "faded": "Faded memories:",
+        "believe": "What I think, without being sure:",
+        "acts": "What I did, and saw others do:",
     },
     short_headings={
         "sure": "Sure:",
@@ -117,6 +186,8 @@ EN = Words(
         "corrections": "Corrected:",
         "people": "People:",
         "faded": "Faded:",
+        "believe": "I think:",
+        "acts": "Done:",
     },
     sure="I'm sure that {s}.",
     think="I think {s}.",
@@ -136,6 +207,8 @@ EN = Words(
     corrected="I used to think {x}, until I saw {y}.",
     corrected_told="I used to think {x} ({who} had told me so), until I saw {y}.",
     corrected_unknown="I have changed my mind; now I know that {s}.",
+    corrected_did="I used to think {x}, until {y}.",
+    corrected_told_did="I used to think {x} ({who} had told me so), until {y}.",
     faded_told="Someone once told me that {s}.",
     faded="I vaguely remember that {s}.",
     c_think="{s} (I think)",
@@ -171,6 +244,29 @@ EN = Words(
     and_=" and ",
     list_sep=", ",
     stop=".",
+    bulk="I know of {n} things of this kind ({k}), for example: {s}.",
+    c_bulk="{n} × {k}, e.g. {s}",
+    self_name="I",
+    self_whose="my",
+    whose="{who}'s",
+    act_done_one="{Who} {did} {when}.",
+    act_done_many="{Who} {did} {n} times, most recently {when}.",
+    act_failed="{When}, {whose} attempt to {act} {status}.",
+    act_status={
+        "rejected": "was refused",
+        "interrupted": "was interrupted",
+        "replaced": "gave way to something else",
+    },
+    today="today",
+    yesterday="yesterday",
+    on_day="on day {d}",
+    past=lambda label: _en_past(label),
+    trust_high="I trust {who}",
+    trust_mid="I am not sure how far to trust {who}",
+    trust_low="I distrust {who}",
+    trust_on=" on {t}",
+    trust_wrong=": {who} told me that {x}, but I saw otherwise ({y})",
+    trust_right=": {who} told me that {x}, and I saw it was so",
 )
 
 ZH_HANT = Words(
@@ -183,6 +279,8 @@ ZH_HANT = Words(
         "corrections": "我以前相信、後來被糾正的事：",
         "people": "我對身邊的人的看法：",
         "faded": "模糊的記憶：",
+        "believe": "我認為、但不確定的事：",
+        "acts": "我做過、也看到別人做過的事：",
     },
     short_headings={
         "sure": "確定：",
@@ -192,6 +290,8 @@ ZH_HANT = Words(
         "corrections": "已糾正：",
         "people": "對人的看法：",
         "faded": "模糊記憶：",
+        "believe": "我認為：",
+        "acts": "做過的事：",
     },
     sure="我很確定{s}。",
     think="我認為{s}。",
@@ -209,6 +309,8 @@ ZH_HANT = Words(
     corrected="我以前以為{x}，直到我親眼看到{y}。",
     corrected_told="我以前以為{x}（是{who}告訴我的），直到我親眼看到{y}。",
     corrected_unknown="我改變了想法；現在我知道{s}。",
+    corrected_did="我以前以為{x}，直到{y}。",
+    corrected_told_did="我以前以為{x}（是{who}告訴我的），直到{y}。",
     faded_told="以前好像有人跟我說過{s}。",
     faded="我依稀記得{s}。",
     c_think="{s}（我認為）",
@@ -238,7 +340,67 @@ ZH_HANT = Words(
     and_="和",
     list_sep="、",
     stop="。",
+    bulk="我知道{n}件這類的事（{k}），例如：{s}。",
+    c_bulk="{n}件{k}，例如{s}",
+    self_name="我",
+    self_whose="我",
+    whose="{who}",
+    act_done_one="{Who}{when}{did}了。",
+    act_done_many="{Who}{did}了{n}次，最近一次是{when}。",
+    act_failed="{When}{whose}想要{act}，但{status}。",
+    act_status={"rejected": "被拒絕了", "interrupted": "被打斷了", "replaced": "改做了別的事"},
+    today="今天",
+    yesterday="昨天",
+    on_day="第{d}天",
+    past=lambda label: label,
+    trust_high="我信任{who}",
+    trust_mid="我不確定該多信任{who}",
+    trust_low="我不信任{who}",
+    trust_on="（在{t}方面）",
+    trust_wrong="：{who}跟我說{x}，但我親眼看到的不是這樣（{y}）",
+    trust_right="：{who}跟我說{x}，我親眼證實了",
 )
+
+_IRREGULAR = {
+    "be": "was", "become": "became", "begin": "began", "bring": "brought", "build": "built",
+    "buy": "bought", "cut": "cut", "dig": "dug", "hit": "hit", "catch": "caught", "choose": "chose", "come": "came", "do": "did",
+    "draw": "drew", "drink": "drank", "drive": "drove", "eat": "ate", "fall": "fell",
+    "feed": "fed", "feel": "felt", "fight": "fought", "find": "found", "fly": "flew",
+    "forget": "forgot", "get": "got", "give": "gave", "go": "went", "grow": "grew",
+    "hang": "hung", "have": "had", "hear": "heard", "hide": "hid", "hold": "held",
+    "keep": "kept", "know": "knew", "lead": "led", "leave": "left", "lend": "lent",
+    "let": "let", "lie": "lay", "lose": "lost", "make": "made", "meet": "met", "pay": "paid",
+    "put": "put", "read": "read", "ride": "rode", "ring": "rang", "rise": "rose", "run": "ran",
+    "say": "said", "see": "saw", "sell": "sold", "send": "sent", "set": "set",
+    "shoot": "shot", "shut": "shut", "sing": "sang", "sit": "sat", "sleep": "slept",
+    "speak": "spoke", "spend": "spent", "stand": "stood", "steal": "stole", "sweep": "swept",
+    "swim": "swam", "take": "took", "teach": "taught", "tell": "told", "think": "thought",
+    "throw": "threw", "wake": "woke", "wear": "wore", "win": "won", "write": "wrote",
+}  # fmt: skip
+
+
+def _en_past(label: str) -> str:
+    """The simple past of an action label: its first word conjugated ("fetch water" →
+    "fetched water", "go home" → "went home"); regular rules beyond the irregular table."""
+    first, _, rest = label.partition(" ")
+    lower = first.lower()
+    if lower in _IRREGULAR:
+        done = _IRREGULAR[lower]
+    elif lower.endswith("e"):
+        done = lower + "d"
+    elif len(lower) > 1 and lower.endswith("y") and lower[-2] not in "aeiou":
+        done = lower[:-1] + "ied"
+    elif (
+        len(lower) == 3 and lower[-1] not in "aeiouwxy" and lower[-2] in "aeiou"
+        and lower[-3] not in "aeiou"
+    ):  # fmt: skip
+        done = lower + lower[-1] + "ed"  # "mop" → "mopped", "dig" is not regular anyway
+    elif lower:
+        done = lower + "ed"
+    else:
+        done = first
+    return done + (" " + rest if rest else "")
+
 
 LANGUAGES: dict[str, Words] = {w.lang: w for w in (EN, ZH_HANT)}
 

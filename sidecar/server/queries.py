@@ -31,7 +31,7 @@ from protocol import (
 
 from ..engine import same_value
 from ..read.explain import evidence_summary
-from ..store import EventResult, Reader, ResultStatus
+from ..store import BeliefFilter, EventResult, Reader, ResultStatus
 
 __all__ = ["answer", "event_reply", "paginate"]
 
@@ -77,8 +77,12 @@ def _not_found(what: str, rid: object) -> ProtocolError:
 
 
 def _beliefs(reader: Reader, world: str, q: BeliefsQuery) -> list[dict[str, Any]]:
-    beliefs = reader.beliefs(world, q.resident, after_root=q.after)
-    if not beliefs and q.after is None and not reader.is_resident(world, q.resident):
+    where = BeliefFilter(
+        root=q.root, prefixes=q.prefixes, states=q.states, people=q.people, places=q.places,
+        min_confidence=q.min_confidence,
+    )  # fmt: skip
+    beliefs = reader.beliefs(world, q.resident, after_root=q.after, where=where)
+    if not beliefs and not reader.is_resident(world, q.resident):
         raise _not_found(f"resident {q.resident!r} is unknown in world {world!r}", q.rid)
     head = {"type": "beliefs", "rid": q.rid, "resident": q.resident}
     return paginate(head, {"beliefs": [belief_summary(b) for b in beliefs]})
@@ -143,11 +147,12 @@ def _distribution(reader: Reader, world: str, q: DistributionQuery) -> list[dict
 
 
 def _narrative(reader: Reader, world: str, q: NarrativeQuery) -> list[dict[str, Any]]:
-    from ..read.narrative import project
+    from ..read.narrative import Focus, project
 
     if not reader.is_resident(world, q.resident):
         raise _not_found(f"resident {q.resident!r} is unknown in world {world!r}", q.rid)
-    result = project(reader, world, q.resident, budget=q.budget, lang=q.lang)
+    focus = Focus(people=q.people, places=q.places, roots=q.roots, topics=q.topics)
+    result = project(reader, world, q.resident, budget=q.budget, lang=q.lang, focus=focus)
     data = result.to_dict()
     sections = data.pop("sections", [])
     head = {"type": "narrative", "rid": q.rid, "resident": q.resident, "lang": q.lang, **data}

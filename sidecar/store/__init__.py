@@ -5,6 +5,7 @@ from .rebuild import RebuildReport, rebuild
 from .schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
 from .store import (
     ApplyFailure,
+    BeliefFilter,
     CannotOpen,
     DatabaseInUse,
     EventResult,
@@ -33,6 +34,7 @@ __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "ApplyFailure",
+    "BeliefFilter",
     "CannotOpen",
     "DataDir",
     "DatabaseInUse",

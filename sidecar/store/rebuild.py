@@ -85,5 +85,7 @@ def _compare(world: str, a: Reader, b: Reader, report: RebuildReport, limit: int
     for old, new in zip(old_changes, new_changes, strict=False):
         if old != new or old.seq != new.seq:
             differ(f"change seq {old.seq}: stored {old} != rebuilt {new}")
+    if a.registry(world) != b.registry(world):
+        differ("the resident registry (display names, action labels) differs")
     if a.latest_seq(world) != b.latest_seq(world) or a.world_day(world) != b.world_day(world):
         differ("world clock or change counter differs")

@@ -43,7 +43,8 @@ BELIEF_COLUMNS = (
     "world", "resident", "root", "value", "subject", "interpretation", "people", "places",
     "topics", "confidence", "state", "source_kind", "source_resident", "intervention",
     "evidence_refs", "heard_from", "formed_day", "updated_day", "last_evidence_day",
-    "next_decay_day", "origins", "hops", "decay_period", "value_since",
+    "next_decay_day", "origins", "hops", "decay_period", "value_since", "importance",
+    "remembered_day",
 )  # fmt: skip
 
 CHANGE_COLUMNS = (
@@ -63,6 +64,7 @@ def belief_to_row(world: str, b: Belief) -> tuple[Any, ...]:
         None if b.intervention is None else str(b.intervention), lst(b.evidence_refs),
         lst(b.heard_from), b.formed_day, b.updated_day, b.last_evidence_day,
         b.next_decay_day, lst(b.origins), lst(b.hops), b.decay_period, b.value_since,
+        b.importance, b.remembered_day,
     )  # fmt: skip
 
 
@@ -97,6 +99,8 @@ def belief_from_row(row: sqlite3.Row | Mapping[str, Any]) -> Belief:
         hops=tuple(load_json(r["hops"])),
         decay_period=r["decay_period"],
         value_since=r["value_since"],
+        importance=r.get("importance"),
+        remembered_day=r.get("remembered_day"),
     )
 
 

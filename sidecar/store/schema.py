@@ -244,24 +244,69 @@ def _cheap_checks(conn: sqlite3.Connection) -> None:
         new_sql = cheap_checks(old_sql)
         if new_sql == old_sql:
             continue
-        indexes = [
-            str(r[0])
-            for r in conn.execute(
-                "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? "
-                "AND sql IS NOT NULL ORDER BY name",
-                (table,),
-            )
-        ]
-        columns = ", ".join(r[1] for r in conn.execute(f"PRAGMA table_info({table})"))
-        temp = f"{table}_i13"
-        head = re.match(r"CREATE TABLE\s+(\"?\w+\"?)", new_sql)
-        assert head is not None, new_sql
-        conn.execute(f"CREATE TABLE {temp}" + new_sql[head.end() :])
-        conn.execute(f"INSERT INTO {temp} ({columns}) SELECT {columns} FROM {table}")
-        conn.execute(f"DROP TABLE {table}")
-        conn.execute(f"ALTER TABLE {temp} RENAME TO {table}")
-        for index_sql in indexes:
-            conn.execute(index_sql)
+        _rebuild_table(conn, table, new_sql)
+
+
+def _rebuild_table(conn: sqlite3.Connection, table: str, new_sql: str) -> None:
+    """Recreate ``table`` as ``new_sql`` (same columns) with its data and indexes."""
+    indexes = [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? "
+            "AND sql IS NOT NULL ORDER BY name",
+            (table,),
+        )
+    ]
+    columns = ", ".join(r[1] for r in conn.execute(f"PRAGMA table_info({table})"))
+    temp = f"{table}_i13"
+    head = re.match(r"CREATE TABLE\s+(\"?\w+\"?)", new_sql)
+    assert head is not None, new_sql
+    conn.execute(f"CREATE TABLE {temp}" + new_sql[head.end() :])
+    conn.execute(f"INSERT INTO {temp} ({columns}) SELECT {columns} FROM {table}")
+    conn.execute(f"DROP TABLE {table}")
+    conn.execute(f"ALTER TABLE {temp} RENAME TO {table}")
+    for index_sql in indexes:
+        conn.execute(index_sql)
+
+
+def _allow(conn: sqlite3.Connection, table: str, column: str, value: str) -> None:
+    """Widen the CHECK on ``table.column`` (an ``IN (…)`` list or an ``= … OR`` chain, as
+    the table has it) to allow ``value`` too; nothing else of the table changes."""
+    row = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+    ).fetchone()
+    old_sql = str(row[0])
+    in_list = re.compile(rf"\b{column} IN \(('[^'()]*'(?:\s*,\s*'[^'()]*')*)\)")
+    chain = re.compile(rf"\(({column} = '[^']*'(?: OR {column} = '[^']*')*)\)")
+    found = in_list.search(old_sql) or chain.search(old_sql)
+    assert found is not None, f"no CHECK on {table}.{column} to widen"
+    if f"'{value}'" in found[1]:
+        return
+    if found.re is in_list:
+        widened = f"{column} IN ({found[1]},'{value}')"
+    else:
+        widened = f"({found[1]} OR {column} = '{value}')"
+    _rebuild_table(conn, table, old_sql[: found.start()] + widened + old_sql[found.end() :])
+
+
+# Issue 10: what the NPC's LLM reads. Importance is stored on beliefs (the narrative ranks
+# by it) and the day a resident remembers a belief from (misremembering can move it); the
+# resident registry (display names per language, from logged ``register`` events) lives
+# beside the residents, action labels in ``labels``. ``register`` joins the event kinds
+# and ``misremembered`` the change kinds (their CHECKs are widened: the table is rebuilt).
+def _i10_memory(conn: sqlite3.Connection) -> None:
+    for statement in (
+        "ALTER TABLE beliefs ADD COLUMN importance REAL "
+        "CHECK (importance IS NULL OR importance >= 0)",
+        "ALTER TABLE beliefs ADD COLUMN remembered_day REAL",
+        "ALTER TABLE residents ADD COLUMN names TEXT",
+        "CREATE TABLE labels (world TEXT NOT NULL REFERENCES worlds(world), "
+        "kind TEXT NOT NULL CHECK (kind = 'action'), key TEXT NOT NULL, names TEXT NOT NULL, "
+        "PRIMARY KEY (world, kind, key)) WITHOUT ROWID",
+    ):
+        conn.execute(statement)
+    _allow(conn, "events", "kind", "register")
+    _allow(conn, "changes", "kind", "misremembered")
 
 
 def _schema_events(conn: sqlite3.Connection) -> None:
@@ -312,6 +357,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0002_audit_subjects", _AUDIT_SUBJECTS),
     ("0003_social_epistemics", _SOCIAL),
     ("0004_i13_cheap_checks", _cheap_checks),
+    ("0005_i10_memory", _i10_memory),
     ("0005_i12_schema_events", _schema_events),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

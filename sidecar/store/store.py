@@ -74,6 +74,7 @@ log = logging.getLogger("credence.store")
 
 __all__ = [
     "ApplyFailure",
+    "BeliefFilter",
     "CannotOpen",
     "DatabaseInUse",
     "EventResult",
@@ -180,7 +181,7 @@ _MISSING: Any = object()
 
 #: Float columns of a belief (SQLite REAL): what a row read back gives for them.
 _REAL_FIELDS = ("formed_day", "updated_day", "last_evidence_day", "value_since")
-_NULLABLE_REAL_FIELDS = ("next_decay_day", "decay_period")
+_NULLABLE_REAL_FIELDS = ("next_decay_day", "decay_period", "importance", "remembered_day")
 _TUPLE_FIELDS = ("people", "places", "topics", "evidence_refs", "heard_from", "origins", "hops")
 _reals = operator.attrgetter(*_REAL_FIELDS, *_NULLABLE_REAL_FIELDS)
 _tuples = operator.attrgetter(*_TUPLE_FIELDS)
@@ -694,6 +695,8 @@ class Writer:
         """Add one applied event's rows to the batch and advance the world's counters."""
         if out.schema is not None:  # rare: the world's schema row and state, event by event
             raise _Fallback("a schema event is stored event by event")
+        if out.names or out.labels:  # a registration (rare): written by the per-event path
+            raise _Fallback("a register event is written event by event")
         staged.event_ids.add((world, out.event.event_id))
         staged.events.append(event_row)
         if out.new_residents:
@@ -910,6 +913,16 @@ class Writer:
                 "ON CONFLICT (world) DO UPDATE SET version = version + 1, body = excluded.body",
                 (world, dump_json(out.schema.to_dict())),
             )
+        if out.names:
+            conn.executemany(
+                "UPDATE residents SET names = ? WHERE world = ? AND resident = ?",
+                [(dump_json(names), world, r) for r, names in out.names.items()],
+            )
+        if out.labels:
+            conn.executemany(
+                "INSERT OR REPLACE INTO labels (world, kind, key, names) VALUES (?,?,?,?)",
+                [(world, "action", a, dump_json(names)) for a, names in out.labels.items()],
+            )
         if out.facts:
             conn.executemany(
                 _INSERT_FACT, [(world, root, dump_json(v)) for root, v in out.facts.items()]
@@ -960,6 +973,60 @@ def _evidence_row(world: str, e: Evidence, rel: Relation) -> tuple[Any, ...]:
 
 def _event_row(world: str, seq: int, ev: WorldEvent) -> tuple[Any, ...]:
     return (world, seq, ev.event_id, ev.day, str(ev.kind), dump_json(ev.to_dict()))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BeliefFilter:
+    """What a ``beliefs`` query may narrow to; every field given must match (AND).
+
+    ``root`` is one exact root; ``prefixes`` match the start of the root (any of them);
+    ``states`` any of these states; ``people`` any of these ids in the belief's ``people``,
+    or as the actor of an ``action:<id>:`` root or the other of a ``relation:<id>:`` root;
+    ``places`` any of these in its ``places``; ``min_confidence`` at least this confidence.
+    """
+
+    root: str | None = None
+    prefixes: tuple[str, ...] = ()
+    states: tuple[str, ...] = ()
+    people: tuple[str, ...] = ()
+    places: tuple[str, ...] = ()
+    min_confidence: int | None = None
+
+    def sql(self) -> tuple[str, list[Any]]:
+        """The ``AND ...`` clauses (on table ``beliefs``) and their parameters."""
+        parts: list[str] = []
+        params: list[Any] = []
+        if self.root is not None:
+            parts.append("root = ?")
+            params.append(self.root)
+        if self.prefixes:
+            parts.append(
+                "(" + " OR ".join("substr(root, 1, length(?)) = ?" for _ in self.prefixes) + ")"
+            )
+            params.extend(x for p in self.prefixes for x in (p, p))
+        if self.states:
+            parts.append(f"state IN ({', '.join('?' * len(self.states))})")
+            params.extend(self.states)
+        if self.people:
+            marks = ", ".join("?" * len(self.people))
+            roots = [f"{kind}:{p}:" for p in self.people for kind in ("action", "relation")]
+            parts.append(
+                f"(EXISTS (SELECT 1 FROM json_each(beliefs.people) WHERE value IN ({marks}))"
+                + "".join(" OR substr(root, 1, length(?)) = ?" for _ in roots)
+                + ")"
+            )
+            params.extend(self.people)
+            params.extend(x for r in roots for x in (r, r))
+        if self.places:
+            marks = ", ".join("?" * len(self.places))
+            parts.append(
+                f"EXISTS (SELECT 1 FROM json_each(beliefs.places) WHERE value IN ({marks}))"
+            )
+            params.extend(self.places)
+        if self.min_confidence is not None:
+            parts.append("confidence >= ?")
+            params.append(self.min_confidence)
+        return "".join(f" AND {p}" for p in parts), params
 
 
 class Reader:
@@ -1015,14 +1082,22 @@ class Reader:
         return belief_from_row(rows[0]) if rows else None
 
     def beliefs(
-        self, world: str, resident: str, *, after_root: str | None = None, limit: int = -1
+        self,
+        world: str,
+        resident: str,
+        *,
+        after_root: str | None = None,
+        limit: int = -1,
+        where: BeliefFilter | None = None,
     ) -> list[Belief]:
-        """A resident's beliefs in root order; page with ``after_root``."""
-        rows = self._rows(
-            "SELECT * FROM beliefs WHERE world = ? AND resident = ? AND root > ? "
-            "ORDER BY root LIMIT ?",
-            (world, resident, after_root or "", limit),
-        )
+        """A resident's beliefs in root order; page with ``after_root``; narrow with ``where``."""
+        sql = "SELECT * FROM beliefs WHERE world = ? AND resident = ? AND root > ?"
+        params: list[Any] = [world, resident, after_root or ""]
+        if where is not None:
+            clause, more = where.sql()
+            sql += clause
+            params.extend(more)
+        rows = self._rows(sql + " ORDER BY root LIMIT ?", (*params, limit))
         return [belief_from_row(r) for r in rows]
 
     def all_beliefs(self, world: str) -> list[Belief]:
@@ -1096,6 +1171,25 @@ class Reader:
                 }
             )
         return out
+
+    def registry(self, world: str) -> dict[str, dict[str, Any]]:
+        """The world's registry: ``{"residents": {id: {lang: name}}, "actions": {...}}``
+        (empty on a database a writer has not yet brought to schema 0005_i10_memory)."""
+        if not self._rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'labels'"):
+            return {"residents": {}, "actions": {}}
+        residents = self._rows(
+            "SELECT resident, names FROM residents WHERE world = ? AND names IS NOT NULL "
+            "ORDER BY resident",
+            (world,),
+        )
+        labels = self._rows(
+            "SELECT key, names FROM labels WHERE world = ? AND kind = 'action' ORDER BY key",
+            (world,),
+        )
+        return {
+            "residents": {r[0]: load_json(r[1]) for r in residents},
+            "actions": {r[0]: load_json(r[1]) for r in labels},
+        }
 
     def fact(self, world: str, root: str) -> tuple[bool, Any]:
         """What the world itself observed on ``root`` (found, value)."""
