@@ -495,11 +495,11 @@ class MemoryWorld:
         self.trust: dict[tuple[str, str, str], float] = {}
         self.facts: dict[str, Any] = {}
         self.schema: RootSchema | None = None
+        self.names: dict[str, dict[str, str]] = {}
+        self.labels: dict[str, dict[str, str]] = {}
 
     def get_schema(self) -> RootSchema | None:
         return self.schema
-        self.names: dict[str, dict[str, str]] = {}
-        self.labels: dict[str, dict[str, str]] = {}
 
     def get_trust(self, resident: str, source: str, topic: str) -> float | None:
         return self.trust.get((resident, source, topic))
