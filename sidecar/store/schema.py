@@ -321,10 +321,11 @@ def _schema_events(conn: sqlite3.Connection) -> None:
     ).fetchone()
     old_sql = str(row[0])
     if "'schema'" not in old_sql:
-        if "kind = 'propose'" in old_sql:
-            new_sql = old_sql.replace("kind = 'propose'", "kind = 'propose' OR kind = 'schema'", 1)
+        last = "register" if "'register'" in old_sql else "propose"  # after 0005_i10_memory
+        if f"kind = '{last}'" in old_sql:
+            new_sql = old_sql.replace(f"kind = '{last}'", f"kind = '{last}' OR kind = 'schema'", 1)
         else:
-            new_sql = re.sub(r"'propose'(\s*)\)", r"'propose', 'schema'\1)", old_sql, count=1)
+            new_sql = re.sub(rf"'{last}'(\s*)\)", rf"'{last}', 'schema'\1)", old_sql, count=1)
         assert new_sql != old_sql, old_sql
         indexes = [
             str(r[0])
