@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sidecar.engine import parse_event
+from sidecar.engine.rules import Rules
 from sidecar.store import Reader, ResultStatus, Writer
 
 WORLD = "w"
@@ -61,9 +62,14 @@ def intervene(
     return event
 
 
+#: The read-side stories are written section by section, not in date order (a section may
+#: go back to day 1 after a day-30 tick), so their world accepts late events: this many days.
+LATE_EVENT_DAYS = 60.0
+
+
 def build(path: Path, events: Iterable[Mapping[str, Any]]) -> Path:
     """Write ``events`` into a fresh database at ``path`` and check every one applied."""
-    writer = Writer(path, synchronous="OFF")
+    writer = Writer(path, rules=Rules(late_event_days=LATE_EVENT_DAYS), synchronous="OFF")
     try:
         batch = [(WORLD, parse_event(e)) for e in events]
         for start in range(0, len(batch), 500):

@@ -35,7 +35,7 @@ from sidecar.engine import derive_evidence, parse_event
 from sidecar.store import MIGRATIONS, migrate
 from tools.harness import ServerProcess
 from tools.load import open_client
-from tools.town import deal, encode_event
+from tools.town import LATE_EVENT_DAYS, deal, encode_event
 
 WORLD = "drill"
 MAX_FRAME = 256 * 1024
@@ -188,13 +188,13 @@ def rebuild_check(db: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def one_good_event(url: str, event_id: str) -> dict[str, Any]:
+async def one_good_event(url: str, event_id: str, day: float = 0) -> dict[str, Any]:
     """Send one valid observation on a fresh connection and return the reply."""
     ws = await open_client(url, WORLD, None)
     try:
         event = {
             "event_id": event_id,
-            "day": 0,
+            "day": day,
             "kind": "observe",
             "witnesses": ["zed"],
             "claim": {"root": "drill:ok", "value": True},
@@ -217,7 +217,7 @@ async def test_kill_9_mid_stream_keeps_every_acked_event_and_nothing_half_applie
     event is whole, the restarted server serves, and rebuild --check agrees."""
     db = tmp_path / "crash.db"
     events = town_events(4000, seed=5)
-    server = ServerProcess(db).start()
+    server = ServerProcess(db, late_event_days=LATE_EVENT_DAYS).start()
     try:
 
         def crash(acked: int) -> None:
@@ -232,7 +232,7 @@ async def test_kill_9_mid_stream_keeps_every_acked_event_and_nothing_half_applie
     assert got.refused == {}
     assert got.close_code not in (1000, 1001)  # the connection was cut, not closed
 
-    with ServerProcess(db) as again:
+    with ServerProcess(db, late_event_days=LATE_EVENT_DAYS) as again:
         reply = await one_good_event(again.url, "after-restart")
         assert reply["type"] == "ack" and reply["changes"] == 1
         assert again.stop() == 0
@@ -253,7 +253,7 @@ async def test_sigterm_under_load_acks_and_keeps_everything_it_accepted(tmp_path
     every stored event acked."""
     db = tmp_path / "term.db"
     events = town_events(4000, seed=6)
-    server = ServerProcess(db).start()
+    server = ServerProcess(db, late_event_days=LATE_EVENT_DAYS).start()
     try:
 
         def terminate(acked: int) -> None:
@@ -291,7 +291,7 @@ async def test_startup_on_an_older_schema_migrates_it(tmp_path: Path) -> None:
     finally:
         conn.close()
     with ServerProcess(db) as server:
-        reply = await one_good_event(server.url, "new-event")
+        reply = await one_good_event(server.url, "new-event", day=1)  # the world's clock: 1
         assert reply["type"] == "ack" and reply["changes"] == 1, reply
         assert server.stop() == 0
     names = [r[0] for r in db_rows(db, "SELECT name FROM _migrations ORDER BY name")]
@@ -629,7 +629,7 @@ def test_bad_input_gets_errors_server_stays_up_and_stores_only_acked_events(tmp_
     db = tmp_path / "bad.db"
     acked: set[str] = set()
     outcomes: dict[str, int] = {}
-    with ServerProcess(db) as server:
+    with ServerProcess(db, late_event_days=LATE_EVENT_DAYS) as server:
         peer = Peer(server.url)
 
         @settings(

@@ -27,7 +27,8 @@ from sidecar.engine import (
     parse_event,
     same_value,
 )
-from sidecar.engine.model import MAX_SAFE_INT
+from sidecar.engine.model import MAX_SAFE_INT, ClockBackwards
+from sidecar.engine.rules import Rules
 from sidecar.engine.world import evidence_id
 
 
@@ -375,11 +376,32 @@ def test_repeated_hearsay_does_not_restart_the_aging_clock() -> None:
 
 
 def test_a_late_event_does_not_move_the_clock_back() -> None:
-    """An event dated before the world clock applies without moving the clock backwards."""
-    world = apply_all(tick(10), observe(3, ["mira"], "r", 1))
+    """With a late_event_days tolerance, an event dated before the world clock applies
+    without moving the clock backwards."""
+    world = MemoryWorld(Rules(late_event_days=7))
+    for event in (tick(10), observe(3, ["mira"], "r", 1)):
+        world.apply(parse_event(event))
     assert world.day == 10
     belief = world.get_belief("mira", "r")
     assert belief is not None and belief.formed_day == 3
+    with pytest.raises(ClockBackwards):  # 7 days is the limit: day 2.5 is older than that
+        world.apply(parse_event(observe(2.5, ["mira"], "r2", 1)))
+    assert world.get_belief("mira", "r2") is None and world.day == 10
+
+
+def test_by_default_an_earlier_day_is_refused_and_an_equal_day_accepted() -> None:
+    """The default rules refuse any event dated before the clock (nothing applied); a day
+    equal to the clock is not backwards."""
+    world = apply_all(tick(10))
+    before = len(world.changes)
+    with pytest.raises(ClockBackwards) as refused:
+        world.apply(parse_event(observe(9.5, ["mira"], "r", 1)))
+    assert refused.value.code == "clock_backwards"
+    assert world.get_belief("mira", "r") is None and len(world.changes) == before
+    assert world.day == 10
+    world.apply(parse_event(observe(10, ["mira"], "r", 1)))
+    belief = world.get_belief("mira", "r")
+    assert belief is not None and belief.formed_day == 10 and world.day == 10
 
 
 def test_change_records_are_numbered_in_order() -> None:

@@ -54,7 +54,8 @@ RESIDENTS = ["ann", "bo", "cai"]  # few, so events keep meeting each other's bel
 ROOTS = ["well", "mill", "door:open", "relation:bo:kind", "action:ann:run", "believes:bo:well"]
 #: Errors a fuzzed frame may get; anything else (internal_error, a fatal code) is a bug.
 ALLOWED = {"bad_frame", "unknown_type", "invalid_frame", "invalid_event", "contract_violation",
-           "too_many_residents", "not_found", "too_large"}  # fmt: skip
+           "too_many_residents", "not_found", "too_large",
+           "clock_backwards"}  # fuzzed days go back too; refused, nothing stored  # fmt: skip
 FINAL_REPLIES = {"ack", "error", "subscribed", "unsubscribed", "beliefs", "explanation",
                  "distribution", "narrative", "graph", "trust"}  # fmt: skip
 

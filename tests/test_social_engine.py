@@ -274,8 +274,8 @@ def test_store_with_mutable_prefixes_updates_and_rebuilds(db_path: Path) -> None
     writer = Writer(db_path, rules=Rules(mutable_prefixes=("location:",)))
     events = [
         observe(1, ["ann"], "location:bo", "tavern"),
-        observe(3, ["ann"], "location:bo", "market"),
         observe(1, ["ann"], "mood:bo", "glad"),
+        observe(3, ["ann"], "location:bo", "market"),
         observe(3, ["ann"], "mood:bo", "sad"),
         trust(3, "ann", "cai", 0.3),
     ]

@@ -266,8 +266,8 @@ async def _mira_holds_four_beliefs(c: WsClient) -> None:
     """well: hearsay from bo (58); mill: doubtful; road: corrected; weather: firsthand."""
     await c.event("say", day=1, **say("bo", ["mira"], "well:water", "poisoned", subject="poison"))
     await c.event("say", day=1, **say("bo", ["mira"], "mill:fire", "arson"))
-    await c.event("observe", day=2, **observe(["mira"], "mill:fire", "accident"))
     await c.event("say", day=1, **say("kai", ["mira"], "road:north", "closed"))
+    await c.event("observe", day=2, **observe(["mira"], "mill:fire", "accident"))
     await c.event("observe", day=2, **observe(["mira"], "road:north", "open"))
     await c.event("observe", day=3, **observe(["mira"], "road:north", "open"))
     await c.event("observe", day=3, **observe(["mira"], "weather", "rain", subject="rain"))

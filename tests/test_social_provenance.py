@@ -248,8 +248,8 @@ async def test_world_mutable_prefixes_make_updates_without_the_flag(tmp_path: Pa
     rules = Rules(mutable_prefixes=("location:",))
     async with running(tmp_path, rules=rules) as sc, WsClient(sc.url) as c:
         await c.event("observe", day=1, **observe(["ann"], "location:bo", "tavern"))
-        await c.event("observe", day=3, **observe(["ann"], "location:bo", "market"))
         await c.event("observe", day=1, **observe(["ann"], "mood:bo", "glad"))
+        await c.event("observe", day=3, **observe(["ann"], "location:bo", "market"))
         await c.event("observe", day=3, **observe(["ann"], "mood:bo", "sad"))
         assert await history(c, "ann", "location:bo") == ["formed", "updated"]
         assert await history(c, "ann", "mood:bo") == ["formed", "doubted"]

@@ -75,8 +75,8 @@ async def test_trust_query_lists_entries_with_the_changes_behind_them(sc: Sideca
     async with WsClient(sc.url) as c:
         first = await set_trust(c, "mira", "bo", 0.9)
         second = await set_trust(c, "mira", "bo", 0.7, day=1)
-        await set_trust(c, "mira", "bo", 0.4, topic="herbs")
-        await set_trust(c, "mira", "kai", 0.1)
+        await set_trust(c, "mira", "bo", 0.4, topic="herbs", day=1)
+        await set_trust(c, "mira", "kai", 0.1, day=1)
         reply = await c.request({"type": "trust", "resident": "mira"})
         assert (reply["type"], reply["default"], reply["more"]) == ("trust", 0.6, False)
         entries = {(e["source"], e["topic"]): e for e in reply["entries"]}

@@ -104,7 +104,7 @@ def story(prefix: str = "") -> list[dict[str, Any]]:
         observe(1, ["mira"], "well", "clean", eid=f"{p}2"),
         say(2, "mira", ["kai"], "well", "clean", eid=f"{p}3"),
         announce(3, "mayor", "*", "festival", 12, eid=f"{p}4"),
-        intervene(4, "kai", "implant", "door", True, eid=f"{p}5"),
+        intervene(5, "kai", "implant", "door", True, eid=f"{p}5"),  # day 5: retried after 6
         observe(5, ["kai"], "door", False, eid=f"{p}6"),
         {
             "event_id": f"{p}7",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 import statistics
@@ -13,8 +14,9 @@ import orjson
 import pytest
 
 from sidecar.engine import EngineError, MemoryWorld, parse_event
+from sidecar.engine.rules import Rules
 from tools.bench import prefill, scale_events, storage_plan
-from tools.town import deal
+from tools.town import LATE_EVENT_DAYS, deal
 
 NUMBER = r"(-?\d+(?:\.\d+)?)"
 
@@ -38,14 +40,20 @@ def figure(text: str, pattern: str) -> list[float]:
 
 
 def test_town_is_deterministic_and_always_valid() -> None:
-    """The same seed deals the same events; every event applies, in any client interleaving."""
+    """The same seed deals the same events; in deal order days never go down, and every event
+    applies in any client interleaving in a world with the town's late_event_days."""
     first = deal(30, 1500, seed=3, clients=3)
     assert first == deal(30, 1500, seed=3, clients=3)
     assert first != deal(30, 1500, seed=4, clients=3)
     kinds = {e["kind"] for stream in first for e in stream}
     assert kinds == {"observe", "say", "announce", "act", "intervene", "tick"}
+    in_order = [first[k % 3][k // 3] for k in range(1500)]
+    assert all(a["day"] <= b["day"] for a, b in itertools.pairwise(in_order))
+    strict = MemoryWorld()  # the default rules refuse any earlier day: none comes, in order
+    for event in in_order:
+        strict.apply(parse_event(event))
     rng = random.Random(0)
-    world = MemoryWorld()
+    world = MemoryWorld(Rules(late_event_days=LATE_EVENT_DAYS))
     cursors = [0, 0, 0]
     refused: list[str] = []
     while any(c < len(s) for c, s in zip(cursors, first, strict=True)):

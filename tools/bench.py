@@ -81,7 +81,7 @@ from sidecar.store.rows import (
 
 from .harness import ServerProcess, percentiles
 from .load import DriveResult, ListSource, TownSource, drive
-from .town import Town, deal, encode_event
+from .town import LATE_EVENT_DAYS, Town, deal, encode_event
 
 __all__ = ["BenchConfig", "main", "run_bench"]
 
@@ -362,7 +362,7 @@ async def run_sidecar(
     rate: float | None = None,
 ) -> tuple[DriveResult, float | None]:
     """One run against a fresh sidecar child; the result and its mean group-commit batch."""
-    server = ServerProcess(db, log_level="INFO")
+    server = ServerProcess(db, log_level="INFO", late_event_days=LATE_EVENT_DAYS)
     with server:
         result = await drive(
             server.url, ListSource(frames), clients=config.clients, world=WORLD,
@@ -629,7 +629,7 @@ async def _stalled_subscriber(url: str) -> Any:
 
 async def run_stall(config: BenchConfig, db: Path) -> Stall:
     stall = Stall()
-    with ServerProcess(db, log_level="INFO") as server:
+    with ServerProcess(db, log_level="INFO", late_event_days=LATE_EVENT_DAYS) as server:
         sub = await _stalled_subscriber(server.url)
         town = Town(config.residents, seed=config.seed + 1, clients=config.clients)
         t0, wall0 = time.perf_counter(), time.time()

@@ -111,11 +111,18 @@ class ServerProcess:
         argv_for: Callable[[int], list[str]] | None = None,
         log_path: Path | None = None,
         start_timeout: float = 30.0,
+        late_event_days: float | None = None,
     ) -> None:
         self.db = db
         self.tokens = tuple(tokens)
         self.read_tokens = tuple(read_tokens)
         self.extra = tuple(extra)
+        self._rules_dir: tempfile.TemporaryDirectory[str] | None = None
+        if late_event_days is not None:  # new worlds accept events this many days late
+            self._rules_dir = tempfile.TemporaryDirectory(prefix="credence-rules-")
+            rules = Path(self._rules_dir.name) / "rules.toml"
+            rules.write_text(f"late_event_days = {late_event_days!r}\n", encoding="utf-8")
+            self.extra += ("--rules", str(rules))
         self.log_level = log_level
         self._argv_for = argv_for
         self.start_timeout = start_timeout
@@ -224,6 +231,9 @@ class ServerProcess:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+        if self._rules_dir is not None:
+            self._rules_dir.cleanup()
+            self._rules_dir = None
 
     def __enter__(self) -> ServerProcess:
         return self.start()

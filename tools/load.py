@@ -35,7 +35,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from .harness import ServerProcess, percentiles, read_memory
-from .town import Dealer, Town, encode_event
+from .town import LATE_EVENT_DAYS, Dealer, Town, encode_event
 
 __all__ = [
     "DriveResult",
@@ -499,7 +499,9 @@ async def run_load(config: LoadConfig) -> dict[str, Any]:
         if url is None:
             tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="credence-load-")))
             tokens = [config.token] if config.token else []
-            server = stack.enter_context(ServerProcess(tmp / "load.db", tokens=tokens))
+            server = stack.enter_context(
+                ServerProcess(tmp / "load.db", tokens=tokens, late_event_days=LATE_EVENT_DAYS)
+            )
             url = server.url
         peak = [0.0, 0.0]
         sampler = None

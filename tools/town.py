@@ -21,9 +21,15 @@ from typing import Any
 
 import msgpack
 
-__all__ = ["Dealer", "Town", "encode_event"]
+__all__ = ["LATE_EVENT_DAYS", "Dealer", "Town", "encode_event"]
 
 Event = dict[str, Any]
+
+#: The ``late_event_days`` of a world fed by several concurrent town clients. Each client's
+#: days go up, but the clients are not ordered with each other: one may be a whole window of
+#: events (and the ticks among them) behind another, so how late an event arrives has no
+#: fixed bound. The tools' own servers (bench, load, drills) give their worlds this tolerance.
+LATE_EVENT_DAYS = 1e12
 
 _NAMES = (
     "mira", "bo", "kai", "tom", "ida", "lev", "noor", "ash", "juno", "pia", "oskar", "wren",
@@ -45,7 +51,11 @@ class Town:
     """An endless, deterministic stream of ``(client, event)`` pairs.
 
     ``day_step`` is the game time between consecutive events (0.02 days: 2000 events cover
-    40 days, enough for hearsay to age several times).
+    at least 40 days, enough for hearsay to age several times). Days never go down in generation order
+    (a tick jumps the clock ahead and later events go on from there), so one client sending
+    the whole stream is never refused ``clock_backwards``. Several clients sending at once may
+    interleave their events slightly out of order; such a world needs a ``late_event_days``
+    tolerance (see :data:`LATE_EVENT_DAYS`).
     """
 
     def __init__(
@@ -75,6 +85,7 @@ class Town:
         # Beliefs each client's own earlier events formed (safe targets for distort).
         self.formed: list[list[tuple[str, str]]] = [[] for _ in range(clients)]
         self.k = 0
+        self.clock = 0.0  # the latest day handed out (a tick may move it ahead of k·day_step)
 
     def _roots(self, residents: int) -> list[str]:
         roots = [f"place:{p}" for p in _PLACES] + ["price:bread", "weather", "harvest"]
@@ -108,7 +119,7 @@ class Town:
         k = self.k
         self.k += 1
         client = k % self.clients
-        day = round(k * self.day_step, 6)
+        day = max(self.clock, round(k * self.day_step, 6))
         event_id = f"{self.prefix}{k}"
         rng = self.rng
         if rng.random() < 0.02:  # the world changes: later sightings contradict old beliefs
@@ -126,9 +137,11 @@ class Town:
         elif roll < 0.92:
             event = self._intervene(event_id, day, client)
         elif roll < 0.95:
-            event = {"event_id": event_id, "day": round(day + rng.random(), 6), "kind": "tick"}
+            day = round(day + rng.random(), 6)
+            event = {"event_id": event_id, "day": day, "kind": "tick"}
         else:  # a lie, told on purpose
             event = self._say(event_id, day, lie=True)
+        self.clock = day
         return client, event
 
     def _observe(self, event_id: str, day: float, client: int) -> Event:

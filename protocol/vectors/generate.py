@@ -703,7 +703,7 @@ def _social(v: _Vectors) -> None:
         "client.trust.set",
         "The game sets how much Cara trusts Bo (general trust, no topic): a trust frame with a "
         "value is an event of kind trust, logged like any other.",
-        {"type": "trust", "event_id": "t-1", "day": 0, "resident": "cara", "source": "bo",
+        {"type": "trust", "event_id": "t-1", "day": 22, "resident": "cara", "source": "bo",
          "value": 0.9},
     )  # fmt: skip
     v.server(
@@ -716,7 +716,7 @@ def _social(v: _Vectors) -> None:
         "client.event.trust",
         "The same as an event of kind trust, here on one topic: Ann trusts Bo little about the "
         "well.",
-        _event("t-2", 0, "trust", resident="ann", source="bo", topic="well", value=0.2),
+        _event("t-2", 22, "trust", resident="ann", source="bo", topic="well", value=0.2),
     )
     out = s(
         "client.event.say_overheard",
@@ -759,7 +759,7 @@ def _social(v: _Vectors) -> None:
         "client.propose",
         "A memory organizer (an LLM) proposes edits to Ann's beliefs: it may reword a subject, "
         "but not lift a doubt. A propose frame is an event of kind propose.",
-        {"type": "propose", "event_id": "p-1", "day": 6, "resident": "ann",
+        {"type": "propose", "event_id": "p-1", "day": 22, "resident": "ann",
          "edits": [{"root": "water:well", "subject": "the well is fine again"},
                    {"root": "mill", "state": "influencing"}]},
     )  # fmt: skip
@@ -830,15 +830,15 @@ def _encodings(v: _Vectors) -> None:
     )
     s(
         "client.event.day_integer",
-        "A float field (day) given as an integer; an earlier day than the clock is accepted and "
-        "does not move it back.",
+        "A float field (day) given as an integer; 22 is the world's clock, and a day equal to "
+        "the clock is not backwards: accepted.",
         _event(
             "e-22",
-            3,
+            22,
             "observe",
             witnesses=["ana"],
-            claim=_claim("weather:day3", "rain"),
-            subject="It rained on day 3",
+            claim=_claim("weather:day22", "rain"),
+            subject="It rained on day 22",
         ),
     )
     frame = _event(
@@ -1634,7 +1634,8 @@ def _literal_errors(v: _Vectors) -> None:
         (
             "server.error.clock_backwards",
             "An event dated before the world's clock by more than the world's late_event_days "
-            "(0: any earlier day); refused whole, nothing stored, the connection stays open.",
+            "(default 0: any earlier day; equal to the clock is fine); refused whole, nothing stored, "
+            "the connection stays open.",
             lambda: ProtocolError(
                 code.CLOCK_BACKWARDS, str(ClockBackwards(3.0, 22.0)), rid=9, event_id="e-late"
             ),

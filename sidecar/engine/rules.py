@@ -106,9 +106,9 @@ class Rules:
     # --- the world clock ----------------------------------------------------------------
     #: How many days before the world's clock an event may be dated and still be accepted
     #: (applied at the clock, which never moves back); older ones are refused with
-    #: ``clock_backwards``. 0 refuses every event dated before the clock; the default
-    #: (10^12, the largest day) accepts them all.
-    late_event_days: float = 1e12
+    #: ``clock_backwards``. The default 0 refuses every event dated before the clock (a
+    #: day equal to the clock is not backwards); a fork goes on from the day of its prefix.
+    late_event_days: float = 0.0
 
     # --- misremembering (off by default; see sidecar/engine/recall.py) -----------------
     misremember: float = 0.0  # chance that a recall drifts one detail
