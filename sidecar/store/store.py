@@ -1197,7 +1197,12 @@ class Reader:
         return (True, load_json(rows[0][0])) if rows else (False, None)
 
     def schema(self, world: str) -> tuple[int, RootSchema | None]:
-        """The world's root schema and its version (0, None: no schema declared)."""
+        """The world's root schema and its version (0, None: no schema declared, or a
+        database a writer has not yet brought to schema 0005_i12_schema_events)."""
+        if not self._rows(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'world_schema'"
+        ):
+            return 0, None
         rows = self._rows("SELECT version, body FROM world_schema WHERE world = ?", (world,))
         if not rows:
             return 0, None
