@@ -651,7 +651,10 @@ class Writer:
         try:
             staged, results = self._apply_batched(batch)
         except Exception as exc:  # redo event by event: it decides what fails, and how
-            log.warning("batch of %d events redone event by event: %r", len(batch), exc)
+            # _Fallback is by design (a register or schema event, a value that would not read
+            # back as written): DEBUG. Anything else is unexpected: WARNING.
+            level = logging.DEBUG if isinstance(exc, _Fallback) else logging.WARNING
+            log.log(level, "batch of %d events redone event by event: %r", len(batch), exc)
             conn.execute("ROLLBACK TO batch")
             conn.execute("RELEASE batch")
             # The cache only took reads of committed rows meanwhile: it stays valid.
