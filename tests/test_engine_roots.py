@@ -3,6 +3,8 @@ happens to undeclared roots — in the engine, over the wire, and through a rebu
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +174,7 @@ async def test_narrative_names_declared_roots_by_their_display_text(tmp_path: Pa
     for text in (en["text"], zh["text"]):
         assert "flora" not in text and "stone" not in text.replace("marker stones", "")
         assert "plants" not in text and "植物" not in text  # the longest prefix wins
+    cli = [sys.executable, "-m", "sidecar.cli", "narrative", "--db", str(tmp_path / "x.db"),
+           "--world", "town", "--resident", "mira", "--lang", "zh-Hant"]  # fmt: skip
+    out = subprocess.run(cli, capture_output=True, text=True, check=True).stdout
+    assert "磨坊邊的橡樹" in out and "flora" not in out  # the CLI reads the same schema
