@@ -3,6 +3,8 @@ happens to undeclared roots — in the engine, over the wire, and through a rebu
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -142,3 +144,37 @@ def test_a_schema_in_the_middle_of_a_batch_applies_to_the_rest_of_it(tmp_path: P
         assert later[0].status is ResultStatus.REJECTED  # undeclared, and the schema refuses
     finally:
         w.close()
+
+
+async def test_narrative_names_declared_roots_by_their_display_text(tmp_path: Path) -> None:
+    """Bulk lines name their kind by the schema's text (longest prefix, the narrative's
+    language, else English), over the wire in both languages; the raw prefix never shows."""
+    schema = {
+        "roots": [
+            {"prefix": "flora:", "text": {"en": "plants", "zh-Hant": "植物"}},
+            {"prefix": "flora:oak", "text": {"en": "oaks by the mill", "zh-Hant": "磨坊邊的橡樹"}},
+            {"prefix": "stone:", "text": {"en": "old marker stones"}},
+        ]
+    }
+    async with running(tmp_path) as sc, WsClient(sc.url) as c:
+        ack = await c.request({"type": "schema", "event_id": "sc-1", "day": 1, **schema})
+        assert ack["type"] == "ack"
+        for i in range(6):
+            for family, subject in (("flora:oak", "a tall one"), ("stone", "a rock")):
+                fields = observe(["mira"], f"{family}:{i}", "here", subject=f"{subject} {i}")
+                reply = await c.event("observe", 1, event_id=f"{family}-{i}", **fields)
+                assert reply["type"] == "ack"
+        en = await c.request({"type": "narrative", "resident": "mira", "budget": 2000})
+        zh = await c.request(
+            {"type": "narrative", "resident": "mira", "budget": 2000, "lang": "zh-Hant"}
+        )
+    assert "I know of 6 things of this kind (oaks by the mill)" in en["text"]
+    assert "I know of 6 things of this kind (old marker stones)" in en["text"]
+    assert "磨坊邊的橡樹" in zh["text"] and "old marker stones" in zh["text"]  # en fallback
+    for text in (en["text"], zh["text"]):
+        assert "flora" not in text and "stone" not in text.replace("marker stones", "")
+        assert "plants" not in text and "植物" not in text  # the longest prefix wins
+    cli = [sys.executable, "-m", "sidecar.cli", "narrative", "--db", str(tmp_path / "x.db"),
+           "--world", "town", "--resident", "mira", "--lang", "zh-Hant"]  # fmt: skip
+    out = subprocess.run(cli, capture_output=True, text=True, check=True).stdout
+    assert "磨坊邊的橡樹" in out and "flora" not in out  # the CLI reads the same schema

@@ -25,6 +25,7 @@ import json
 from dataclasses import replace
 
 from .model import Belief, Change, ChangeKind, unique
+from .revise import change_between
 from .rules import Rules
 
 __all__ = ["draw", "misremember"]
@@ -98,22 +99,7 @@ def misremember(
         before_v = was
         after, after_v = replace(belief, remembered_day=now), now
     detail = json.dumps({"field": field, "before": before_v, "after": after_v}, ensure_ascii=False)
-    change = Change(
-        resident=after.resident,
-        root=after.root,
-        kind=ChangeKind.MISREMEMBERED,
-        confidence_before=belief.confidence,
-        confidence_after=after.confidence,
-        state_before=belief.state,
-        state_after=after.state,
-        value_before=belief.value,
-        value_after=after.value,
-        subject_before=belief.subject,
-        subject_after=after.subject,
-        source_kind=after.source_kind,
-        source_resident_id=after.source_resident_id,
-        event_id=event_id,
-        day=day,
-        detail=detail,
+    change = change_between(
+        belief, after, ChangeKind.MISREMEMBERED, event_id=event_id, day=day, detail=detail
     )
     return after, change

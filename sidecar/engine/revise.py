@@ -70,13 +70,17 @@ def decay_due(
     return start + (belief.decay_period or rules.decay_period_days)
 
 
-def _change(
+def change_between(
     before: Belief | None,
     after: Belief,
     kind: ChangeKind,
-    evidence: Evidence,
+    *,
+    event_id: str,
+    day: float,
+    evidence_id: str | None = None,
     detail: str | None = None,
 ) -> Change:
+    """The change record from ``before`` (``None``: a new belief) to ``after``."""
     return Change(
         resident=after.resident,
         root=after.root,
@@ -91,11 +95,24 @@ def _change(
         subject_after=after.subject,
         source_kind=after.source_kind,
         source_resident_id=after.source_resident_id,
-        event_id=evidence.event_id,
-        evidence_id=evidence.evidence_id,
-        day=evidence.day,
+        event_id=event_id,
+        evidence_id=evidence_id,
+        day=day,
         detail=detail,
     )
+
+
+def _change(
+    before: Belief | None,
+    after: Belief,
+    kind: ChangeKind,
+    evidence: Evidence,
+    detail: str | None = None,
+) -> Change:
+    return change_between(
+        before, after, kind, event_id=evidence.event_id, day=evidence.day,
+        evidence_id=evidence.evidence_id, detail=detail,
+    )  # fmt: skip
 
 
 def revise(
@@ -404,25 +421,8 @@ def age(
             if faded
             else due + (belief.decay_period or rules.decay_period_days),
         )
-        changes.append(
-            Change(
-                resident=after.resident,
-                root=after.root,
-                kind=ChangeKind.FADED if faded else ChangeKind.DECAYED,
-                confidence_before=belief.confidence,
-                confidence_after=after.confidence,
-                state_before=belief.state,
-                state_after=after.state,
-                value_before=belief.value,
-                value_after=after.value,
-                subject_before=belief.subject,
-                subject_after=after.subject,
-                source_kind=after.source_kind,
-                source_resident_id=after.source_resident_id,
-                event_id=event_id,
-                day=due,
-            )
-        )
+        kind = ChangeKind.FADED if faded else ChangeKind.DECAYED
+        changes.append(change_between(belief, after, kind, event_id=event_id, day=due))
         belief = after
     if belief.next_decay_day is not None and not ages(belief, rules):
         belief = replace(belief, next_decay_day=None)

@@ -17,6 +17,7 @@ from .queries import Contradiction, Correction
 from .wording import Words
 
 __all__ = [
+    "KIND_CLIP",
     "RELATION_PREFIX",
     "SOCIAL_SECTIONS",
     "SURE_AT",
@@ -35,6 +36,8 @@ SURE_AT = 85
 THINK_AT = 65
 #: Roots of beliefs about people ("how I see the people around me").
 RELATION_PREFIX = "relation:"
+#: Longest a root's declared display text (root schema) is kept where it names a claim.
+KIND_CLIP = 60
 
 #: Priority tiers, kept lowest first (see :mod:`.ranking`): contested 0, corrected 1, then
 #: told/people/acts about the focus 2, sure/believed about the focus 3, told/people/acts 4,
@@ -100,10 +103,17 @@ def clip_text(text: str, clip: int | None) -> str:
     return text[: max(1, clip - 1)].rstrip() + "…"
 
 
-def _clean(subject: str | None, root: str, value: Value | None) -> str:
-    """One line of text, without the sentence's own full stop (the template adds one)."""
+def _clean(subject: str | None, root: str, value: Value | None, words: Words) -> str:
+    """One line of text, without the sentence's own full stop (the template adds one).
+
+    Without a subject, the root is named by the schema's display text when one is declared.
+    """
     text = " ".join((subject or "").split()).rstrip(".。")
-    return text or f"{root}: {_value_text(value)}"
+    if text:
+        return text
+    kind = words.kind(root)
+    named = root if kind is None else clip_text(" ".join(kind.split()), KIND_CLIP)
+    return f"{named}: {_value_text(value)}"
 
 
 def _group(belief: Belief, section: str) -> str | None:
@@ -195,7 +205,9 @@ def _contested(item: Item, words: Words, s: str, clip: int | None) -> str:
     c = (
         ""
         if counter is None
-        else clip_text(words.first_person(_clean(counter.subject, b.root, counter.value)), clip)
+        else clip_text(
+            words.first_person(_clean(counter.subject, b.root, counter.value, words)), clip
+        )
     )
     seen = counter is not None and counter.source_kind == SourceKind.FIRSTHAND
     c_who = words.who([counter.source]) if counter is not None and counter.source else ""
@@ -220,7 +232,7 @@ def _before(item: Item, words: Words, clip: int | None) -> str | None:
     corr = item.correction
     if corr is None or (corr.subject_before is None and corr.value_before is None):
         return None
-    text = _clean(corr.subject_before, item.belief.root, corr.value_before)
+    text = _clean(corr.subject_before, item.belief.root, corr.value_before, words)
     return clip_text(words.first_person(text), clip)
 
 
@@ -236,7 +248,7 @@ def full_line(item: Item, words: Words, clip: int | None = None) -> str:
     if item.prepared is not None:
         return item.prepared[0]
     b = item.belief
-    s = clip_text(words.first_person(_clean(b.subject, b.root, b.value)), clip)
+    s = clip_text(words.first_person(_clean(b.subject, b.root, b.value, words)), clip)
     if item.section in ("doubts", "anomalies"):
         return _contested(item, words, s, clip)
     if item.section == "corrections":
@@ -264,7 +276,7 @@ def compact_line(item: Item, words: Words, clip: int | None = None) -> str:
     if item.prepared is not None:
         return item.prepared[1]
     b = item.belief
-    s = clip_text(words.first_person(_clean(b.subject, b.root, b.value)), clip)
+    s = clip_text(words.first_person(_clean(b.subject, b.root, b.value, words)), clip)
     section, band = item.section, item.band
     told = b.source_kind is SourceKind.HEARSAY
     if section == "corrections":

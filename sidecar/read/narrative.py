@@ -18,7 +18,9 @@ sections, always in this order (empty ones left out):
 =============  ==============================================================
 
 Residents are named by their registered display names (ids only where none is known), and
-the resident itself is "I". Lines are ranked for an optional focus (:mod:`.ranking`); each
+the resident itself is "I". Where a line would name a claim by its root (no ``subject``
+from the game, or a bulk line's kind), the world's root schema's display text for the
+longest declared prefix, in ``lang`` else English, stands in for the raw root. Lines are ranked for an optional focus (:mod:`.ranking`); each
 entry's ``why`` says why it was chosen.
 
 Wording carries the epistemic state (see :mod:`.wording`): firsthand beliefs are "sure"
@@ -40,7 +42,7 @@ from .memories import act_items, trust_items
 from .packing import MIN_BUDGET, Layout, pack
 from .queries import NotFound, contradictions, corrections, resident_known
 from .ranking import Focus, rank
-from .registry import Registry, load_registry
+from .registry import Registry, load_registry, load_root_texts
 from .wording import SECTIONS, Words, words_for
 
 __all__ = ["MIN_BUDGET", "Focus", "Narrative", "project", "project_items"]
@@ -79,12 +81,15 @@ class Narrative:
         }
 
 
-def _words(words: Words, registry: Registry, resident: str) -> Words:
-    """``words`` with the registry's names in its language, and the resident as "I"."""
+def _words(
+    words: Words, registry: Registry, resident: str, root_texts: tuple[tuple[str, str], ...] = ()
+) -> Words:
+    """``words`` with the registry's names in its language, the resident as "I", and the
+    root schema's display text in its language."""
     names = {r: registry.name(r, words.lang) for r in registry.names}
     names[resident] = words.self_name
     own = sorted(registry.all_names(resident), key=lambda n: (-len(n), n))
-    return replace(words, names=names, self_names=tuple(n for n in own if n))
+    return replace(words, names=names, self_names=tuple(n for n in own if n), root_texts=root_texts)
 
 
 def project_items(
@@ -99,7 +104,8 @@ def project_items(
     """Every memory of ``resident``, classified and ranked; a handful of queries whatever
     the count."""
     registry = registry if registry is not None else load_registry(reader, world)
-    words = words if words is not None else _words(words_for("en"), registry, resident)
+    if words is None:
+        words = _words(words_for("en"), registry, resident, load_root_texts(reader, world, "en"))
     beliefs = reader.beliefs(world, resident)
     fixes = corrections(reader, world, resident)
     counters = contradictions(reader, world, resident)
@@ -158,7 +164,7 @@ def project(
     if not resident_known(reader, world, resident):
         raise NotFound(f"resident {resident!r} is unknown in world {world!r}")
     registry = load_registry(reader, world)
-    words = _words(base, registry, resident)
+    words = _words(base, registry, resident, load_root_texts(reader, world, lang))
     items = project_items(reader, world, resident, words=words, registry=registry, focus=focus)
     layout, compressed = pack(items, words, budget)
     omitted = len(items) - len(layout.included())

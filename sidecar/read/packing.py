@@ -20,7 +20,9 @@ Bulk similar facts —
 at least :data:`BULK_AT` sure, believed or faded memories of one section whose roots share
 everything before their last ``:`` (``tree:0`` … ``tree:39``), none of them matching the
 focus — always collapse into one line ("I know of 40 things of this kind (tree), for
-example: an oak by the mill."), budget or not.
+example: an oak by the mill."), budget or not. The kind is named by the world's root schema
+when it declares display text for a prefix of ``tree:`` (see :meth:`.Words.kind`), else by
+the family itself.
 
 Whatever is not represented is counted in a closing note ("(12 more memories left out)").
 Costs are counted conservatively (each section as if it were joined to another), so the
@@ -33,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from .items import Item, compact_line, full_line
+from .items import KIND_CLIP, Item, clip_text, compact_line, full_line
 from .wording import SECTIONS, Words
 
 __all__ = [
@@ -265,7 +267,10 @@ def _bulk_texts(words: Words, unit: list[Item]) -> tuple[str, str]:
     """The full and compact bulk line of one family (the best-ranked item as example)."""
     first = unit[0]
     family = _family(first.belief.root) or first.belief.root
-    label = family.replace("_", " ")
+    kind = words.kind(family + ":")  # the schema's text for the prefix every root shares
+    label = (
+        family.replace("_", " ") if kind is None else clip_text(" ".join(kind.split()), KIND_CLIP)
+    )
     s = compact_line(first, words, clip=MERGE_ITEM_SUBJECT)
     return (
         words.bulk.format(n=len(unit), k=label, s=s),

@@ -5,6 +5,11 @@ The game registers residents (and, optionally, labels for its action ids) with a
 narrative uses them so that ids never appear where a name is known: a resident's own acts
 read "I fetched water", another's "Mira fetched water". A name missing in the language
 asked falls back to the English one, then to the id.
+
+The world's optional root schema (a ``schema`` event) may give display text per language for
+declared root prefixes; :func:`load_root_texts` picks it in the narrative's language (else
+English), and the narrative names a root by it where the game's subject is absent and in
+bulk lines ("things of this kind (the well water)").
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..store import Reader
 
-__all__ = ["Registry", "load_registry"]
+__all__ = ["Registry", "load_registry", "load_root_texts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +48,13 @@ def load_registry(reader: Reader, world: str) -> Registry:
     """The registry of ``world`` (empty when the game registered nothing)."""
     found = reader.registry(world)
     return Registry(names=found["residents"], actions=found["actions"])
+
+
+def load_root_texts(reader: Reader, world: str, lang: str) -> tuple[tuple[str, str], ...]:
+    """``(prefix, display text)`` of ``world``'s declared roots in ``lang`` (else English),
+    in prefix order; roots declared without text in either are left out."""
+    _, schema = reader.schema(world)
+    if schema is None:
+        return ()
+    texts = ((d.prefix, d.text.get(lang) or d.text.get("en")) for d in schema.roots)
+    return tuple(sorted((p, t) for p, t in texts if t))

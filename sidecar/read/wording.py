@@ -114,6 +114,17 @@ class Words:
     #: What the resident's own subjects may call it (its id and registered names, longest
     #: first): a subject starting with one reads in the first person ("I drew a bucket").
     self_names: tuple[str, ...] = ()
+    #: Display text of the world's declared root prefixes in this language (from the root
+    #: schema, ``(prefix, text)``): a root or root family is named by its longest match.
+    root_texts: tuple[tuple[str, str], ...] = ()
+
+    def kind(self, root: str) -> str | None:
+        """The declared display text of the longest prefix ``root`` starts with, if any."""
+        best: tuple[str, str] | None = None
+        for prefix, text in self.root_texts:
+            if root.startswith(prefix) and (best is None or len(prefix) > len(best[0])):
+                best = (prefix, text)
+        return None if best is None else best[1]
 
     def first_person(self, text: str) -> str:
         """``text`` with a leading self-name turned into "I"/"my" (我), else unchanged."""

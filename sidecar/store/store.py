@@ -651,7 +651,10 @@ class Writer:
         try:
             staged, results = self._apply_batched(batch)
         except Exception as exc:  # redo event by event: it decides what fails, and how
-            log.warning("batch of %d events redone event by event: %r", len(batch), exc)
+            # _Fallback is by design (a register or schema event, a value that would not read
+            # back as written): DEBUG. Anything else is unexpected: WARNING.
+            level = logging.DEBUG if isinstance(exc, _Fallback) else logging.WARNING
+            log.log(level, "batch of %d events redone event by event: %r", len(batch), exc)
             conn.execute("ROLLBACK TO batch")
             conn.execute("RELEASE batch")
             # The cache only took reads of committed rows meanwhile: it stays valid.
@@ -1197,7 +1200,12 @@ class Reader:
         return (True, load_json(rows[0][0])) if rows else (False, None)
 
     def schema(self, world: str) -> tuple[int, RootSchema | None]:
-        """The world's root schema and its version (0, None: no schema declared)."""
+        """The world's root schema and its version (0, None: no schema declared, or a
+        database a writer has not yet brought to schema 0005_i12_schema_events)."""
+        if not self._rows(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'world_schema'"
+        ):
+            return 0, None
         rows = self._rows("SELECT version, body FROM world_schema WHERE world = ?", (world,))
         if not rows:
             return 0, None
