@@ -160,6 +160,16 @@ def test_prefill_makes_exactly_the_due_beliefs(tmp_path: Path) -> None:
         assert not touched & due_roots
     finally:
         conn.close()
+    half = tmp_path / "half.db"  # the growth part's ticks come every half day
+    prefill(half, 2_000, ticks=3, due_per_tick=25, spacing=0.5)
+    conn = sqlite3.connect(half)
+    try:
+        assert conn.execute(
+            "SELECT next_decay_day, count(*) FROM beliefs WHERE next_decay_day < 1003 "
+            "GROUP BY 1 ORDER BY 1"
+        ).fetchall() == [(1000.25, 25), (1000.75, 25), (1001.25, 25)]
+    finally:
+        conn.close()
 
 
 def test_load_json_reports_every_figure() -> None:
@@ -232,7 +242,8 @@ def test_bench_quick_prints_consistent_figures() -> None:
         )
         assert small > 0 and large > 0
         assert grew == pytest.approx(large / small, abs=2e-3)
-    assert "beliefs aged per tick: 10k [100, 100, 100], 100k [100, 100, 100]" in out
+    nine = ", ".join(["100"] * 9)
+    assert f"beliefs aged per tick: 10k [{nine}], 100k [{nine}]" in out
 
     samples = re.findall(rf"\n\s+{NUMBER}\s+(\d+)\s+{NUMBER}(?=\n)", out)
     assert len(samples) >= 3
