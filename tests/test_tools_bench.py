@@ -278,7 +278,8 @@ def test_breakdown_prints_every_stage() -> None:
 
 
 def test_tail_reports_batches_gc_lag_and_fsync() -> None:
-    """python -m tools.tail: a short paced run, every source of delay with its figures."""
+    """python -m tools.tail: a short paced run, every event acked, each ack split into its
+    parts by event id, and every source of delay with its figures."""
     done = subprocess.run(
         [sys.executable, "-m", "tools.tail", "--rate", "100", "--duration", "2"],
         capture_output=True, text=True, timeout=300, check=False,
@@ -286,8 +287,16 @@ def test_tail_reports_batches_gc_lag_and_fsync() -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "gc.freeze True" in out
-    (acked,) = figure(out, rf"achieved {NUMBER} acks/s")
-    assert acked > 0
+    (acked, rate) = figure(out, rf"{NUMBER} acks at {NUMBER}/s \(offered 100/s\), 0 other replies")
+    assert acked == 200 and rate > 0
+    for label in ("all acks", "slowest 1%"):
+        parts = figure(
+            out, rf"ack split, median ms \({label}\): in {NUMBER}  queue {NUMBER}  "
+            rf"batch {NUMBER}  out {NUMBER}"
+        )  # fmt: skip
+        assert min(parts) >= 0 and parts[2] > 0, label  # one clock: causal order
+    assert "Writer.apply ms per event by batch size" in out
+    assert "slowest batches (ms, events, change records, kinds):" in out
     (batches,) = figure(out, rf"batches: {NUMBER},")
     assert batches >= 1
     for line in ("Writer.apply ms:", "gc gen0 pause ms:", "loop lag ms:", "fsync ms (disk):"):

@@ -1,11 +1,20 @@
 """Where the ack tail comes from: one in-process sidecar under paced load, instrumented.
 
-``python -m tools.tail --rate 800 --duration 10 [--no-freeze]`` runs the sidecar exactly as
-``credence serve`` does (same config, ``gc.freeze()`` after start-up unless ``--no-freeze``)
-in this process, drives it from a ``credence load`` child at a fixed rate, and prints the
-load's ack latency beside what can hold an ack up on the sidecar's side:
+``python -m tools.tail --rate 800 --duration 10 [--events N] [--no-observer] [--no-freeze]``
+runs the sidecar as ``credence serve`` does (same config, ``gc.freeze()`` after start-up
+unless ``--no-freeze``; worlds accept late events, as under ``credence load`` and ``credence
+bench``) in this process, and drives it from a child process with the town of ``credence
+load`` and ``credence bench`` (4 connections, window 64 each, paced to ``--rate``; plus one
+subscriber to ``"*"`` unless ``--no-observer``, which is how the bench's paced run drives it).
+It prints the ack latency beside what can hold an ack up on the sidecar's side:
 
-- group-commit batches: size and ``Writer.apply`` time (engine, rows and the fsync'd commit);
+- each ack's latency split in four, by event id: *in* (sent → queued for the writer: the
+  socket, decoding, the loop), *queue* (waiting for a batch to start), *batch* (the
+  ``Writer.apply`` it was part of: engine, rows, the fsync'd commit) and *out* (committed →
+  the ack received: fan-out, the ack's encoding, the loop, the socket); medians over all
+  acks and over the slowest 1%;
+- group-commit batches: size, ``Writer.apply`` time, how busy the writer was, its time per
+  event by batch size, and the slowest batches with what they held;
 - garbage-collector pauses by generation (``gc.callbacks``);
 - event-loop stalls: how late a 1 ms timer fires;
 - the disk's own fsync latency (37 pages appended and fsync'd, as a one-event commit does),
@@ -20,19 +29,31 @@ import argparse
 import asyncio
 import gc
 import os
+import statistics
 import sys
 import tempfile
 import time
+from collections import Counter, deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import msgpack
 import orjson
 
+from sidecar.engine import WorldEvent, rules_from_mapping
 from sidecar.server import ServerConfig, Sidecar
 from sidecar.store import EventResult
 
 from .harness import free_port, percentiles
+from .load import open_client
+from .town import LATE_EVENT_DAYS, deal, encode_event
+
+__all__ = ["drive", "fsync_probe", "main", "render", "run"]
+
+WORLD = "tail"
+CLIENTS = 4
+WINDOW = 64
 
 
 def fsync_probe(directory: Path, n: int = 200, pages: int = 37) -> list[float]:
@@ -56,25 +77,105 @@ def _ms(xs: Sequence[float]) -> str:
     return "  ".join(f"{k} {v * 1000:7.2f}" for k, v in p.items()) + f"   (n={len(xs)})"
 
 
-async def run(rate: float, duration: float, freeze: bool) -> dict[str, Any]:
+# --------------------------------------------------------------------------- the client child
+
+
+async def drive(
+    url: str, rate: float, events: int, observe: bool
+) -> list[tuple[str, float, float, str]]:
+    """Send ``events`` town events paced at ``rate``; ``(event_id, sent, answered, reply
+    type)`` for each (``time.perf_counter`` seconds: one clock for both processes on Linux)."""
+    streams = deal(50, events, seed=1, clients=CLIENTS)
+    frames = [[(e["event_id"], encode_event(e)) for e in s] for s in streams]
+    observer = await open_client(url, WORLD, None, subscribe="*") if observe else None
+    conns = [await open_client(url, WORLD, None) for _ in range(CLIENTS)]
+    out: list[tuple[str, float, float, str]] = []
+    start = time.perf_counter()
+
+    async def drain(ws: Any) -> None:
+        async for _ in ws:
+            pass
+
+    async def client(i: int, ws: Any) -> None:
+        pending: deque[tuple[float, str]] = deque()
+        slots = asyncio.Semaphore(WINDOW)
+
+        async def receive() -> None:
+            left = len(frames[i])
+            async for message in ws:
+                answered = time.perf_counter()
+                sent, event_id = pending.popleft()
+                slots.release()
+                kind = msgpack.unpackb(message, raw=False).get("type")
+                out.append((event_id, sent, answered, kind))
+                left -= 1
+                if not left:
+                    return
+
+        receiver = asyncio.create_task(receive())
+        for n, (event_id, data) in enumerate(frames[i]):
+            due = start + i / rate + n * CLIENTS / rate
+            if due > time.perf_counter():
+                await asyncio.sleep(due - time.perf_counter())
+            await slots.acquire()
+            pending.append((time.perf_counter(), event_id))
+            await ws.send(data)
+        await receiver
+        await ws.close()
+
+    watch = asyncio.create_task(drain(observer)) if observer is not None else None
+    await asyncio.gather(*(client(i, ws) for i, ws in enumerate(conns)))
+    if observer is not None and watch is not None:
+        await observer.close()
+        await watch
+    return out
+
+
+# --------------------------------------------------------------------------- the sidecar side
+
+
+async def run(
+    rate: float, duration: float, freeze: bool, *, events: int | None = None, observe: bool = True
+) -> dict[str, Any]:
+    count = events if events is not None else max(1, round(rate * duration))
     with tempfile.TemporaryDirectory(prefix="credence-tail-") as tmp:
-        config = ServerConfig(host="127.0.0.1", port=free_port(), db=Path(tmp) / "t.db")
+        rules = rules_from_mapping({"late_event_days": LATE_EVENT_DAYS})
+        config = ServerConfig(host="127.0.0.1", port=free_port(), db=Path(tmp) / "t.db",
+                              rules=rules)  # fmt: skip
         sidecar = Sidecar(config)
         await sidecar.start()
         if freeze:
             gc.freeze()
-        batches: list[tuple[int, float]] = []
-        writer = sidecar.writer.writer
+        queued: dict[str, float] = {}
+        in_batch: dict[str, int] = {}
+        # per batch: start, end, size, change records, event kinds
+        batches: list[tuple[float, float, int, int, list[str]]] = []
+        service = sidecar.writer
+        submit = service.submit
+
+        async def timed_submit(world: str, event: WorldEvent, size: int) -> Any:
+            queued[event.event_id] = time.perf_counter()
+            return await submit(world, event, size)
+
+        service.submit = timed_submit  # type: ignore[method-assign]
+        writer = service.writer
         apply = writer.apply
 
-        def timed(batch: Sequence[Any]) -> list[EventResult]:
+        def timed_apply(batch: Sequence[tuple[str, WorldEvent]]) -> list[EventResult]:
             t0 = time.perf_counter()
+            results: list[EventResult] = []
             try:
-                return apply(batch)
+                results = apply(batch)
+                return results
             finally:
-                batches.append((len(batch), time.perf_counter() - t0))
+                index = len(batches)
+                changes = sum(len(r.changes) for r in results)
+                kinds = [str(e.kind) for _, e in batch]
+                batches.append((t0, time.perf_counter(), len(batch), changes, kinds))
+                for _, e in batch:
+                    in_batch[e.event_id] = index
 
-        writer.apply = timed  # type: ignore[method-assign]
+        writer.apply = timed_apply  # type: ignore[method-assign]
         pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
         started: list[float] = [0.0]
 
@@ -94,42 +195,96 @@ async def run(rate: float, duration: float, freeze: bool) -> dict[str, Any]:
                 lags.append(time.perf_counter() - t0 - 0.001)
 
         tick = asyncio.get_running_loop().create_task(ticker())
+        argv = ["-m", "tools.tail", "--client", sidecar.url, "--rate", str(rate),
+                "--events", str(count)] + ([] if observe else ["--no-observer"])  # fmt: skip
         child = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "sidecar.cli", "load", "--url", sidecar.url, "--rate",
-            str(rate), "--duration", str(duration), "--json",
-            stdout=asyncio.subprocess.PIPE,
-        )  # fmt: skip
+            sys.executable, *argv, stdout=asyncio.subprocess.PIPE
+        )
         out, _ = await child.communicate()
         tick.cancel()
         gc.callbacks.remove(on_gc)
         await sidecar.stop()
         gc.unfreeze()
-        load = orjson.loads(out)
+        acks = [tuple(row) for row in orjson.loads(out)]
         fsyncs = await asyncio.to_thread(fsync_probe, Path(tmp))
-    return {"load": load, "batches": batches, "gc": pauses, "lags": lags, "fsync": fsyncs}
+    return {"acks": acks, "queued": queued, "in_batch": in_batch, "batches": batches,
+            "gc": pauses, "lags": lags, "fsync": fsyncs}  # fmt: skip
+
+
+def _parts(res: dict[str, Any], acks: Sequence[Any]) -> dict[str, list[float]]:
+    parts: dict[str, list[float]] = {"in": [], "queue": [], "batch": [], "out": []}
+    for event_id, sent, answered, _ in acks:
+        if event_id not in res["queued"] or event_id not in res["in_batch"]:
+            continue
+        start, end, *_ = res["batches"][res["in_batch"][event_id]]
+        queued = res["queued"][event_id]
+        for key, value in (("in", queued - sent), ("queue", start - queued),
+                           ("batch", end - start), ("out", answered - end)):  # fmt: skip
+            parts[key].append(value)
+    return parts
+
+
+def render(res: dict[str, Any], rate: float) -> list[str]:
+    replies, batches = res["acks"], res["batches"]
+    acks = [r for r in replies if r[3] == "ack"]
+    latency = [answered - sent for _, sent, answered, _ in acks]
+    span = max(r[2] for r in replies) - min(r[1] for r in replies) if replies else 0.0
+    lines = [
+        f"  {len(acks)} acks at {len(acks) / span if span else 0:.0f}/s (offered {rate:g}/s), "
+        f"{len(replies) - len(acks)} other replies; ack ms: {_ms(latency)}"
+    ]
+    slowest = sorted(acks, key=lambda a: a[2] - a[1])[-max(1, len(acks) // 100) :]
+    for label, rows in (("all acks", acks), ("slowest 1%", slowest)):
+        parts = _parts(res, rows)
+        if parts["in"]:
+            lines.append(f"  ack split, median ms ({label}): " + "  ".join(
+                f"{k} {statistics.median(v) * 1000:.2f}" for k, v in parts.items()
+            ))  # fmt: skip
+    if batches:
+        sizes = [b[2] for b in batches]
+        busy = sum(b[1] - b[0] for b in batches) / max(1e-9, batches[-1][1] - batches[0][0])
+        lines.append(f"  batches: {len(batches)}, mean size {statistics.mean(sizes):.1f}, "
+                     f"max {max(sizes)}; writer busy {busy:.0%} of the time")  # fmt: skip
+        lines.append(f"  Writer.apply ms:  {_ms([b[1] - b[0] for b in batches])}")
+        per: list[str] = []
+        for lo, hi in ((1, 1), (2, 4), (5, 16), (17, 64), (65, 10**9)):
+            got = [(b[1] - b[0]) / b[2] for b in batches if lo <= b[2] <= hi]
+            if got:
+                what = f"{lo}" if lo == hi else f"{lo}+" if hi > 10**6 else f"{lo}-{hi}"
+                per.append(f"{what}: {statistics.median(got) * 1000:.2f} ({len(got)})")
+        lines.append("  Writer.apply ms per event by batch size (batches): " + ", ".join(per))
+        lines.append("  slowest batches (ms, events, change records, kinds):")
+        for b in sorted(batches, key=lambda b: b[1] - b[0])[-5:][::-1]:
+            kinds = ", ".join(f"{k} {n}" for k, n in Counter(b[4]).most_common())
+            lines.append(f"    {(b[1] - b[0]) * 1000:7.1f}  {b[2]:4}  {b[3]:5}  {kinds}")
+    for gen, xs in res["gc"].items():
+        lines.append(f"  gc gen{gen} pause ms: {_ms(xs)}")
+    lines.append(f"  loop lag ms:      {_ms(res['lags'])}")
+    lines.append(f"  fsync ms (disk):  {_ms(res['fsync'])}")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tools.tail", description=__doc__)
     p.add_argument("--rate", type=float, default=800.0)
     p.add_argument("--duration", type=float, default=10.0)
+    p.add_argument("--events", type=int, help="events in all (default: rate × duration)")
     p.add_argument("--no-freeze", action="store_true")
+    p.add_argument("--no-observer", action="store_true", help="no subscriber to '*'")
+    p.add_argument("--client", metavar="URL", help=argparse.SUPPRESS)  # the child's role
     args = p.parse_args(argv)
-    res = asyncio.run(run(args.rate, args.duration, not args.no_freeze))
-    load, batches = res["load"], res["batches"]
-    ack = load["ack_latency_ms"]
-    print(f"paced {args.rate:g} events/s for {args.duration:g} s, gc.freeze {not args.no_freeze}")
-    print(f"  achieved {load['acked_per_s']:.0f} acks/s; ack latency ms: "
-          + "  ".join(f"{k} {v:.2f}" for k, v in ack.items()))  # fmt: skip
-    sizes = [n for n, _ in batches]
-    busy = sum(t for _, t in batches)
-    print(f"  batches: {len(batches)}, mean size {sum(sizes) / max(1, len(sizes)):.1f}, "
-          f"max {max(sizes, default=0)}; writer busy {busy / args.duration:.0%} of the run")  # fmt: skip
-    print(f"  Writer.apply ms:  {_ms([t for _, t in batches])}")
-    for gen, xs in res["gc"].items():
-        print(f"  gc gen{gen} pause ms: {_ms(xs)}")
-    print(f"  loop lag ms:      {_ms(res['lags'])}")
-    print(f"  fsync ms (disk):  {_ms(res['fsync'])}")
+    if args.client:
+        count = args.events or max(1, round(args.rate * args.duration))
+        acks = asyncio.run(drive(args.client, args.rate, count, not args.no_observer))
+        sys.stdout.buffer.write(orjson.dumps(acks))
+        return 0
+    res = asyncio.run(
+        run(args.rate, args.duration, not args.no_freeze, events=args.events,
+            observe=not args.no_observer)
+    )  # fmt: skip
+    print(f"paced {args.rate:g} events/s, gc.freeze {not args.no_freeze}, "
+          f"observer {not args.no_observer}")  # fmt: skip
+    print("\n".join(render(res, args.rate)))
     return 0
 
 
