@@ -183,21 +183,24 @@ _MISSING: Any = object()
 _REAL_FIELDS = ("formed_day", "updated_day", "last_evidence_day", "value_since")
 _NULLABLE_REAL_FIELDS = ("next_decay_day", "decay_period", "importance", "remembered_day")
 _TUPLE_FIELDS = ("people", "places", "topics", "evidence_refs", "heard_from", "origins", "hops")
-_reals = operator.attrgetter(*_REAL_FIELDS, *_NULLABLE_REAL_FIELDS)
+_reals = operator.attrgetter(*_REAL_FIELDS)
+_nullable_reals = operator.attrgetter(*_NULLABLE_REAL_FIELDS)
 _tuples = operator.attrgetter(*_TUPLE_FIELDS)
+_copysign = math.copysign
 
 
 def _real(x: object) -> bool:
     """``x`` is a float that SQLite's REAL column gives back unchanged (no NaN, no -0.0)."""
-    if not isinstance(x, float) or type(x) is not float:  # exactly a float, no subclass
+    if type(x) is not float:  # exactly a float, no subclass
         return False
-    return x == x and (x != 0.0 or math.copysign(1.0, x) > 0)
+    return x == x and (x != 0.0 or _copysign(1.0, x) > 0)
 
 
 def _as_read(b: Belief) -> bool:
     """Whether ``b`` is exactly what reading its stored row back would give (then it may be
     cached in place of that read). Engine output always is; anything unusual (an int day,
-    a list, a raw string state) is simply not cached, and is read back from SQLite."""
+    a list, a raw string state) is simply not cached, and is read back from SQLite.
+    (Called for every belief the writer stores: kept to plain type tests.)"""
     if type(b.confidence) is not int or type(b.state) is not State:
         return False
     if type(b.source_kind) is not SourceKind or type(b.subject) is not str:
@@ -211,16 +214,17 @@ def _as_read(b: Belief) -> bool:
     if type(b.value) not in (str, int, bool):
         return False
     for x in _reals(b):
-        if type(x) is not float or x != x or (x == 0.0 and math.copysign(1.0, x) < 0):
-            if x is None and _nullable_none_ok(b):
-                continue
+        if type(x) is not float or x != x or (x == 0.0 and _copysign(1.0, x) < 0):
             return False
-    return all(type(t) is tuple for t in _tuples(b))
-
-
-def _nullable_none_ok(b: Belief) -> bool:
-    """A ``None`` among the REAL fields is fine only in the nullable ones."""
-    return all(getattr(b, name) is not None for name in _REAL_FIELDS)
+    for x in _nullable_reals(b):
+        if x is not None and (
+            type(x) is not float or x != x or (x == 0.0 and _copysign(1.0, x) < 0)
+        ):
+            return False
+    for t in _tuples(b):
+        if type(t) is not tuple:
+            return False
+    return True
 
 
 def _weight(b: Belief | None) -> int:
@@ -378,7 +382,7 @@ class _View:
         else:
             rows = self.conn.execute(_DUE_AFTER, (self.world, swept, day)).fetchall()
         if batch is None:
-            return (belief_from_row(row) for row in rows)
+            return (self._stored(row) for row in rows)
         self.swept = day
         # Stored rows the batch has not rewritten, and the batch's own beliefs now due.
         # Stored rows due by an earlier sweep of this batch are not read again: that sweep's
@@ -387,7 +391,7 @@ class _View:
         # sees them once rewritten or not at all.
         world, staged = self.world, batch.beliefs
         due = [
-            belief_from_row(row) for row in rows
+            self._stored(row) for row in rows
             if (world, row["resident"], row["root"]) not in staged
         ]  # fmt: skip
         pending = batch.due.get(world)
@@ -395,6 +399,20 @@ class _View:
             due += [b for b in pending.values() if b.next_decay_day <= day]  # type: ignore[operator]
             due.sort(key=_due_order)
         return iter(due)
+
+    def _stored(self, row: sqlite3.Row) -> Belief:
+        """The belief of a stored row: the cache's copy when it has one (the same value, and
+        no conversion), else the row converted (and cached)."""
+        cache = self.cache
+        if cache is None:
+            return belief_from_row(row)
+        key = (self.world, row["resident"], row["root"])
+        found = cache.beliefs.get(key)
+        if found is not None:
+            return found
+        belief = belief_from_row(row)
+        cache.put_belief(key, belief)
+        return belief
 
     def is_known(self, resident: str) -> bool:
         return resident in self.state.residents
