@@ -221,7 +221,7 @@ def _as_read(b: Belief) -> bool:
             type(x) is not float or x != x or (x == 0.0 and _copysign(1.0, x) < 0)
         ):
             return False
-    for t in _tuples(b):
+    for t in _tuples(b):  # noqa: SIM110 (a loop: no generator object per belief)
         if type(t) is not tuple:
             return False
     return True
