@@ -1,6 +1,7 @@
 """Where the ack tail comes from: one in-process sidecar under paced load, instrumented.
 
-``python -m tools.tail --rate 800 --duration 10 [--events N] [--no-observer] [--no-freeze]``
+``python -m tools.tail --rate 800 --duration 10 [--events N] [--no-observer] [--no-pipeline]
+[--no-freeze]``
 runs the sidecar as ``credence serve`` does (same config, ``gc.freeze()`` after start-up
 unless ``--no-freeze``; worlds accept late events, as under ``credence load`` and ``credence
 bench``) in this process, and drives it from a child process with the town of ``credence
@@ -13,8 +14,10 @@ It prints the ack latency beside what can hold an ack up on the sidecar's side:
   ``Writer.apply`` it was part of: engine, rows, the fsync'd commit) and *out* (committed →
   the ack received: fan-out, the ack's encoding, the loop, the socket); medians over all
   acks and over the slowest 1%;
-- group-commit batches: size, ``Writer.apply`` time, how busy the writer was, its time per
-  event by batch size, and the slowest batches with what they held;
+- group-commit batches: size, time (``Writer.apply``; pipelined, the default as in ``credence
+  serve``: from the fold's start to the moment the batch can be answered, so batches
+  overlap; ``--no-pipeline`` for whole ``apply`` calls), how much of the time a batch was in
+  progress, the time per event by batch size, and the slowest batches with what they held;
 - garbage-collector pauses by generation (``gc.callbacks``);
 - event-loop stalls: how late a 1 ms timer fires;
 - the disk's own fsync latency (37 pages appended and fsync'd, as a one-event commit does),
@@ -35,6 +38,7 @@ import tempfile
 import time
 from collections import Counter, deque
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -135,21 +139,25 @@ async def drive(
 
 
 async def run(
-    rate: float, duration: float, freeze: bool, *, events: int | None = None, observe: bool = True
+    rate: float,
+    duration: float,
+    freeze: bool,
+    *,
+    events: int | None = None,
+    observe: bool = True,
+    pipelined: bool = True,
 ) -> dict[str, Any]:
     count = events if events is not None else max(1, round(rate * duration))
     with tempfile.TemporaryDirectory(prefix="credence-tail-") as tmp:
         rules = rules_from_mapping({"late_event_days": LATE_EVENT_DAYS})
         config = ServerConfig(host="127.0.0.1", port=free_port(), db=Path(tmp) / "t.db",
-                              rules=rules)  # fmt: skip
+                              rules=rules, pipelined=pipelined)  # fmt: skip
         sidecar = Sidecar(config)
         await sidecar.start()
         if freeze:
             gc.freeze()
         queued: dict[str, float] = {}
         in_batch: dict[str, int] = {}
-        # per batch: start, end, size, change records, event kinds
-        batches: list[tuple[float, float, int, int, list[str]]] = []
         service = sidecar.writer
         submit = service.submit
 
@@ -159,23 +167,43 @@ async def run(
 
         service.submit = timed_submit  # type: ignore[method-assign]
         writer = service.writer
-        apply = writer.apply
+        apply, start = writer.apply, writer.start
+        slots: list[tuple[float, float, int, int, list[str]] | None] = []
+
+        def opened(batch: Sequence[tuple[str, WorldEvent]]) -> tuple[int, float]:
+            index = len(slots)
+            slots.append(None)
+            for _, e in batch:
+                in_batch[e.event_id] = index
+            return index, time.perf_counter()
+
+        def closed(index: int, t0: float, batch: Sequence[Any], results: Sequence[Any]) -> None:
+            changes = sum(len(r.changes) for r in results)
+            kinds = [str(e.kind) for _, e in batch]
+            slots[index] = (t0, time.perf_counter(), len(batch), changes, kinds)
 
         def timed_apply(batch: Sequence[tuple[str, WorldEvent]]) -> list[EventResult]:
-            t0 = time.perf_counter()
+            index, t0 = opened(batch)
             results: list[EventResult] = []
             try:
                 results = apply(batch)
                 return results
             finally:
-                index = len(batches)
-                changes = sum(len(r.changes) for r in results)
-                kinds = [str(e.kind) for _, e in batch]
-                batches.append((t0, time.perf_counter(), len(batch), changes, kinds))
-                for _, e in batch:
-                    in_batch[e.event_id] = index
+                closed(index, t0, batch, results)
+
+        def timed_start(batch: Sequence[tuple[str, WorldEvent]]) -> Future[list[EventResult]]:
+            # Pipelined: from the fold's start to the moment the batch can be answered.
+            index, t0 = opened(batch)
+            future = start(batch)
+
+            def done(f: Future[list[EventResult]]) -> None:
+                closed(index, t0, batch, [] if f.exception() else f.result())
+
+            future.add_done_callback(done)
+            return future
 
         writer.apply = timed_apply  # type: ignore[method-assign]
+        writer.start = timed_start  # type: ignore[method-assign]
         pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
         started: list[float] = [0.0]
 
@@ -207,8 +235,25 @@ async def run(
         gc.unfreeze()
         acks = [tuple(row) for row in orjson.loads(out)]
         fsyncs = await asyncio.to_thread(fsync_probe, Path(tmp))
+    batches: list[tuple[float, float, int, int, list[str]]] = []
+    index_of: dict[int, int] = {}
+    for i, b in enumerate(slots):
+        if b is not None:
+            index_of[i] = len(batches)
+            batches.append(b)
+    in_batch = {e: index_of[i] for e, i in in_batch.items() if i in index_of}
     return {"acks": acks, "queued": queued, "in_batch": in_batch, "batches": batches,
             "gc": pauses, "lags": lags, "fsync": fsyncs}  # fmt: skip
+
+
+def _covered(spans: list[tuple[float, float]]) -> float:
+    """Seconds during which at least one of ``spans`` was open (pipelined batches overlap)."""
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(spans):
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
 
 
 def _parts(res: dict[str, Any], acks: Sequence[Any]) -> dict[str, list[float]]:
@@ -242,7 +287,7 @@ def render(res: dict[str, Any], rate: float) -> list[str]:
             ))  # fmt: skip
     if batches:
         sizes = [b[2] for b in batches]
-        busy = sum(b[1] - b[0] for b in batches) / max(1e-9, batches[-1][1] - batches[0][0])
+        busy = _covered([(b[0], b[1]) for b in batches]) / max(1e-9, batches[-1][1] - batches[0][0])
         lines.append(f"  batches: {len(batches)}, mean size {statistics.mean(sizes):.1f}, "
                      f"max {max(sizes)}; writer busy {busy:.0%} of the time")  # fmt: skip
         lines.append(f"  Writer.apply ms:  {_ms([b[1] - b[0] for b in batches])}")
@@ -271,6 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--events", type=int, help="events in all (default: rate × duration)")
     p.add_argument("--no-freeze", action="store_true")
     p.add_argument("--no-observer", action="store_true", help="no subscriber to '*'")
+    p.add_argument("--no-pipeline", action="store_true", help="the writer not pipelined")
     p.add_argument("--client", metavar="URL", help=argparse.SUPPRESS)  # the child's role
     args = p.parse_args(argv)
     if args.client:
@@ -280,10 +326,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     res = asyncio.run(
         run(args.rate, args.duration, not args.no_freeze, events=args.events,
-            observe=not args.no_observer)
+            observe=not args.no_observer, pipelined=not args.no_pipeline)
     )  # fmt: skip
     print(f"paced {args.rate:g} events/s, gc.freeze {not args.no_freeze}, "
-          f"observer {not args.no_observer}")  # fmt: skip
+          f"observer {not args.no_observer}, pipelined {not args.no_pipeline}")  # fmt: skip
     print("\n".join(render(res, args.rate)))
     return 0
 
