@@ -95,12 +95,20 @@ namespace Credence
         public long? Seq;
         /// <summary>For <c>propose</c>: one verdict map per edit.</summary>
         public List<object> Results;
+        /// <summary>Warnings about an event that was stored anyway (e.g. a root the world's schema does not declare, when it says <c>warn</c>); empty when none.</summary>
+        public List<string> Warnings;
         public Dictionary<string, object> Frame;
 
         internal static Ack From(Dictionary<string, object> f)
         {
+            var warnings = new List<string>();
+            var listed = Wire.Get(f, "warnings") as List<object>;
+            if (listed != null)
+                foreach (var w in listed)
+                    if (w is string) warnings.Add((string)w);
             return new Ack
             {
+                Warnings = warnings,
                 EventId = Wire.Str(f, "event_id"),
                 Duplicate = Wire.Bool(f, "duplicate"),
                 Changes = (int)(Wire.Long(f, "changes") ?? 0),
@@ -120,7 +128,7 @@ namespace Credence
         /// <summary>string, long or bool (a double for a <c>trust</c> change).</summary>
         public object Value;
         public object PrevValue;
-        /// <summary><c>formed</c>, <c>reinforced</c>, <c>doubted</c>, <c>anomaly</c>, <c>corrected</c>, <c>decayed</c>, <c>faded</c>, <c>intervened</c>, <c>updated</c> or <c>trust</c>.</summary>
+        /// <summary>One of <see cref="ChangeKinds"/>: <c>formed</c>, <c>reinforced</c>, <c>doubted</c>, <c>anomaly</c>, <c>corrected</c>, <c>decayed</c>, <c>faded</c>, <c>intervened</c>, <c>updated</c>, <c>trust</c> or <c>misremembered</c>.</summary>
         public string Change;
         public int Confidence;
         public int? PrevConfidence;
@@ -171,6 +179,84 @@ namespace Credence
         {
             return "#" + Seq + " " + Resident + " " + Root + " = " + Value + " " + Change + " "
                 + (PrevConfidence.HasValue ? PrevConfidence.Value.ToString() : "—") + " → " + Confidence + " " + State;
+        }
+    }
+
+    /// <summary>The change kinds of a <c>belief</c> notification (SPEC §8.1), for <see cref="BeliefChange.Change"/> and subscription filters.</summary>
+    public static class ChangeKinds
+    {
+        public const string Formed = "formed";
+        public const string Reinforced = "reinforced";
+        public const string Doubted = "doubted";
+        public const string Anomaly = "anomaly";
+        public const string Corrected = "corrected";
+        public const string Decayed = "decayed";
+        public const string Faded = "faded";
+        public const string Intervened = "intervened";
+        /// <summary>A mutable root changed in the world.</summary>
+        public const string Updated = "updated";
+        /// <summary>Trust in a source changed (root <c>trust:&lt;source&gt;[:&lt;topic&gt;]</c>).</summary>
+        public const string Trust = "trust";
+        /// <summary>A detail drifted in recall (worlds with misremembering on); <see cref="BeliefChange.Detail"/> is a JSON map <c>{field, before, after}</c>.</summary>
+        public const string Misremembered = "misremembered";
+
+        public static readonly string[] All =
+        {
+            Formed, Reinforced, Doubted, Anomaly, Corrected, Decayed, Faded, Intervened, Updated, Trust, Misremembered,
+        };
+    }
+
+    /// <summary>A world as the lifecycle replies describe it (<c>worlds</c>, <c>deleted</c>; SPEC §10.7).</summary>
+    public class WorldInfo
+    {
+        public string World;
+        /// <summary>The world's clock.</summary>
+        public double Day;
+        /// <summary>The length of its event log (the last event seq).</summary>
+        public long Events;
+        /// <summary>Its last change seq.</summary>
+        public long Changes;
+        public long Residents;
+        public long Beliefs;
+        public Dictionary<string, object> Frame;
+
+        internal static T Fill<T>(T w, Dictionary<string, object> f) where T : WorldInfo
+        {
+            w.World = Wire.Str(f, "world");
+            w.Day = Wire.Double(f, "day") ?? 0.0;
+            w.Events = Wire.Long(f, "events") ?? 0;
+            w.Changes = Wire.Long(f, "changes") ?? 0;
+            w.Residents = Wire.Long(f, "residents") ?? 0;
+            w.Beliefs = Wire.Long(f, "beliefs") ?? 0;
+            w.Frame = f;
+            return w;
+        }
+
+        internal static WorldInfo From(Dictionary<string, object> f)
+        {
+            return Fill(new WorldInfo(), f);
+        }
+
+        public override string ToString()
+        {
+            return World + " (day " + Day + ", " + Events + " events, " + Beliefs + " beliefs)";
+        }
+    }
+
+    /// <summary>The <c>forked</c> reply: the new world, and where it came from.</summary>
+    public sealed class ForkedWorld : WorldInfo
+    {
+        /// <summary>The world it was copied from (the connection's).</summary>
+        public string Source;
+        /// <summary>The last event seq kept; null when the whole log was kept.</summary>
+        public long? At;
+
+        internal static ForkedWorld FromForked(Dictionary<string, object> f)
+        {
+            var w = Fill(new ForkedWorld(), f);
+            w.Source = Wire.Str(f, "source");
+            w.At = Wire.Long(f, "at");
+            return w;
         }
     }
 
@@ -335,6 +421,67 @@ namespace Credence
             e["source"] = source;
             e["value"] = value;
             if (topic != null) e["topic"] = topic;
+            return e;
+        }
+
+        /// <summary>Display names (or action labels) per language: <c>en</c> and/or <c>zh-Hant</c>.</summary>
+        public static Dictionary<string, string> Names(string en, string zhHant = null)
+        {
+            var names = new Dictionary<string, string>();
+            if (en != null) names["en"] = en;
+            if (zhHant != null) names["zh-Hant"] = zhHant;
+            return names;
+        }
+
+        /// <summary>
+        /// The game names residents and labels its actions (SPEC §7.12): maps from a resident id
+        /// (an action id) to its names by language (see <see cref="Names"/>). Give either or both.
+        /// </summary>
+        public static Dictionary<string, object> Register(string eventId, double day, IDictionary<string, Dictionary<string, string>> residents, IDictionary<string, Dictionary<string, string>> actions = null)
+        {
+            var e = Event(eventId, day, "register");
+            if (residents != null) e["residents"] = Named(residents, "resident");
+            if (actions != null) e["actions"] = Named(actions, "action");
+            return e;
+        }
+
+        static List<object> Named(IDictionary<string, Dictionary<string, string>> byId, string key)
+        {
+            var list = new List<object>();
+            foreach (var kv in byId)
+            {
+                var names = new Dictionary<string, object>();
+                foreach (var n in kv.Value) names[n.Key] = n.Value;
+                list.Add(new Dictionary<string, object> { { key, kv.Key }, { "names", names } });
+            }
+            return list;
+        }
+
+        /// <summary>One declared root prefix of a schema: allowed values, display text per language, mutability, default importance (0–1).</summary>
+        public static Dictionary<string, object> SchemaRoot(string prefix, IList<object> values = null, IDictionary<string, string> text = null, bool? mutable = null, double? importance = null)
+        {
+            var root = new Dictionary<string, object> { { "prefix", prefix } };
+            if (values != null) root["values"] = new List<object>(values);
+            if (text != null)
+            {
+                var t = new Dictionary<string, object>();
+                foreach (var kv in text) t[kv.Key] = kv.Value;
+                root["text"] = t;
+            }
+            if (mutable.HasValue) root["mutable"] = mutable.Value;
+            if (importance.HasValue) root["importance"] = importance.Value;
+            return root;
+        }
+
+        /// <summary>
+        /// The world declares its claim roots (SPEC §7.11), replacing any earlier schema.
+        /// <paramref name="undeclared"/>: <c>accept</c> (default), <c>warn</c> (the ack's Warnings) or <c>refuse</c>.
+        /// </summary>
+        public static Dictionary<string, object> Schema(string eventId, double day, string undeclared, params Dictionary<string, object>[] roots)
+        {
+            var e = Event(eventId, day, "schema");
+            if (undeclared != null) e["undeclared"] = undeclared;
+            e["roots"] = new List<object>(roots ?? new Dictionary<string, object>[0]);
             return e;
         }
 
