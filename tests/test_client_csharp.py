@@ -189,6 +189,17 @@ def test_register_schema_and_world_lifecycle(program: Path, sidecar: Sidecar) ->
     assert "OK:" in out and " 0 failures" in out
 
 
+def test_misremembered_changes_decode(program: Path, tmp_path: Path) -> None:
+    """A sidecar with --misremember 1: the client's misremembered notifications and their detail."""
+    sc = Sidecar(tmp_path, "--misremember", "1", "--seed", "3")
+    sc.start()
+    try:
+        out = run(program, "misremember", sc.url)
+    finally:
+        sc.stop()
+    assert "OK:" in out and " 0 failures" in out
+
+
 UNITY_STUB = """
 namespace UnityEngine {
     public class Object {}

@@ -143,6 +143,11 @@ namespace Credence
         public string EvidenceId;
         public double Day;
         public string Detail;
+        /// <summary>For a <c>misremembered</c> change: what drifted (decoded from <see cref="Detail"/>); null for any other change.</summary>
+        public MisrememberedDetail Misremembered
+        {
+            get { return Change == ChangeKinds.Misremembered ? MisrememberedDetail.Parse(Detail) : null; }
+        }
         /// <summary>True when it came in the backlog of a resume (before <c>resumed</c>).</summary>
         public bool FromBacklog;
         public Dictionary<string, object> Frame;
@@ -257,6 +262,162 @@ namespace Credence
             w.Source = Wire.Str(f, "source");
             w.At = Wire.Long(f, "at");
             return w;
+        }
+    }
+
+    /// <summary>What drifted in a <c>misremembered</c> change (its <c>detail</c>, a JSON map; SPEC §18.2).</summary>
+    public sealed class MisrememberedDetail
+    {
+        /// <summary><c>places</c>, <c>people</c> or <c>remembered_day</c>.</summary>
+        public string Field;
+        /// <summary>A <c>List&lt;string&gt;</c> (places, people) or a <c>double</c> (the remembered day).</summary>
+        public object Before;
+        public object After;
+
+        /// <summary>The detail decoded; null when it is not such a map.</summary>
+        public static MisrememberedDetail Parse(string json)
+        {
+            if (json == null) return null;
+            try
+            {
+                int at = 0;
+                var map = MiniJsonReader.Value(json, ref at) as Dictionary<string, object>;
+                MiniJsonReader.Space(json, ref at);
+                if (map == null || at != json.Length) return null;
+                var field = Wire.Str(map, "field");
+                if (field != "places" && field != "people" && field != "remembered_day") return null;
+                object before = Detail(Wire.Get(map, "before")), after = Detail(Wire.Get(map, "after"));
+                if (before == null || after == null) return null;
+                return new MisrememberedDetail { Field = field, Before = before, After = after };
+            }
+            catch (FormatException)
+            {
+                return null;
+            }
+        }
+
+        static object Detail(object v)
+        {
+            if (v is double) return v;
+            var list = v as List<object>;
+            if (list == null) return null;
+            var names = new List<string>();
+            foreach (var x in list)
+            {
+                if (!(x is string)) return null;
+                names.Add((string)x);
+            }
+            return names;
+        }
+
+        public override string ToString()
+        {
+            Func<object, string> show = v => v is List<string> ? "[" + string.Join(", ", (List<string>)v) + "]" : Convert.ToString(v, System.Globalization.CultureInfo.InvariantCulture);
+            return Field + ": " + show(Before) + " → " + show(After);
+        }
+    }
+
+    /// <summary>Just enough JSON to read a change's <c>detail</c>: maps, lists, strings, numbers (as double), booleans, null.</summary>
+    static class MiniJsonReader
+    {
+        internal static void Space(string s, ref int at)
+        {
+            while (at < s.Length && (s[at] == ' ' || s[at] == '\t' || s[at] == '\n' || s[at] == '\r')) at++;
+        }
+
+        internal static object Value(string s, ref int at)
+        {
+            Space(s, ref at);
+            if (at >= s.Length) throw new FormatException("end of text");
+            char c = s[at];
+            if (c == '{')
+            {
+                var map = new Dictionary<string, object>(StringComparer.Ordinal);
+                at++;
+                Space(s, ref at);
+                if (at < s.Length && s[at] == '}') { at++; return map; }
+                while (true)
+                {
+                    Space(s, ref at);
+                    var key = Value(s, ref at) as string;
+                    if (key == null) throw new FormatException("a map key must be a string");
+                    Space(s, ref at);
+                    Expect(s, ref at, ':');
+                    map[key] = Value(s, ref at);
+                    Space(s, ref at);
+                    if (at < s.Length && s[at] == ',') { at++; continue; }
+                    Expect(s, ref at, '}');
+                    return map;
+                }
+            }
+            if (c == '[')
+            {
+                var list = new List<object>();
+                at++;
+                Space(s, ref at);
+                if (at < s.Length && s[at] == ']') { at++; return list; }
+                while (true)
+                {
+                    list.Add(Value(s, ref at));
+                    Space(s, ref at);
+                    if (at < s.Length && s[at] == ',') { at++; continue; }
+                    Expect(s, ref at, ']');
+                    return list;
+                }
+            }
+            if (c == '"') return Text(s, ref at);
+            if (Word(s, ref at, "true")) return true;
+            if (Word(s, ref at, "false")) return false;
+            if (Word(s, ref at, "null")) return null;
+            int start = at;
+            while (at < s.Length && "+-0123456789.eE".IndexOf(s[at]) >= 0) at++;
+            double d;
+            if (at == start || !double.TryParse(s.Substring(start, at - start), System.Globalization.NumberStyles.Float, System.Globalization.CultureInfo.InvariantCulture, out d))
+                throw new FormatException("not a JSON value at " + start);
+            return d;
+        }
+
+        static void Expect(string s, ref int at, char c)
+        {
+            if (at >= s.Length || s[at] != c) throw new FormatException("expected " + c + " at " + at);
+            at++;
+        }
+
+        static bool Word(string s, ref int at, string word)
+        {
+            if (string.CompareOrdinal(s, at, word, 0, word.Length) != 0) return false;
+            at += word.Length;
+            return true;
+        }
+
+        static string Text(string s, ref int at)
+        {
+            var sb = new System.Text.StringBuilder();
+            at++;
+            while (true)
+            {
+                if (at >= s.Length) throw new FormatException("unterminated string");
+                char c = s[at++];
+                if (c == '"') return sb.ToString();
+                if (c != '\\') { sb.Append(c); continue; }
+                if (at >= s.Length) throw new FormatException("unterminated escape");
+                char e = s[at++];
+                switch (e)
+                {
+                    case '"': case '\\': case '/': sb.Append(e); break;
+                    case 'b': sb.Append('\b'); break;
+                    case 'f': sb.Append('\f'); break;
+                    case 'n': sb.Append('\n'); break;
+                    case 'r': sb.Append('\r'); break;
+                    case 't': sb.Append('\t'); break;
+                    case 'u':
+                        if (at + 4 > s.Length) throw new FormatException("short \\u escape");
+                        sb.Append((char)Convert.ToInt32(s.Substring(at, 4), 16));
+                        at += 4;
+                        break;
+                    default: throw new FormatException("bad escape \\" + e);
+                }
+            }
         }
     }
 

@@ -17,6 +17,9 @@
 //   mono CredenceTests.exe lifecycle URL VECTORS.json
 //       against an open sidecar: register (the names appear in the narrative), a schema
 //       (ack Warnings, schema_violation), fork / worlds / delete, what the builders send.
+//   mono CredenceTests.exe misremember URL
+//       against a sidecar started with --misremember 1 --seed 3: misremembered notifications
+//       and their decoded detail (BeliefChange.Misremembered), and the detail parser.
 //   mono CredenceTests.exe bench URL N
 //       figures only (no assertion on speed): N observe events through the client, window 256,
 //       with a second client subscribed to every resident; events/s acked, notifications/s,
@@ -60,9 +63,10 @@ namespace Credence.Tests
                     case "session": Session(new Uri(args[1]), args[2], args.Length > 3 ? args[3] : null).Wait(); break;
                     case "client": ClientScenario(new Uri(args[1]), args[2], args[3]).Wait(); break;
                     case "lifecycle": Lifecycle(new Uri(args[1]), args[2]).Wait(); break;
+                    case "misremember": Misremember(new Uri(args[1])).Wait(); break;
                     case "bench": Bench(new Uri(args[1]), int.Parse(args[2])).Wait(); break;
                     default:
-                        Console.WriteLine("usage: vectors FILE | session URL FILE [TRANSCRIPT] | client URL WTOKEN RTOKEN | lifecycle URL VECTORS | bench URL N");
+                        Console.WriteLine("usage: vectors FILE | session URL FILE [TRANSCRIPT] | client URL WTOKEN RTOKEN | lifecycle URL VECTORS | misremember URL | bench URL N");
                         return 2;
                 }
             }
@@ -865,6 +869,54 @@ namespace Credence.Tests
             var copy = new Dictionary<string, object>(frame);
             foreach (var k in drop) copy.Remove(k);
             return copy;
+        }
+
+        // ------------------------------------------------------------------ misremembered
+
+        static async Task Misremember(Uri url)
+        {
+            var client = new CredenceClient(new CredenceOptions { Url = url, World = "town", Subscribe = new[] { "mira" } });
+            var seen = new List<BeliefChange>();
+            client.BeliefChanged += c => seen.Add(c);
+            await Within(client.ConnectAsync(), "hello");
+            Ack last = null;
+            for (int day = 1; day <= 3; day++)
+            {
+                var e = Events.Observe("m-" + day, day, new[] { "mira" }, "key:where", "counter", "the key is on the counter");
+                e["places"] = new List<object> { "spot" + day };
+                last = await Within(client.SendEventAsync(e), "m-" + day);
+            }
+            await Until(() => { client.DispatchPending(); return seen.Count > 0 && seen.Last().Seq == last.Seq; }, "the notifications");
+            var drifts = seen.Where(c => c.Change == ChangeKinds.Misremembered).ToList();
+            Check(drifts.Count == 2, "two recalls, two misremembered changes: " + string.Join(", ", seen.Select(c => c.Change)));
+            foreach (var d in drifts)
+            {
+                var m = d.Misremembered;
+                Check(m != null && Array.IndexOf(new[] { "places", "people", "remembered_day" }, m.Field) >= 0 && !Same(Box(m.Before), Box(m.After)),
+                    "the drift's detail decodes: " + d.Detail + " → " + m);
+                Check((string)d.Value == "counter" && d.PrevValue as string == "counter", "never the value");
+            }
+            Check(seen[0].Change == ChangeKinds.Formed && seen[0].Misremembered == null, "a formed change has no drift");
+            MirroredBelief mb;
+            Check(client.Mirror.TryGet("mira", "key:where", out mb) && (string)mb.Value == "counter", "the mirror keeps the value");
+
+            var places = MisrememberedDetail.Parse("{\"field\": \"places\", \"before\": [\"caf\\u00e9\", \"mill\"], \"after\": [\"米\\\"\"]}");
+            Check(places != null && places.Field == "places" && ((List<string>)places.Before).SequenceEqual(new[] { "café", "mill" })
+                && ((List<string>)places.After).SequenceEqual(new[] { "米\"" }), "the parser reads lists of names with escapes: " + places);
+            var dayShift = MisrememberedDetail.Parse("{\"field\": \"remembered_day\", \"before\": 3.0, \"after\": 1.5}");
+            Check(dayShift != null && (double)dayShift.Before == 3.0 && (double)dayShift.After == 1.5, "the parser reads a day shift");
+            Check(MisrememberedDetail.Parse("implant") == null && MisrememberedDetail.Parse(null) == null
+                && MisrememberedDetail.Parse("{\"field\": \"value\", \"before\": 1, \"after\": 2}") == null
+                && MisrememberedDetail.Parse("{\"field\": \"places\", \"before\": [1], \"after\": []}") == null
+                && MisrememberedDetail.Parse("{\"field\": \"people\", \"before\": [], \"after\": []} x") == null,
+                "anything else is not a drift");
+            await client.CloseAsync();
+        }
+
+        static object Box(object v)
+        {
+            var names = v as List<string>;
+            return names == null ? v : names.Cast<object>().ToList();
         }
 
         // ------------------------------------------------------------------ figures
