@@ -7,6 +7,7 @@ One file holds everything ``credence serve`` needs; command-line flags override 
     db = "credence.db"            # one SQLite file for every world, or:
     data_dir = "worlds"           # one SQLite file per world under this directory
     synchronous = "FULL"
+    pipeline = true               # fold the next batch while the last commits (db only)
     log_level = "INFO"
     capture = "frames.capture"    # optional
 
@@ -49,7 +50,7 @@ from .engine import Rules, RulesError, rules_from_mapping
 __all__ = ["ConfigError", "FileConfig", "load_config", "load_rules"]
 
 _TOP = {"host", "port", "db", "data_dir", "synchronous", "log_level", "capture", "tokens",
-        "limits", "rules", "worlds", "metrics"}  # fmt: skip
+        "limits", "rules", "worlds", "metrics", "pipeline"}  # fmt: skip
 _LIMITS: dict[str, type] = {
     "max_frame": int,
     "outbox_limit": int,
@@ -77,6 +78,7 @@ class FileConfig:
     log_level: str | None = None
     capture: Path | None = None
     metrics: bool | None = None
+    pipeline: bool | None = None
     writer_tokens: list[str] = field(default_factory=list)
     reader_tokens: list[str] = field(default_factory=list)
     limits: dict[str, int | float] = field(default_factory=dict)
@@ -176,6 +178,10 @@ def load_config(path: Path) -> FileConfig:
         if not isinstance(data["metrics"], bool):
             raise ConfigError(f"{where}: metrics must be true or false")
         out.metrics = data["metrics"]
+    if "pipeline" in data:
+        if not isinstance(data["pipeline"], bool):
+            raise ConfigError(f"{where}: pipeline must be true or false")
+        out.pipeline = data["pipeline"]
     tokens = data.get("tokens", {})
     if not isinstance(tokens, dict):
         raise ConfigError(f"{where}: [tokens] must be a table with writer and reader")

@@ -51,6 +51,7 @@ async def test_a_dead_writer_fails_loudly_and_stop_still_works(
                 raise RuntimeError("simulated writer bug")
 
             sc.writer.writer.apply = broken  # type: ignore[method-assign]
+            sc.writer.writer.start = broken  # type: ignore[method-assign,assignment]
             ids = [await c.send_event("observe", **observe(["mira"], f"k{i}", i)) for i in range(5)]
             replies = [await c.ack_of(event_id) for event_id in ids]
             assert [r["type"] for r in replies] == ["error"] * 5

@@ -58,7 +58,10 @@ def _ms(xs: Sequence[float]) -> str:
 
 async def run(rate: float, duration: float, freeze: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="credence-tail-") as tmp:
-        config = ServerConfig(host="127.0.0.1", port=free_port(), db=Path(tmp) / "t.db")
+        # Not pipelined: this times whole Writer.apply batches (the pipeline splits them).
+        config = ServerConfig(
+            host="127.0.0.1", port=free_port(), db=Path(tmp) / "t.db", pipelined=False
+        )
         sidecar = Sidecar(config)
         await sidecar.start()
         if freeze:

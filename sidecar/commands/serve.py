@@ -53,6 +53,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--mutable-prefix", action="append", default=[], metavar="PREFIX",
         help="claim roots whose truth the world changes (e.g. location:), for worlds created now",
     )  # fmt: skip
+    p.add_argument(
+        "--pipeline", action=argparse.BooleanOptionalAction, default=None,
+        help="fold the next batch of events while the last one commits (--db only; "
+        "default on)",
+    )  # fmt: skip
     p.add_argument("--no-metrics", action="store_true", help="do not serve GET /metrics")
     p.add_argument(
         "--misremember", type=float, default=None, metavar="P",
@@ -104,6 +109,7 @@ def server_config(args: argparse.Namespace) -> tuple[Any, str]:
         rules=rules,
         world_rules=file.world_rules,
         metrics=not args.no_metrics and file.metrics is not False,
+        pipelined=args.pipeline if args.pipeline is not None else file.pipeline is not False,
         **kwargs,
     )
     if data_dir is not None:

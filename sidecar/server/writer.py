@@ -25,6 +25,11 @@ goes on; anything else means the writer's state can no longer be trusted, so it 
 *failed*: one ERROR log line, every event in flight or queued is answered
 ``internal_error``, every later ``submit`` too, and :attr:`failure` is set (the health check
 answers 503). ``close`` still works, so SIGTERM still stops the process.
+
+Pipelined (a store whose ``pipelined`` is true, see :meth:`~sidecar.store.Writer.start`):
+the writer thread folds batch N+1 while the store's commit thread commits batch N; batch N
+is answered once ``start`` of N+1 returns (it waited for N's commit), or, with nothing more
+queued, once N's commit is done. Acks still come only after their batch's COMMIT.
 """
 
 from __future__ import annotations
@@ -33,8 +38,9 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from protocol import ErrorCode
 
@@ -182,6 +188,8 @@ class WriterService:
             )
 
     async def _loop(self) -> None:
+        if getattr(self.writer, "pipelined", False):
+            return await self._loop_pipelined()
         loop = asyncio.get_running_loop()
         while True:
             if not self._turns:
@@ -220,6 +228,75 @@ class WriterService:
                 for item, result in zip(batch, results, strict=True):
                     if not item.future.done():
                         item.future.set_result(result)
+
+    async def _loop_pipelined(self) -> None:
+        """:meth:`_loop` with one batch committing while the next is folded."""
+        loop = asyncio.get_running_loop()
+        writer = self.writer
+        flying: list[Submission] = []  # the batch whose commit is in flight
+        flying_future: Future[list[EventResult]] | None = None
+        while True:
+            late = self.deadline is not None and loop.time() >= self.deadline
+            if flying_future is not None and (not self._turns or late):
+                commit = writer.pending()
+                if commit is not None and not commit.done() and not late:
+                    # Nothing queued: wait for the commit, or for work to fold meanwhile.
+                    self._work.clear()
+                    waiter = asyncio.ensure_future(self._work.wait())
+                    either: set[asyncio.Future[Any]] = {waiter, asyncio.wrap_future(commit)}
+                    await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+                    waiter.cancel()
+                    if self._turns:
+                        continue
+                await asyncio.shield(loop.run_in_executor(self.executor, writer.finish))
+                self._answer(flying, flying_future)
+                self._inflight = []
+                flying, flying_future = [], None
+                continue
+            if not self._turns:
+                self._idle.set()
+                if self._closing:
+                    return
+                self._work.clear()
+                await self._work.wait()
+                continue
+            if late:
+                self.refused_at_shutdown += self.queued
+                self._refuse_all(NotStored(ErrorCode.SHUTTING_DOWN, SHUTDOWN_MESSAGE))
+                continue
+            batch = self._take()
+            self._inflight = flying + batch
+            self._room.set()
+            pairs = [(item.world, item.event) for item in batch]
+            # Shielded: a shutdown while SQLite commits must not abandon the batch.
+            future = await asyncio.shield(loop.run_in_executor(self.executor, writer.start, pairs))
+            if flying_future is not None:  # done: start waited for its commit
+                self._answer(flying, flying_future)
+            self._inflight = list(batch)
+            flying, flying_future = batch, future
+
+    def _answer(self, batch: list[Submission], future: Future[list[EventResult]]) -> None:
+        """Answer a finished pipelined batch (its commit failed: refused, as in :meth:`_loop`;
+        anything but a :class:`StorageFailure` fails the writer)."""
+        exc = future.exception(timeout=0)
+        if isinstance(exc, StorageFailure):
+            log.error("batch of %d events not stored: %s", len(batch), exc)
+            refusal = NotStored(ErrorCode.INTERNAL_ERROR, "event was not stored; retry")
+            for item in batch:
+                if not item.future.done():
+                    item.future.set_exception(refusal)
+            return
+        if exc is not None:
+            raise exc
+        results = future.result(timeout=0)
+        self.batches += 1
+        self.events += len(batch)
+        try:
+            self.publish_results(results)
+        finally:
+            for item, result in zip(batch, results, strict=True):
+                if not item.future.done():
+                    item.future.set_result(result)
 
     def _take(self) -> list[Submission]:
         """The next batch: one event per world in turn, within the count and byte bounds."""

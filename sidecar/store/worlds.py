@@ -29,6 +29,7 @@ import os
 import shutil
 import sqlite3
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -179,12 +180,28 @@ class SingleFile:
 
     def __init__(
         self, path: Path, *, rules: Rules = DEFAULT_RULES, synchronous: str = "FULL",
-        writer: Writer | None = None,
+        writer: Writer | None = None, pipelined: bool = False,
     ) -> None:  # fmt: skip
         """Open ``path`` (or use ``writer``, already open on it)."""
         self.path = Path(path)
-        self.writer = writer or Writer(self.path, rules=rules, synchronous=synchronous)
+        self.writer = writer or Writer(
+            self.path, rules=rules, synchronous=synchronous, pipelined=pipelined
+        )
         self._reader: Reader | None = None
+
+    @property
+    def pipelined(self) -> bool:
+        return self.writer.pipelined
+
+    def start(self, batch: Sequence[tuple[str, WorldEvent]]) -> Future[list[EventResult]]:
+        """:meth:`Writer.start`: fold this batch while the previous one commits."""
+        return self.writer.start(batch)
+
+    def finish(self) -> None:
+        self.writer.finish()
+
+    def pending(self) -> Future[bool] | None:
+        return self.writer.pending()
 
     @property
     def reader(self) -> Reader:
@@ -235,6 +252,7 @@ class SingleFile:
 
     def delete(self, world: str) -> WorldInfo:
         info = self.info(world)
+        self.writer.finish()
         conn = self.writer.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -297,6 +315,11 @@ class DataDir:
         if not world_file(self.data_dir, world).exists():
             raise WorldNotFound(f"no world {world!r}")
         return self._file(world)
+
+    pipelined = False  # (a batch spans files: DataDir applies it file by file)
+
+    def finish(self) -> None:
+        """Nothing is ever in flight here (see :attr:`pipelined`)."""
 
     def apply(self, batch: Sequence[tuple[str, WorldEvent]]) -> list[EventResult]:
         """Each world's events go to its own file (one transaction per file, in order)."""
