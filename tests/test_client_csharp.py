@@ -182,6 +182,24 @@ def test_client_against_a_sidecar_that_crashes_and_restarts(program: Path, tmp_p
     assert "CONTROL kill" in out and "CONTROL start" in out and "CONTROL retoken" in out
 
 
+def test_register_schema_and_world_lifecycle(program: Path, sidecar: Sidecar) -> None:
+    """RegisterAsync (names in the narrative), DeclareSchemaAsync (ack Warnings,
+    schema_violation), ForkAsync / WorldsAsync / DeleteWorldAsync, against a real sidecar."""
+    out = run(program, "lifecycle", sidecar.url, str(VECTORS))
+    assert "OK:" in out and " 0 failures" in out
+
+
+def test_misremembered_changes_decode(program: Path, tmp_path: Path) -> None:
+    """A sidecar with --misremember 1: the client's misremembered notifications and their detail."""
+    sc = Sidecar(tmp_path, "--misremember", "1", "--seed", "3")
+    sc.start()
+    try:
+        out = run(program, "misremember", sc.url)
+    finally:
+        sc.stop()
+    assert "OK:" in out and " 0 failures" in out
+
+
 UNITY_STUB = """
 namespace UnityEngine {
     public class Object {}
@@ -194,15 +212,20 @@ namespace UnityEngine {
 
 
 def test_readme_unity_example_compiles(program: Path, tmp_path: Path) -> None:
-    """The README's MonoBehaviour example compiles against the client (Unity's types stubbed)."""
+    """The README's examples compile against the client (Unity's types stubbed)."""
     readme = (CSHARP / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"```csharp\n(.*?)```", readme, re.S)
-    assert block is not None
-    source = tmp_path / "Example.cs"
-    source.write_text(block.group(1) + UNITY_STUB, encoding="utf-8")
+    blocks = re.findall(r"```csharp\n(.*?)```", readme, re.S)
+    assert len(blocks) >= 2
+    sources = [tmp_path / "UnityStub.cs"]
+    sources[0].write_text(UNITY_STUB, encoding="utf-8")
+    for i, block in enumerate(blocks):  # one file each: each block has its own usings
+        sources.append(tmp_path / f"Example{i}.cs")
+        sources[-1].write_text(block, encoding="utf-8")
     lib = program.parent / "Credence.Client.dll"
     cmd = [str(MCS), "-langversion:7.2", "-nologo", "-target:library", f"-r:{lib}"]
     built = subprocess.run(
-        [*cmd, f"-out:{tmp_path / 'Example.dll'}", str(source)], capture_output=True, text=True
+        [*cmd, f"-out:{tmp_path / 'Example.dll'}", *map(str, sources)],
+        capture_output=True,
+        text=True,
     )
     assert built.returncode == 0, built.stdout + built.stderr

@@ -684,6 +684,55 @@ namespace Credence
             return RequestAsync(f);
         }
 
+        /// <summary>Name residents and label actions (an event of kind <c>register</c>, see <see cref="Events.Register"/>); acked with 0 changes.</summary>
+        public Task<Ack> RegisterAsync(string eventId, double day, IDictionary<string, Dictionary<string, string>> residents, IDictionary<string, Dictionary<string, string>> actions = null)
+        {
+            return SendEventAsync(Events.Register(eventId, day, residents, actions));
+        }
+
+        /// <summary>Declare the world's roots (an event of kind <c>schema</c>, see <see cref="Events.Schema"/>); later events that break it fail with <c>schema_violation</c>.</summary>
+        public Task<Ack> DeclareSchemaAsync(string eventId, double day, string undeclared, params Dictionary<string, object>[] roots)
+        {
+            return SendEventAsync(Events.Schema(eventId, day, undeclared, roots));
+        }
+
+        /// <summary>The worlds this connection's token may open, sorted by id (SPEC §10.7).</summary>
+        public async Task<List<WorldInfo>> WorldsAsync()
+        {
+            var reply = await Enqueue(Frame("worlds"), null).ConfigureAwait(false);
+            var worlds = new List<WorldInfo>();
+            var listed = Wire.Get(reply, "worlds") as List<object>;
+            if (listed != null)
+                foreach (var w in listed)
+                {
+                    var map = w as Dictionary<string, object>;
+                    if (map != null) worlds.Add(WorldInfo.From(map));
+                }
+            return worlds;
+        }
+
+        /// <summary>
+        /// Copy this connection's world into the new world <paramref name="into"/>: its log up to
+        /// event seq <paramref name="at"/> (all of it when null), beliefs rebuilt by replay. Writer
+        /// only; <c>into</c> must not exist yet (<c>invalid_frame</c>). If a disconnect cuts it off,
+        /// it is resent like any frame, and refused <c>invalid_frame</c> if the first one was done.
+        /// </summary>
+        public async Task<ForkedWorld> ForkAsync(string into, long? at = null)
+        {
+            var f = Frame("fork");
+            f["into"] = into;
+            if (at.HasValue) f["at"] = at.Value;
+            return ForkedWorld.FromForked(await Enqueue(f, null).ConfigureAwait(false));
+        }
+
+        /// <summary>Delete <paramref name="world"/> and everything in it (naming it is the confirmation; writer only); returns what it held.</summary>
+        public async Task<WorldInfo> DeleteWorldAsync(string world)
+        {
+            var f = Frame("delete");
+            f["world"] = world;
+            return WorldInfo.From(await Enqueue(f, null).ConfigureAwait(false));
+        }
+
         /// <summary>Fill the mirror with a resident's stored beliefs (a beliefs query).</summary>
         public async Task LoadMirrorAsync(string resident)
         {

@@ -95,12 +95,20 @@ namespace Credence
         public long? Seq;
         /// <summary>For <c>propose</c>: one verdict map per edit.</summary>
         public List<object> Results;
+        /// <summary>Warnings about an event that was stored anyway (e.g. a root the world's schema does not declare, when it says <c>warn</c>); empty when none.</summary>
+        public List<string> Warnings;
         public Dictionary<string, object> Frame;
 
         internal static Ack From(Dictionary<string, object> f)
         {
+            var warnings = new List<string>();
+            var listed = Wire.Get(f, "warnings") as List<object>;
+            if (listed != null)
+                foreach (var w in listed)
+                    if (w is string) warnings.Add((string)w);
             return new Ack
             {
+                Warnings = warnings,
                 EventId = Wire.Str(f, "event_id"),
                 Duplicate = Wire.Bool(f, "duplicate"),
                 Changes = (int)(Wire.Long(f, "changes") ?? 0),
@@ -120,7 +128,7 @@ namespace Credence
         /// <summary>string, long or bool (a double for a <c>trust</c> change).</summary>
         public object Value;
         public object PrevValue;
-        /// <summary><c>formed</c>, <c>reinforced</c>, <c>doubted</c>, <c>anomaly</c>, <c>corrected</c>, <c>decayed</c>, <c>faded</c>, <c>intervened</c>, <c>updated</c> or <c>trust</c>.</summary>
+        /// <summary>One of <see cref="ChangeKinds"/>: <c>formed</c>, <c>reinforced</c>, <c>doubted</c>, <c>anomaly</c>, <c>corrected</c>, <c>decayed</c>, <c>faded</c>, <c>intervened</c>, <c>updated</c>, <c>trust</c> or <c>misremembered</c>.</summary>
         public string Change;
         public int Confidence;
         public int? PrevConfidence;
@@ -135,6 +143,11 @@ namespace Credence
         public string EvidenceId;
         public double Day;
         public string Detail;
+        /// <summary>For a <c>misremembered</c> change: what drifted (decoded from <see cref="Detail"/>); null for any other change.</summary>
+        public MisrememberedDetail Misremembered
+        {
+            get { return Change == ChangeKinds.Misremembered ? MisrememberedDetail.Parse(Detail) : null; }
+        }
         /// <summary>True when it came in the backlog of a resume (before <c>resumed</c>).</summary>
         public bool FromBacklog;
         public Dictionary<string, object> Frame;
@@ -171,6 +184,240 @@ namespace Credence
         {
             return "#" + Seq + " " + Resident + " " + Root + " = " + Value + " " + Change + " "
                 + (PrevConfidence.HasValue ? PrevConfidence.Value.ToString() : "—") + " → " + Confidence + " " + State;
+        }
+    }
+
+    /// <summary>The change kinds of a <c>belief</c> notification (SPEC §8.1), for <see cref="BeliefChange.Change"/> and subscription filters.</summary>
+    public static class ChangeKinds
+    {
+        public const string Formed = "formed";
+        public const string Reinforced = "reinforced";
+        public const string Doubted = "doubted";
+        public const string Anomaly = "anomaly";
+        public const string Corrected = "corrected";
+        public const string Decayed = "decayed";
+        public const string Faded = "faded";
+        public const string Intervened = "intervened";
+        /// <summary>A mutable root changed in the world.</summary>
+        public const string Updated = "updated";
+        /// <summary>Trust in a source changed (root <c>trust:&lt;source&gt;[:&lt;topic&gt;]</c>).</summary>
+        public const string Trust = "trust";
+        /// <summary>A detail drifted in recall (worlds with misremembering on); <see cref="BeliefChange.Detail"/> is a JSON map <c>{field, before, after}</c>.</summary>
+        public const string Misremembered = "misremembered";
+
+        public static readonly string[] All =
+        {
+            Formed, Reinforced, Doubted, Anomaly, Corrected, Decayed, Faded, Intervened, Updated, Trust, Misremembered,
+        };
+    }
+
+    /// <summary>A world as the lifecycle replies describe it (<c>worlds</c>, <c>deleted</c>; SPEC §10.7).</summary>
+    public class WorldInfo
+    {
+        public string World;
+        /// <summary>The world's clock.</summary>
+        public double Day;
+        /// <summary>The length of its event log (the last event seq).</summary>
+        public long Events;
+        /// <summary>Its last change seq.</summary>
+        public long Changes;
+        public long Residents;
+        public long Beliefs;
+        public Dictionary<string, object> Frame;
+
+        internal static T Fill<T>(T w, Dictionary<string, object> f) where T : WorldInfo
+        {
+            w.World = Wire.Str(f, "world");
+            w.Day = Wire.Double(f, "day") ?? 0.0;
+            w.Events = Wire.Long(f, "events") ?? 0;
+            w.Changes = Wire.Long(f, "changes") ?? 0;
+            w.Residents = Wire.Long(f, "residents") ?? 0;
+            w.Beliefs = Wire.Long(f, "beliefs") ?? 0;
+            w.Frame = f;
+            return w;
+        }
+
+        internal static WorldInfo From(Dictionary<string, object> f)
+        {
+            return Fill(new WorldInfo(), f);
+        }
+
+        public override string ToString()
+        {
+            return World + " (day " + Day + ", " + Events + " events, " + Beliefs + " beliefs)";
+        }
+    }
+
+    /// <summary>The <c>forked</c> reply: the new world, and where it came from.</summary>
+    public sealed class ForkedWorld : WorldInfo
+    {
+        /// <summary>The world it was copied from (the connection's).</summary>
+        public string Source;
+        /// <summary>The last event seq kept; null when the whole log was kept.</summary>
+        public long? At;
+
+        internal static ForkedWorld FromForked(Dictionary<string, object> f)
+        {
+            var w = Fill(new ForkedWorld(), f);
+            w.Source = Wire.Str(f, "source");
+            w.At = Wire.Long(f, "at");
+            return w;
+        }
+    }
+
+    /// <summary>What drifted in a <c>misremembered</c> change (its <c>detail</c>, a JSON map; SPEC §18.2).</summary>
+    public sealed class MisrememberedDetail
+    {
+        /// <summary><c>places</c>, <c>people</c> or <c>remembered_day</c>.</summary>
+        public string Field;
+        /// <summary>A <c>List&lt;string&gt;</c> (places, people) or a <c>double</c> (the remembered day).</summary>
+        public object Before;
+        public object After;
+
+        /// <summary>The detail decoded; null when it is not such a map.</summary>
+        public static MisrememberedDetail Parse(string json)
+        {
+            if (json == null) return null;
+            try
+            {
+                int at = 0;
+                var map = MiniJsonReader.Value(json, ref at) as Dictionary<string, object>;
+                MiniJsonReader.Space(json, ref at);
+                if (map == null || at != json.Length) return null;
+                var field = Wire.Str(map, "field");
+                if (field != "places" && field != "people" && field != "remembered_day") return null;
+                object before = Detail(Wire.Get(map, "before")), after = Detail(Wire.Get(map, "after"));
+                if (before == null || after == null) return null;
+                return new MisrememberedDetail { Field = field, Before = before, After = after };
+            }
+            catch (FormatException)
+            {
+                return null;
+            }
+        }
+
+        static object Detail(object v)
+        {
+            if (v is double) return v;
+            var list = v as List<object>;
+            if (list == null) return null;
+            var names = new List<string>();
+            foreach (var x in list)
+            {
+                if (!(x is string)) return null;
+                names.Add((string)x);
+            }
+            return names;
+        }
+
+        public override string ToString()
+        {
+            Func<object, string> show = v => v is List<string> ? "[" + string.Join(", ", (List<string>)v) + "]" : Convert.ToString(v, System.Globalization.CultureInfo.InvariantCulture);
+            return Field + ": " + show(Before) + " → " + show(After);
+        }
+    }
+
+    /// <summary>Just enough JSON to read a change's <c>detail</c>: maps, lists, strings, numbers (as double), booleans, null.</summary>
+    static class MiniJsonReader
+    {
+        internal static void Space(string s, ref int at)
+        {
+            while (at < s.Length && (s[at] == ' ' || s[at] == '\t' || s[at] == '\n' || s[at] == '\r')) at++;
+        }
+
+        internal static object Value(string s, ref int at)
+        {
+            Space(s, ref at);
+            if (at >= s.Length) throw new FormatException("end of text");
+            char c = s[at];
+            if (c == '{')
+            {
+                var map = new Dictionary<string, object>(StringComparer.Ordinal);
+                at++;
+                Space(s, ref at);
+                if (at < s.Length && s[at] == '}') { at++; return map; }
+                while (true)
+                {
+                    Space(s, ref at);
+                    var key = Value(s, ref at) as string;
+                    if (key == null) throw new FormatException("a map key must be a string");
+                    Space(s, ref at);
+                    Expect(s, ref at, ':');
+                    map[key] = Value(s, ref at);
+                    Space(s, ref at);
+                    if (at < s.Length && s[at] == ',') { at++; continue; }
+                    Expect(s, ref at, '}');
+                    return map;
+                }
+            }
+            if (c == '[')
+            {
+                var list = new List<object>();
+                at++;
+                Space(s, ref at);
+                if (at < s.Length && s[at] == ']') { at++; return list; }
+                while (true)
+                {
+                    list.Add(Value(s, ref at));
+                    Space(s, ref at);
+                    if (at < s.Length && s[at] == ',') { at++; continue; }
+                    Expect(s, ref at, ']');
+                    return list;
+                }
+            }
+            if (c == '"') return Text(s, ref at);
+            if (Word(s, ref at, "true")) return true;
+            if (Word(s, ref at, "false")) return false;
+            if (Word(s, ref at, "null")) return null;
+            int start = at;
+            while (at < s.Length && "+-0123456789.eE".IndexOf(s[at]) >= 0) at++;
+            double d;
+            if (at == start || !double.TryParse(s.Substring(start, at - start), System.Globalization.NumberStyles.Float, System.Globalization.CultureInfo.InvariantCulture, out d))
+                throw new FormatException("not a JSON value at " + start);
+            return d;
+        }
+
+        static void Expect(string s, ref int at, char c)
+        {
+            if (at >= s.Length || s[at] != c) throw new FormatException("expected " + c + " at " + at);
+            at++;
+        }
+
+        static bool Word(string s, ref int at, string word)
+        {
+            if (string.CompareOrdinal(s, at, word, 0, word.Length) != 0) return false;
+            at += word.Length;
+            return true;
+        }
+
+        static string Text(string s, ref int at)
+        {
+            var sb = new System.Text.StringBuilder();
+            at++;
+            while (true)
+            {
+                if (at >= s.Length) throw new FormatException("unterminated string");
+                char c = s[at++];
+                if (c == '"') return sb.ToString();
+                if (c != '\\') { sb.Append(c); continue; }
+                if (at >= s.Length) throw new FormatException("unterminated escape");
+                char e = s[at++];
+                switch (e)
+                {
+                    case '"': case '\\': case '/': sb.Append(e); break;
+                    case 'b': sb.Append('\b'); break;
+                    case 'f': sb.Append('\f'); break;
+                    case 'n': sb.Append('\n'); break;
+                    case 'r': sb.Append('\r'); break;
+                    case 't': sb.Append('\t'); break;
+                    case 'u':
+                        if (at + 4 > s.Length) throw new FormatException("short \\u escape");
+                        sb.Append((char)Convert.ToInt32(s.Substring(at, 4), 16));
+                        at += 4;
+                        break;
+                    default: throw new FormatException("bad escape \\" + e);
+                }
+            }
         }
     }
 
@@ -335,6 +582,67 @@ namespace Credence
             e["source"] = source;
             e["value"] = value;
             if (topic != null) e["topic"] = topic;
+            return e;
+        }
+
+        /// <summary>Display names (or action labels) per language: <c>en</c> and/or <c>zh-Hant</c>.</summary>
+        public static Dictionary<string, string> Names(string en, string zhHant = null)
+        {
+            var names = new Dictionary<string, string>();
+            if (en != null) names["en"] = en;
+            if (zhHant != null) names["zh-Hant"] = zhHant;
+            return names;
+        }
+
+        /// <summary>
+        /// The game names residents and labels its actions (SPEC §7.12): maps from a resident id
+        /// (an action id) to its names by language (see <see cref="Names"/>). Give either or both.
+        /// </summary>
+        public static Dictionary<string, object> Register(string eventId, double day, IDictionary<string, Dictionary<string, string>> residents, IDictionary<string, Dictionary<string, string>> actions = null)
+        {
+            var e = Event(eventId, day, "register");
+            if (residents != null) e["residents"] = Named(residents, "resident");
+            if (actions != null) e["actions"] = Named(actions, "action");
+            return e;
+        }
+
+        static List<object> Named(IDictionary<string, Dictionary<string, string>> byId, string key)
+        {
+            var list = new List<object>();
+            foreach (var kv in byId)
+            {
+                var names = new Dictionary<string, object>();
+                foreach (var n in kv.Value) names[n.Key] = n.Value;
+                list.Add(new Dictionary<string, object> { { key, kv.Key }, { "names", names } });
+            }
+            return list;
+        }
+
+        /// <summary>One declared root prefix of a schema: allowed values, display text per language, mutability, default importance (0–1).</summary>
+        public static Dictionary<string, object> SchemaRoot(string prefix, IList<object> values = null, IDictionary<string, string> text = null, bool? mutable = null, double? importance = null)
+        {
+            var root = new Dictionary<string, object> { { "prefix", prefix } };
+            if (values != null) root["values"] = new List<object>(values);
+            if (text != null)
+            {
+                var t = new Dictionary<string, object>();
+                foreach (var kv in text) t[kv.Key] = kv.Value;
+                root["text"] = t;
+            }
+            if (mutable.HasValue) root["mutable"] = mutable.Value;
+            if (importance.HasValue) root["importance"] = importance.Value;
+            return root;
+        }
+
+        /// <summary>
+        /// The world declares its claim roots (SPEC §7.11), replacing any earlier schema.
+        /// <paramref name="undeclared"/>: <c>accept</c> (default), <c>warn</c> (the ack's Warnings) or <c>refuse</c>.
+        /// </summary>
+        public static Dictionary<string, object> Schema(string eventId, double day, string undeclared, params Dictionary<string, object>[] roots)
+        {
+            var e = Event(eventId, day, "schema");
+            if (undeclared != null) e["undeclared"] = undeclared;
+            e["roots"] = new List<object>(roots ?? new Dictionary<string, object>[0]);
             return e;
         }
 

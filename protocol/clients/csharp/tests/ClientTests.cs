@@ -14,6 +14,12 @@
 //       a sidecar crash and restart (asked of the runner on stdout: "CONTROL kill" /
 //       "CONTROL start", answered with a line on stdin), the mirror against the sidecar, and
 //       a restart with other tokens ("CONTROL retoken": the reconnect is refused 4001, for good).
+//   mono CredenceTests.exe lifecycle URL VECTORS.json
+//       against an open sidecar: register (the names appear in the narrative), a schema
+//       (ack Warnings, schema_violation), fork / worlds / delete, what the builders send.
+//   mono CredenceTests.exe misremember URL
+//       against a sidecar started with --misremember 1 --seed 3: misremembered notifications
+//       and their decoded detail (BeliefChange.Misremembered), and the detail parser.
 //   mono CredenceTests.exe bench URL N
 //       figures only (no assertion on speed): N observe events through the client, window 256,
 //       with a second client subscribed to every resident; events/s acked, notifications/s,
@@ -56,9 +62,11 @@ namespace Credence.Tests
                     case "vectors": Vectors(args[1]); break;
                     case "session": Session(new Uri(args[1]), args[2], args.Length > 3 ? args[3] : null).Wait(); break;
                     case "client": ClientScenario(new Uri(args[1]), args[2], args[3]).Wait(); break;
+                    case "lifecycle": Lifecycle(new Uri(args[1]), args[2]).Wait(); break;
+                    case "misremember": Misremember(new Uri(args[1])).Wait(); break;
                     case "bench": Bench(new Uri(args[1]), int.Parse(args[2])).Wait(); break;
                     default:
-                        Console.WriteLine("usage: vectors FILE | session URL FILE [TRANSCRIPT] | client URL WTOKEN RTOKEN | bench URL N");
+                        Console.WriteLine("usage: vectors FILE | session URL FILE [TRANSCRIPT] | client URL WTOKEN RTOKEN | lifecycle URL VECTORS | misremember URL | bench URL N");
                         return 2;
                 }
             }
@@ -773,6 +781,142 @@ namespace Credence.Tests
                 "a game loop: awaits resume and notifications arrive on the game thread (" + string.Join("; ", gameErrors) + game.Error + ")");
             await other.CloseAsync();
             Console.WriteLine("client: " + seqs.Count + " notifications, " + main.Connections + " connections");
+        }
+
+        // ------------------------------------------------------------------ register, schema, worlds
+
+        static async Task Lifecycle(Uri url, string vectorsPath)
+        {
+            var vectors = LoadVectors(vectorsPath);
+            Func<string, Dictionary<string, object>> vector = name => (Dictionary<string, object>)vectors.First(v => (string)v["name"] == name)["json"];
+            var client = new CredenceClient(new CredenceOptions { Url = url, World = "town", Subscribe = new[] { "kai" } });
+            await Within(client.ConnectAsync(), "hello");
+
+            // -- register: the narrative names residents
+            var names = new Dictionary<string, Dictionary<string, string>>
+            {
+                { "mira", Events.Names("Mira", "米拉") },
+                { "kai", Events.Names("Kai") },
+            };
+            var labels = new Dictionary<string, Dictionary<string, string>> { { "fetch_water", Events.Names("fetch water", "打水") } };
+            var reg = await Within(client.RegisterAsync("g-1", 1, names, labels), "register");
+            Check(!reg.Duplicate && reg.Changes == 0 && reg.Seq == null && reg.Warnings.Count == 0, "register: acked with 0 changes, no warnings");
+            await Within(client.SendEventAsync(Events.Say("s-1", 1, "mira", new[] { "kai" }, "water:well", "poisoned", "the well is poisoned")), "say");
+            var en = (string)(await Within(client.NarrativeAsync("kai"), "narrative en")).Frame["text"];
+            Check(en.Contains("Mira") && !System.Text.RegularExpressions.Regex.IsMatch(en, "\\bmira\\b"), "kai's narrative names Mira, not mira: " + en);
+            var zh = (string)(await Within(client.NarrativeAsync("kai", null, "zh-Hant"), "narrative zh")).Frame["text"];
+            Check(zh.Contains("米拉"), "in zh-Hant: 米拉: " + zh);
+            var badNames = new Dictionary<string, Dictionary<string, string>> { { "bo", new Dictionary<string, string> { { "fr", "Bo" } } } };
+            var badReg = await Refusal(client.RegisterAsync("g-2", 1, badNames)) as CredenceErrorException;
+            Check(badReg != null && badReg.Code == "invalid_event" && badReg.EventId == "g-2", "names in another language: invalid_event");
+
+            // -- a schema: warnings for undeclared roots, schema_violation for an undeclared value
+            var schema = await Within(client.DeclareSchemaAsync("sc-1", 2, "warn",
+                Events.SchemaRoot("water:well", new object[] { "clean", "poisoned" }, Events.Names("the well water"), importance: 0.5),
+                Events.SchemaRoot("location:", mutable: true)), "schema");
+            Check(schema.Changes == 0 && schema.Warnings.Count == 0, "schema: acked, 0 changes");
+            var warned = await Within(client.SendEventAsync(Events.Observe("sc-2", 2, new[] { "kai" }, "weather:today", "rain", "it rains")), "warned");
+            Check(warned.Changes == 1 && warned.Warnings.Count == 1 && warned.Warnings[0].Contains("weather:today"),
+                "an undeclared root: stored, and the ack warns: " + string.Join("; ", warned.Warnings));
+            var typo = await Refusal(client.SendEventAsync(Events.Observe("sc-3", 2, new[] { "kai" }, "water:well", "poisond", "typo"))) as CredenceErrorException;
+            Check(typo != null && typo.Code == "schema_violation" && typo.Reason == "value_not_allowed" && typo.EventId == "sc-3",
+                "a value outside the declared values: schema_violation value_not_allowed");
+            var fixedAck = await Within(client.SendEventAsync(Events.Observe("sc-3", 2, new[] { "kai" }, "water:well", "clean", "fixed")), "fixed");
+            Check(!fixedAck.Duplicate && fixedAck.Warnings.Count == 0, "nothing of the refused event was stored: its id is free");
+            await Within(client.DeclareSchemaAsync("sc-4", 2, "refuse", Events.SchemaRoot("water:")), "refusing schema");
+            var undeclared = await Refusal(client.SendEventAsync(Events.Observe("sc-5", 2, new[] { "kai" }, "weather:today", "sun", "sun"))) as CredenceErrorException;
+            Check(undeclared != null && undeclared.Code == "schema_violation" && undeclared.Reason == "undeclared_root", "refuse: schema_violation undeclared_root");
+
+            // -- worlds, fork, delete
+            var before = await Within(client.WorldsAsync(), "worlds");
+            Check(before.Count == 1 && before[0].World == "town" && before[0].Events == 6, "worlds: town with 6 events: " + string.Join(", ", before));
+            var forked = await Within(client.ForkAsync("town-slot-1", 2), "fork");
+            Check(forked.World == "town-slot-1" && forked.Source == "town" && forked.At == 2 && forked.Events == 2 && forked.Day == 1.0,
+                "fork at 2: a world of 2 events from town, day 1: " + forked);
+            var whole = await Within(client.ForkAsync("town-copy"), "fork all");
+            Check(whole.At == null && whole.Events == 6, "a fork without at keeps the whole log");
+            var listed = await Within(client.WorldsAsync(), "worlds again");
+            Check(listed.Select(w => w.World).SequenceEqual(new[] { "town", "town-copy", "town-slot-1" }), "worlds lists the forks, sorted: " + string.Join(", ", listed));
+            var exists = await Refusal(client.ForkAsync("town-copy")) as CredenceErrorException;
+            Check(exists != null && exists.Code == "invalid_frame", "a fork into an existing world: invalid_frame");
+            var slot = new CredenceClient(new CredenceOptions { Url = url, World = "town-slot-1" });
+            await Within(slot.ConnectAsync(), "slot hello");
+            var slotBeliefs = (await Within(slot.BeliefsAsync("kai"), "slot beliefs")).Items("beliefs");
+            Check(slotBeliefs.Select(b => (string)b["root"]).SequenceEqual(new[] { "believes:mira:water:well", "water:well" }), "the fork's beliefs were rebuilt from its 2 events: " + string.Join(", ", slotBeliefs.Select(b => Show(b))));
+            await slot.CloseAsync();
+            var deleted = await Within(client.DeleteWorldAsync("town-slot-1"), "delete");
+            Check(deleted.World == "town-slot-1" && deleted.Events == 2, "delete: what the world held: " + deleted);
+            var after = await Within(client.WorldsAsync(), "worlds after delete");
+            Check(after.Select(w => w.World).SequenceEqual(new[] { "town", "town-copy" }), "the deleted world is gone: " + string.Join(", ", after));
+            var gone = await Refusal(client.DeleteWorldAsync("town-slot-1")) as CredenceErrorException;
+            Check(gone != null && gone.Code == "not_found", "deleting it again: not_found");
+            Check(client.State == ConnectionState.Open, "the connection stays open");
+
+            // -- the builders send what the vectors say
+            var register = Events.Register("g-2", 23, new Dictionary<string, Dictionary<string, string>> { { "bo", Events.Names("Bo", "阿博") } });
+            register.Remove("day");
+            register["day"] = 23L;
+            Check(Same(Reorder(register), Reorder(vector("client.event.register"))), "Events.Register builds client.event.register: " + Show(register));
+            var empty = Events.Schema("sc-4", 23, "accept");
+            empty["day"] = 23L;
+            Check(Same(Reorder(empty), Reorder(vector("client.event.schema"), "rid")), "Events.Schema builds client.event.schema: " + Show(empty));
+            await client.CloseAsync();
+        }
+
+        /// <summary>A copy without the given keys (Same compares maps regardless of key order).</summary>
+        static Dictionary<string, object> Reorder(Dictionary<string, object> frame, params string[] drop)
+        {
+            var copy = new Dictionary<string, object>(frame);
+            foreach (var k in drop) copy.Remove(k);
+            return copy;
+        }
+
+        // ------------------------------------------------------------------ misremembered
+
+        static async Task Misremember(Uri url)
+        {
+            var client = new CredenceClient(new CredenceOptions { Url = url, World = "town", Subscribe = new[] { "mira" } });
+            var seen = new List<BeliefChange>();
+            client.BeliefChanged += c => seen.Add(c);
+            await Within(client.ConnectAsync(), "hello");
+            Ack last = null;
+            for (int day = 1; day <= 3; day++)
+            {
+                var e = Events.Observe("m-" + day, day, new[] { "mira" }, "key:where", "counter", "the key is on the counter");
+                e["places"] = new List<object> { "spot" + day };
+                last = await Within(client.SendEventAsync(e), "m-" + day);
+            }
+            await Until(() => { client.DispatchPending(); return seen.Count > 0 && seen.Last().Seq == last.Seq; }, "the notifications");
+            var drifts = seen.Where(c => c.Change == ChangeKinds.Misremembered).ToList();
+            Check(drifts.Count == 2, "two recalls, two misremembered changes: " + string.Join(", ", seen.Select(c => c.Change)));
+            foreach (var d in drifts)
+            {
+                var m = d.Misremembered;
+                Check(m != null && Array.IndexOf(new[] { "places", "people", "remembered_day" }, m.Field) >= 0 && !Same(Box(m.Before), Box(m.After)),
+                    "the drift's detail decodes: " + d.Detail + " → " + m);
+                Check((string)d.Value == "counter" && d.PrevValue as string == "counter", "never the value");
+            }
+            Check(seen[0].Change == ChangeKinds.Formed && seen[0].Misremembered == null, "a formed change has no drift");
+            MirroredBelief mb;
+            Check(client.Mirror.TryGet("mira", "key:where", out mb) && (string)mb.Value == "counter", "the mirror keeps the value");
+
+            var places = MisrememberedDetail.Parse("{\"field\": \"places\", \"before\": [\"caf\\u00e9\", \"mill\"], \"after\": [\"米\\\"\"]}");
+            Check(places != null && places.Field == "places" && ((List<string>)places.Before).SequenceEqual(new[] { "café", "mill" })
+                && ((List<string>)places.After).SequenceEqual(new[] { "米\"" }), "the parser reads lists of names with escapes: " + places);
+            var dayShift = MisrememberedDetail.Parse("{\"field\": \"remembered_day\", \"before\": 3.0, \"after\": 1.5}");
+            Check(dayShift != null && (double)dayShift.Before == 3.0 && (double)dayShift.After == 1.5, "the parser reads a day shift");
+            Check(MisrememberedDetail.Parse("implant") == null && MisrememberedDetail.Parse(null) == null
+                && MisrememberedDetail.Parse("{\"field\": \"value\", \"before\": 1, \"after\": 2}") == null
+                && MisrememberedDetail.Parse("{\"field\": \"places\", \"before\": [1], \"after\": []}") == null
+                && MisrememberedDetail.Parse("{\"field\": \"people\", \"before\": [], \"after\": []} x") == null,
+                "anything else is not a drift");
+            await client.CloseAsync();
+        }
+
+        static object Box(object v)
+        {
+            var names = v as List<string>;
+            return names == null ? v : names.Cast<object>().ToList();
         }
 
         // ------------------------------------------------------------------ figures

@@ -22,17 +22,22 @@ import {
   type BeliefNotification,
   type BeliefsReply,
   type ClaimValue,
+  type DeletedReply,
   type DistributionReply,
   type ErrorFrame,
   type ExplanationReply,
+  type ForkedReply,
   type GraphReply,
   type NarrativeReply,
+  type RegisterEvent,
   type Resumed,
   type Rid,
+  type SchemaEvent,
   type SubscribeFilter,
   type TrustReply,
   type Welcome,
   type WorldEvent,
+  type WorldsReply,
   FATAL_CLOSE_CODES,
   PAGED_FIELDS,
 } from "./frames.js";
@@ -488,6 +493,42 @@ export class CredenceClient {
   /** Set how much `resident` trusts `source` (an event of kind trust). */
   setTrust(event: { event_id: string; day: number; resident: string; source: string; topic?: string; value: number }): Promise<Ack> {
     return this.send({ kind: "trust", ...event });
+  }
+
+  /**
+   * Name residents and label actions per language (an event of kind `register`, SPEC §7.12):
+   * the narrative then says "Mira" instead of `mira`. Acked with `changes: 0`.
+   */
+  register(event: Omit<RegisterEvent, "kind">): Promise<Ack> {
+    return this.send({ kind: "register", ...event });
+  }
+
+  /**
+   * Declare the world's claim roots (an event of kind `schema`, SPEC §7.11); replaces any
+   * earlier schema. Later events break it with `schema_violation`; with `undeclared: "warn"`
+   * their acks carry `warnings`.
+   */
+  declareSchema(event: Omit<SchemaEvent, "kind">): Promise<Ack> {
+    return this.send({ kind: "schema", ...event });
+  }
+
+  /** The worlds this connection's token may open, sorted by id (SPEC §10.7). */
+  worlds(): Promise<WorldsReply> {
+    return this.query<WorldsReply>({ type: "worlds" });
+  }
+
+  /**
+   * Copy this connection's world into the new world `into`: its log up to event seq `at` (all
+   * of it without), beliefs rebuilt by replay. Writer only; `into` must not exist yet
+   * (`invalid_frame`). Runs after every earlier event of this connection is committed.
+   */
+  fork(into: string, at?: number): Promise<ForkedReply> {
+    return this.query<ForkedReply>({ type: "fork", into, at });
+  }
+
+  /** Delete `world` and everything in it (naming it is the confirmation; writer only). */
+  deleteWorld(world: string): Promise<DeletedReply> {
+    return this.query<DeletedReply>({ type: "delete", world });
   }
 
   /** Any query frame; the reply's parts are joined (SPEC §11). */

@@ -12,7 +12,9 @@ export type ChangeKind =
   | "faded"
   | "intervened"
   | "updated"
-  | "trust";
+  | "trust"
+  /** A detail drifted in recall (worlds with misremembering on); `detail` says which (see `misremembered`). */
+  | "misremembered";
 export type BeliefState = "influencing" | "past" | "doubtful" | "anomalous" | "corrected";
 export type SourceKind = "firsthand" | "hearsay" | "implanted";
 
@@ -88,6 +90,38 @@ export interface ProposeEvent extends EventBase {
   resident: string;
   edits: Array<{ root: string; subject?: string; interpretation?: string; [k: string]: unknown }>;
 }
+/** The narrative's languages (SPEC §7.12). */
+export type Lang = "en" | "zh-Hant";
+/** Display text per language, e.g. `{ en: "Mira", "zh-Hant": "米拉" }`. */
+export type Names = Partial<Record<Lang, string>>;
+/** A `register` event (SPEC §7.12): display names of residents, labels of `act` actions. */
+export interface RegisterEvent extends EventBase {
+  kind: "register";
+  /** Registering a resident again replaces its names. Give `residents`, `actions` or both. */
+  residents?: Array<{ resident: string; names: Names }>;
+  /** Labels as a verb phrase in the base form ("fetch water"). */
+  actions?: Array<{ action: string; names: Names }>;
+}
+/** What a schema does with a claim whose root no declared prefix covers. */
+export type UndeclaredPolicy = "accept" | "warn" | "refuse";
+/** One declared root prefix of a world's schema (SPEC §7.11). */
+export interface SchemaRoot {
+  prefix: string;
+  /** The allowed values; any other is refused `schema_violation` (`value_not_allowed`). */
+  values?: ClaimValue[];
+  /** Display text per language, used by the narrative where it would show the root. */
+  text?: Names;
+  mutable?: boolean;
+  /** 0–1: the importance of an event that gives none. */
+  importance?: number;
+}
+/** A `schema` event (SPEC §7.11): replaces the world's schema. */
+export interface SchemaEvent extends EventBase {
+  kind: "schema";
+  /** Default `accept`; `warn` puts `warnings` on the ack; `refuse` refuses `undeclared_root`. */
+  undeclared?: UndeclaredPolicy;
+  roots?: SchemaRoot[];
+}
 export type WorldEvent =
   | ObserveEvent
   | SayEvent
@@ -96,7 +130,36 @@ export type WorldEvent =
   | InterveneEvent
   | TickEvent
   | TrustEvent
-  | ProposeEvent;
+  | ProposeEvent
+  | RegisterEvent
+  | SchemaEvent;
+
+// ----------------------------------------------------------------------------- game → sidecar
+
+/** An event frame: `{type: "event", kind, …}`. */
+export type EventFrame = WorldEvent & { type: "event"; rid?: Rid };
+/** A `register` frame: the same as an event of kind `register`. */
+export type RegisterFrame = Omit<RegisterEvent, "kind"> & { type: "register"; rid?: Rid };
+/** A `schema` frame: the same as an event of kind `schema`. */
+export type SchemaFrame = Omit<SchemaEvent, "kind"> & { type: "schema"; rid?: Rid };
+/** List the worlds this connection's token may open (SPEC §10.7). */
+export interface WorldsFrame {
+  type: "worlds";
+  rid?: Rid;
+}
+/** Copy this connection's world into a new world `into`, its log up to event seq `at` (writer only). */
+export interface ForkFrame {
+  type: "fork";
+  rid?: Rid;
+  into: string;
+  at?: number;
+}
+/** Delete a world and everything in it; naming it is the confirmation (writer only). */
+export interface DeleteFrame {
+  type: "delete";
+  rid?: Rid;
+  world: string;
+}
 
 export interface SubscribeFilter {
   residents: string[] | "*";
@@ -127,6 +190,8 @@ export interface Ack {
   seq?: number;
   rid?: Rid;
   results?: Array<{ root: string; accepted: boolean; reasons: string[] }>;
+  /** Only when there are some: e.g. a root the world's schema does not declare, when it says `warn`. */
+  warnings?: string[];
 }
 
 export interface BeliefNotification {
@@ -149,6 +214,34 @@ export interface BeliefNotification {
   evidence_id: string | null;
   day: number;
   detail: string | null;
+}
+
+/** The `detail` of a `misremembered` change, decoded (SPEC §18.2). */
+export interface MisrememberedDetail {
+  field: "places" | "people" | "remembered_day";
+  /** A list of places or people, or a day. */
+  before: string[] | number;
+  after: string[] | number;
+}
+
+/**
+ * What drifted in a `misremembered` notification (its `detail` is a JSON map); `null` for any
+ * other change, or a detail that is not such a map.
+ */
+export function misremembered(note: BeliefNotification): MisrememberedDetail | null {
+  if (note.change !== "misremembered" || typeof note.detail !== "string") return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(note.detail);
+  } catch {
+    return null;
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return null;
+  const d = parsed as Record<string, unknown>;
+  const ok = (v: unknown) => typeof v === "number" || (Array.isArray(v) && v.every((x) => typeof x === "string"));
+  if (d.field !== "places" && d.field !== "people" && d.field !== "remembered_day") return null;
+  if (!ok(d.before) || !ok(d.after)) return null;
+  return { field: d.field, before: d.before as string[] | number, after: d.after as string[] | number };
 }
 
 export interface Resumed {
@@ -248,6 +341,37 @@ export interface TrustReply extends Paged {
   source: string | null;
   default: number;
   entries: Array<{ source: string; topic: string | null; value: number; history: Array<Record<string, unknown>> }>;
+}
+
+/** One world as the lifecycle replies describe it (SPEC §10.7). */
+export interface WorldInfo {
+  world: string;
+  /** The world's clock. */
+  day: number;
+  /** The length of its event log (the last event seq). */
+  events: number;
+  /** Its last change seq. */
+  changes: number;
+  residents: number;
+  beliefs: number;
+}
+export interface WorldsReply {
+  type: "worlds";
+  rid?: Rid;
+  /** The worlds this connection's token may open, sorted by id. */
+  worlds: WorldInfo[];
+}
+export interface ForkedReply extends WorldInfo {
+  type: "forked";
+  rid?: Rid;
+  /** The world it was copied from (the connection's). */
+  source: string;
+  /** The last event seq kept; `null` when the fork kept the whole log. */
+  at: number | null;
+}
+export interface DeletedReply extends WorldInfo {
+  type: "deleted";
+  rid?: Rid;
 }
 
 /** The list fields of each paged reply, concatenated over its parts (SPEC §11). */
