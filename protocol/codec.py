@@ -41,7 +41,44 @@ def _ext_hook(code: int, data: bytes) -> Any:
 
 
 def check_value(value: Any, depth: int = 0, path: str = "frame") -> None:
-    """Raise :class:`ProtocolError` unless ``value`` obeys the cross-language rules."""
+    """Raise :class:`ProtocolError` unless ``value`` obeys the cross-language rules.
+
+    Every inbound frame passes here, on the event loop: a valid frame (nearly all of them)
+    is walked once without building any path text; only a refused one is walked again to
+    name where it breaks the rules."""
+    if not _plainly_valid(value, depth):
+        _check_explained(value, depth, path)
+
+
+def _plainly_valid(value: Any, depth: int) -> bool:
+    """``True`` if ``value`` obeys the rules using exact built-in types only; ``False`` means
+    "not sure" (a rule broken, or a subclass), and :func:`_check_explained` decides."""
+    if depth > MAX_DEPTH:
+        return False
+    t = type(value)
+    if t is str or t is bool or value is None:
+        return True
+    if t is int:
+        return bool(-MAX_SAFE_INT <= value <= MAX_SAFE_INT)
+    if t is float:
+        return math.isfinite(value)
+    if depth >= MAX_DEPTH:
+        return False
+    if t is dict:
+        for key, item in value.items():
+            if type(key) is not str or not _plainly_valid(item, depth + 1):
+                return False
+        return True
+    if t is list:
+        for item in value:  # noqa: SIM110 (no generator object per list)
+            if not _plainly_valid(item, depth + 1):
+                return False
+        return True
+    return False
+
+
+def _check_explained(value: Any, depth: int, path: str) -> None:
+    """:func:`check_value`'s verdict with the path of the offending value in its message."""
     if depth > MAX_DEPTH:
         raise ProtocolError(ErrorCode.BAD_FRAME, f"{path}: nested deeper than {MAX_DEPTH} levels")
     if value is None or isinstance(value, bool | str):
@@ -56,13 +93,13 @@ def check_value(value: Any, depth: int = 0, path: str = "frame") -> None:
         return
     if isinstance(value, list):
         for i, item in enumerate(value):
-            check_value(item, depth + 1, f"{path}[{i}]")
+            _check_explained(item, depth + 1, f"{path}[{i}]")
         return
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ProtocolError(ErrorCode.BAD_FRAME, f"{path}: map keys must be strings")
-            check_value(item, depth + 1, f"{path}.{key}")
+            _check_explained(item, depth + 1, f"{path}.{key}")
         return
     if isinstance(value, bytes | bytearray):
         raise ProtocolError(

@@ -351,3 +351,53 @@ def test_error_frame_leaves_out_nil_rid_and_event_id() -> None:
         "event_id": "e",
     }
     assert ProtocolError(ErrorCode.BAD_FRAME, "m", rid=False).to_frame()["rid"] is False
+
+
+def _nested(depth: int, leaf: Any) -> Any:
+    value = leaf
+    for i in range(depth):
+        value = [value] if i % 2 else {"k": value}
+    return value
+
+
+_any_value = st.recursive(
+    st.none() | st.booleans() | st.text(max_size=3)
+    | st.integers(min_value=-(2**64), max_value=2**64)
+    | st.floats(allow_nan=True, allow_infinity=True) | st.binary(max_size=2),
+    lambda children: st.lists(children, max_size=3)
+    | st.dictionaries(st.text(max_size=2) | st.integers(0, 3), children, max_size=3),
+    max_leaves=12,
+)  # fmt: skip
+
+
+@given(_any_value, st.integers(min_value=0, max_value=MAX_DEPTH + 1))
+def test_the_fast_check_agrees_with_the_explained_one(value: Any, depth: int) -> None:
+    """check_value walks a valid frame once without path text and explains only a refusal:
+    its verdict is the full walk's for any value at any starting depth."""
+    from protocol.codec import _check_explained, check_value
+
+    def verdict(check: Any) -> str | None:
+        try:
+            check(value, depth, "frame")
+        except ProtocolError as exc:
+            return exc.message
+        return None
+
+    assert verdict(check_value) == verdict(_check_explained)
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1])
+@pytest.mark.parametrize("leaf", ["x", 1, [], {}])
+def test_nesting_limit_is_the_same_on_both_walks(depth: int, leaf: Any) -> None:
+    from protocol.codec import _check_explained, check_value
+
+    value = _nested(depth, leaf)
+    outcomes = []
+    for check in (check_value, _check_explained):
+        try:
+            check(value, 0, "frame")
+            outcomes.append("ok")
+        except ProtocolError as exc:
+            outcomes.append(exc.message)
+    assert outcomes[0] == outcomes[1]
+    assert (outcomes[0] == "ok") == (depth <= MAX_DEPTH)  # the leaf sits at ``depth``

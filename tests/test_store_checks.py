@@ -23,15 +23,17 @@ from sidecar.store.schema import cheap_checks
 _IN = re.compile(r"(\w+) IN \(([^()]*)\)")
 
 
-def _populated(path: Path, upto: int | None = None) -> None:
+def _populated(
+    path: Path, upto: int | None = None, pretend: tuple[str, ...] = ("0004_i13_cheap_checks",)
+) -> None:
     """A database at schema version ``upto`` (default: current) with every table written."""
     if upto is not None:
         conn = sqlite3.connect(path, isolation_level=None)
         migrate(conn, upto=upto)
-        # Pretend the cheap-checks migration ran, so the writer fills the old tables as they
-        # are; later ones (0005_i10_memory: new columns, widened enumerations) still run.
+        # Pretend the migrations under test ran, so the writer fills the old tables as they
+        # are; the others (0005_i10_memory: new columns, widened enumerations) still run.
         for name, _ in MIGRATIONS[upto:]:
-            if name == "0004_i13_cheap_checks":
+            if name in pretend:
                 conn.execute("INSERT INTO _migrations (name) VALUES (?)", (name,))
         conn.close()
     w = Writer(path, synchronous="OFF")
@@ -135,4 +137,46 @@ def test_version_3_database_keeps_rows_and_indexes_through_the_rebuild(tmp_path:
     r = Reader(db)
     kai = r.belief("w", "kai", "well")
     assert kai is not None and kai.value == "full"
+    r.close()
+
+
+def test_lean_tables_keep_every_row_and_the_queries_keep_an_index(tmp_path: Path) -> None:
+    """0006: ``changes`` and ``evidence`` become WITHOUT ROWID tables and the redundant
+    ``changes_by_resident`` index goes; a populated database keeps every row, and the
+    per-resident and per-belief change queries are still served by an index."""
+    lean = "0006_i13_lean_tables"
+    db = tmp_path / "v6.db"
+    _populated(db, upto=[n for n, _ in MIGRATIONS].index(lean), pretend=(lean,))
+    conn = sqlite3.connect(db, isolation_level=None)
+    table_sql = "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?"
+    assert all("WITHOUT ROWID" not in conn.execute(table_sql, (t,)).fetchone()[0]
+               for t in ("changes", "evidence"))  # fmt: skip
+    tables = ("changes", "evidence")
+    before = {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
+    conn.execute("DELETE FROM _migrations WHERE name = ?", (lean,))
+    assert migrate(conn) == [lean]
+    after = {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
+    assert after == before and before["changes"] and before["evidence"]
+    for t in tables:
+        assert conn.execute(table_sql, (t,)).fetchone()[0].endswith("WITHOUT ROWID")
+    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert "changes_by_resident" not in indexes
+    assert {"changes_by_belief", "evidence_by_belief"} <= indexes
+    for query in (
+        "SELECT * FROM changes WHERE world = 'w' AND resident = 'mira' ORDER BY seq",
+        "SELECT * FROM changes WHERE world = 'w' AND resident = 'mira' AND root = 'well'",
+        "SELECT * FROM evidence WHERE world = 'w' AND resident = 'mira' AND root = 'well'",
+    ):
+        plan = " ".join(str(r[-1]) for r in conn.execute("EXPLAIN QUERY PLAN " + query))
+        assert "USING INDEX" in plan or "USING PRIMARY KEY" in plan, (query, plan)
+    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert migrate(conn) == []  # once only
+    conn.close()
+    w = Writer(db)  # and the writer carries on on the rebuilt tables
+    [result] = w.apply([("w", parse_event(observe(21, ["kai"], "well", "dry", eid="o3")))])
+    assert result.status == "applied" and result.changes
+    w.close()
+    r = Reader(db)
+    assert r.history("w", "kai", "well")[-1].event_id == "o3"
     r.close()

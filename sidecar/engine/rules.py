@@ -154,7 +154,7 @@ class Rules:
         return self.hearsay_confidence(self.trust_default)
 
     def is_mutable(self, root: str) -> bool:
-        return any(root.startswith(prefix) for prefix in self.mutable_prefixes)
+        return root.startswith(self.mutable_prefixes)  # () never matches
 
     def decay_period(
         self, importance: float | None, emotion: float | None, trust: float | None

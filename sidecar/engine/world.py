@@ -126,9 +126,13 @@ def evidence_id(event_id: str, resident: str, suffix: str = "") -> str:
     return f"{escaped}/{resident}"
 
 
+#: ``json.dumps(..., ensure_ascii=False)`` without building an encoder per call.
+_said_json = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def said_origin(speaker: str, claim: Claim) -> str:
     """The origin of a claim a speaker tells without holding it: one per (speaker, claim)."""
-    return "said:" + json.dumps([speaker, claim.root, claim.value], ensure_ascii=False)
+    return "said:" + _said_json([speaker, claim.root, claim.value])
 
 
 def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Evidence]:
@@ -304,18 +308,22 @@ def ingest(
                     f"{ev.op}: resident {ev.resident!r} holds no belief on {ev.claim.root!r}"
                 )
             ev = replace(ev, claim=current.claim)
+        # What the world adds to the evidence, gathered and applied in one copy.
+        extra: dict[str, Any] = {}
         if ev.source_kind is SourceKind.HEARSAY:
             assert isinstance(event, Utterance)
-            ev = social.enrich_hearsay(ev, event)
+            extra.update(social.hearsay_context(ev, event))
         elif ev.source_kind is SourceKind.IMPLANTED:
-            ev = replace(ev, origin=ev.evidence_id)
+            extra["origin"] = ev.evidence_id
         if decl is not None and ev.claim.root.startswith(decl.prefix):
             if decl.mutable and not ev.mutable:
-                ev = replace(ev, mutable=True)
+                extra["mutable"] = True
             if decl.importance is not None and ev.importance is None:
-                ev = replace(ev, importance=decl.importance)
-        if not ev.mutable and rules.is_mutable(ev.claim.root):
-            ev = replace(ev, mutable=True)
+                extra["importance"] = decl.importance
+        if not ev.mutable and "mutable" not in extra and rules.is_mutable(ev.claim.root):
+            extra["mutable"] = True
+        if extra:
+            ev = replace(ev, **extra)
         relation = relation_of(current, ev)
         belief, change = revise(current, ev, rules)
         out.evidence.append((ev, relation))
@@ -400,8 +408,9 @@ class _Social:
             )
         )
 
-    def enrich_hearsay(self, ev: Evidence, event: Utterance) -> Evidence:
-        """Weight hearsay by the listener's trust and attach the chain it travelled."""
+    def hearsay_context(self, ev: Evidence, event: Utterance) -> dict[str, Any]:
+        """How the listener weighs hearsay (trust) and the chain it travelled (origin, hops):
+        the evidence's fields to set, for the caller to apply with its other additions."""
         assert ev.source_resident_id is not None
         speaker = ev.source_resident_id
         trust = self.trust(ev.resident, speaker, ev.topic)
@@ -414,7 +423,7 @@ class _Social:
             # one origin for all of the speaker's tellings of it, so a liar telling people
             # separately is not corroboration when they compare notes
             origin, hops = said_origin(speaker, ev.claim), (speaker,)
-        return replace(ev, trust=round(trust, 4), origin=origin, hops=hops)
+        return {"trust": round(trust, 4), "origin": origin, "hops": hops}
 
     def judge_sources(self, before: Belief | None, ev: Evidence, change: Change) -> None:
         """Firsthand evidence on a belief still held on hearsay judges those who told it."""
