@@ -25,6 +25,7 @@ Exception tree::
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 import operator
@@ -36,7 +37,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-import orjson
 from sqlite_utils import Database
 
 from ..engine import (
@@ -344,8 +344,8 @@ class _Prepared:
     staged: _Batch
     results: list[EventResult]
     counters: list[tuple[float, int, int, str]]  # (day, event_seq, change_seq, world) after it
-    #: Its rows, one statement per table over a JSON array of them (see _bulk).
-    bulk: list[tuple[str, str]] = field(default_factory=list)
+    #: Its rows, a few multi-row statements per table (see _chunks).
+    bulk: list[tuple[str, list[Any]]] = field(default_factory=list)
     future: Future[list[EventResult]] = field(default_factory=Future)
     commit: Future[bool] | None = None  # the commit thread's task: True once committed
 
@@ -559,27 +559,35 @@ _INSERT_RESIDENT = "INSERT INTO residents (world, resident) VALUES (?, ?)"
 _INSERT_FACT = "INSERT OR REPLACE INTO facts (world, root, value) VALUES (?,?,?)"
 
 
-def _bulk(sql: str) -> str:
-    """An ``INSERT ... VALUES (?, ...) [ON CONFLICT ...]`` as one statement over a JSON array
-    of its rows (``json_each``): SQLite runs all of them in one step, without the GIL, where
-    ``executemany`` takes the GIL back for every row (which, with the next batch being folded
-    on another thread, waits a switch interval each time). JSON keeps the row's types: text,
-    integer, real (orjson writes floats exactly), null."""
+#: Rows per statement of a pipelined commit, at most (see _chunks).
+_CHUNK = 512
+
+
+@functools.cache
+def _multi(sql: str, rows: int) -> str:
+    """An ``INSERT ... VALUES (?, ...) [ON CONFLICT ...]`` for ``rows`` rows at once."""
     head, rest = sql.split(" VALUES (", 1)
     marks, tail = rest.split(")", 1)
-    columns = ", ".join(f"value ->> {i}" for i in range(marks.count("?")))
-    where = " WHERE true" if tail else ""  # (an upsert after a SELECT needs a WHERE)
-    return f"{head} SELECT {columns} FROM json_each(?){where}{tail}"
+    return f"{head} VALUES {', '.join(['(' + marks + ')'] * rows)}{tail}"
 
 
-_BULK_EVENT = _bulk(_INSERT_EVENT)
-_BULK_RESIDENT = _bulk(_INSERT_RESIDENT)
-_BULK_EVIDENCE = _bulk(_INSERT_EVIDENCE)
-_BULK_BELIEF = _bulk(_UPSERT_BELIEF)
-_BULK_TRUST = _bulk(_INSERT_TRUST)
-_BULK_FACT = _bulk(_INSERT_FACT)
-_BULK_CHANGE = _bulk(_INSERT_CHANGE)
-_BULK_WORLD = _bulk("INSERT INTO worlds (world, rules) VALUES (?, ?)")
+def _chunks(sql: str, rows: Sequence[Sequence[Any]]) -> Iterator[tuple[str, list[Any]]]:
+    """``rows`` as a few multi-row statements (full chunks, then the rest in powers of two:
+    few statement shapes, so few compiled statements kept), in order. SQLite runs each in one
+    step without the GIL, where ``executemany`` takes the GIL back for every row (and, with
+    the next batch being folded on another thread, waits a switch interval each time)."""
+    start, left = 0, len(rows)
+    size = _CHUNK
+    while left:
+        while size > left:
+            size //= 2
+        part = rows[start : start + size]
+        yield _multi(sql, size), [v for row in part for v in row]
+        start += size
+        left -= size
+
+
+_INSERT_WORLD = "INSERT INTO worlds (world, rules) VALUES (?, ?)"
 _EVENT_EXISTS = "SELECT 1 FROM events WHERE world = ? AND event_id = ?"
 
 #: Default cache budget and trust entries kept. A unit is one evidence ref (or origin,
@@ -857,7 +865,7 @@ class Writer:
             counters.append((s.day, s.event_seq, s.change_seq, world))
         try:
             bulk = _bulk_rows(staged)
-        except Exception as exc:  # a value JSON cannot carry (an integer beyond 64 bits)
+        except Exception as exc:  # (building rows: what _flush would meet, event by event)
             log.warning("batch of %d events applied event by event: %r", len(batch), exc)
             self._worlds = snapshot
             self.fallbacks += 1
@@ -872,8 +880,8 @@ class Writer:
             conn.execute("BEGIN IMMEDIATE")
             if conn.execute("PRAGMA data_version").fetchone()[0] != self._data_version:
                 raise _Stale("another connection committed")
-            for sql, rows in p.bulk:
-                conn.execute(sql, (rows,))
+            for sql, params in p.bulk:
+                conn.execute(sql, params)
             conn.executemany(
                 "UPDATE worlds SET day = ?, event_seq = ?, change_seq = ? WHERE world = ?",
                 p.counters,
@@ -1243,28 +1251,27 @@ def _cache_outcome(cache: _Cache, world: str, outcome: Outcome) -> None:
             cache.drop_trust(key)
 
 
-def _bulk_rows(staged: _Batch) -> list[tuple[str, str]]:
-    """A prepared batch's rows as :func:`_bulk` statements and their JSON, in the order and
-    with the rows of :meth:`Writer._flush` (the worlds rows of new worlds first)."""
-    dumps = orjson.dumps
-    out: list[tuple[str, str]] = []
+def _bulk_rows(staged: _Batch) -> list[tuple[str, list[Any]]]:
+    """A prepared batch's rows as :func:`_chunks` statements, in the order and with the rows
+    of :meth:`Writer._flush` (the worlds rows of new worlds first)."""
+    out: list[tuple[str, list[Any]]] = []
     if staged.new_worlds:
-        out.append((_BULK_WORLD, dumps(staged.new_worlds).decode()))
+        out += _chunks(_INSERT_WORLD, staged.new_worlds)
     if staged.events:
-        out.append((_BULK_EVENT, dumps(staged.events).decode()))
+        out += _chunks(_INSERT_EVENT, staged.events)
     if staged.residents:
-        out.append((_BULK_RESIDENT, dumps(staged.residents).decode()))
+        out += _chunks(_INSERT_RESIDENT, staged.residents)
     if staged.evidence:
-        out.append((_BULK_EVIDENCE, dumps(staged.evidence).decode()))
+        out += _chunks(_INSERT_EVIDENCE, staged.evidence)
     if staged.beliefs:
         rows = [belief_to_row(k[0], b) for k, b in staged.beliefs.items()]
-        out.append((_BULK_BELIEF, dumps(rows).decode()))
+        out += _chunks(_UPSERT_BELIEF, rows)
     if staged.trust:
-        out.append((_BULK_TRUST, dumps([(*k, v) for k, v in staged.trust.items()]).decode()))
+        out += _chunks(_INSERT_TRUST, [(*k, v) for k, v in staged.trust.items()])
     if staged.facts:
-        out.append((_BULK_FACT, dumps([(*k, v) for k, v in staged.facts.items()]).decode()))
+        out += _chunks(_INSERT_FACT, [(*k, v) for k, v in staged.facts.items()])
     if staged.changes:
-        out.append((_BULK_CHANGE, dumps(staged.changes).decode()))
+        out += _chunks(_INSERT_CHANGE, staged.changes)
     return out
 
 
