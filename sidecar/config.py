@@ -7,7 +7,7 @@ One file holds everything ``credence serve`` needs; command-line flags override 
     db = "credence.db"            # one SQLite file for every world, or:
     data_dir = "worlds"           # one SQLite file per world under this directory
     synchronous = "FULL"
-    pipeline = true               # fold the next batch while the last commits (db only)
+    pipeline = false              # fold the next batch while the last commits (db only)
     log_level = "INFO"
     capture = "frames.capture"    # optional
 

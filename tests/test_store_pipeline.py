@@ -345,3 +345,20 @@ async def test_the_pipelined_server_refuses_a_batch_sqlite_refuses_and_acks_the_
     assert db_rows(db, "SELECT count(*) FROM events") == [(50,)]
     assert db_rows(db, "SELECT event_seq FROM worlds") == [(50,)]
     assert rebuild(db).ok
+
+
+def test_serve_flag_and_config_key_switch_the_pipeline(tmp_path: Path) -> None:
+    """Off by default; ``pipeline = true`` in the config file turns it on, and the flags
+    override the file either way."""
+    from test_config import serve_args
+
+    from sidecar.commands.serve import server_config
+
+    cfg = tmp_path / "credence.toml"
+    cfg.write_text("pipeline = true\n")
+    off = tmp_path / "off.toml"
+    off.write_text("pipeline = false\n")
+    assert server_config(serve_args())[0].pipelined is False
+    assert server_config(serve_args("--config", str(cfg)))[0].pipelined is True
+    assert server_config(serve_args("--config", str(cfg), "--no-pipeline"))[0].pipelined is False
+    assert server_config(serve_args("--config", str(off), "--pipeline"))[0].pipelined is True

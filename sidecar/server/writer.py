@@ -28,8 +28,8 @@ answers 503). ``close`` still works, so SIGTERM still stops the process.
 
 Pipelined (a store whose ``pipelined`` is true, see :meth:`~sidecar.store.Writer.start`):
 the writer thread folds batch N+1 while the store's commit thread commits batch N; batch N
-is answered once ``start`` of N+1 returns (it waited for N's commit), or, with nothing more
-queued, once N's commit is done. Acks still come only after their batch's COMMIT.
+is answered as soon as its future resolves (its COMMIT returned, or it was redone), on the
+event loop, in batch order. Acks still come only after their batch's COMMIT.
 """
 
 from __future__ import annotations
@@ -102,6 +102,7 @@ class WriterService:
         self._closing = False
         self.deadline: float | None = None  # loop time after which unstarted events are refused
         self.failure: BaseException | None = None
+        self._broken: BaseException | None = None  # raised by the pipelined loop (see _when_done)
         self.batches = 0
         self.events = 0
         self.refused_at_shutdown = 0
@@ -237,6 +238,8 @@ class WriterService:
         flying_future: Future[list[EventResult]] | None = None
         while True:
             late = self.deadline is not None and loop.time() >= self.deadline
+            if self._broken is not None:
+                raise self._broken
             if flying_future is not None and (not self._turns or late):
                 commit = writer.pending()
                 if commit is not None and not commit.done() and not late:
@@ -249,7 +252,8 @@ class WriterService:
                     if self._turns:
                         continue
                 await asyncio.shield(loop.run_in_executor(self.executor, writer.finish))
-                self._answer(flying, flying_future)
+                # Its answer was queued (call_soon_threadsafe) when its future resolved, before
+                # finish returned: it runs before this coroutine resumes (FIFO), so before idle.
                 self._inflight = []
                 flying, flying_future = [], None
                 continue
@@ -270,10 +274,23 @@ class WriterService:
             pairs = [(item.world, item.event) for item in batch]
             # Shielded: a shutdown while SQLite commits must not abandon the batch.
             future = await asyncio.shield(loop.run_in_executor(self.executor, writer.start, pairs))
-            if flying_future is not None:  # done: start waited for its commit
-                self._answer(flying, flying_future)
+            self._when_done(batch, future)
             self._inflight = list(batch)
             flying, flying_future = batch, future
+
+    def _when_done(self, batch: list[Submission], future: Future[list[EventResult]]) -> None:
+        """Answer ``batch`` on the event loop as soon as its future resolves (which happens on
+        the commit thread or the writer thread, in batch order)."""
+        loop = asyncio.get_running_loop()
+
+        def answer() -> None:
+            try:
+                self._answer(batch, future)
+            except BaseException as exc:  # the loop raises it: the writer fails
+                self._broken = exc
+                self._work.set()
+
+        future.add_done_callback(lambda _: loop.call_soon_threadsafe(answer))
 
     def _answer(self, batch: list[Submission], future: Future[list[EventResult]]) -> None:
         """Answer a finished pipelined batch (its commit failed: refused, as in :meth:`_loop`;

@@ -25,6 +25,7 @@ Exception tree::
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 import operator
@@ -343,6 +344,8 @@ class _Prepared:
     staged: _Batch
     results: list[EventResult]
     counters: list[tuple[float, int, int, str]]  # (day, event_seq, change_seq, world) after it
+    #: Its rows, a few multi-row statements per table (see _chunks).
+    bulk: list[tuple[str, list[Any]]] = field(default_factory=list)
     future: Future[list[EventResult]] = field(default_factory=Future)
     commit: Future[bool] | None = None  # the commit thread's task: True once committed
 
@@ -554,6 +557,37 @@ _DUE_AFTER = (
 )
 _INSERT_RESIDENT = "INSERT INTO residents (world, resident) VALUES (?, ?)"
 _INSERT_FACT = "INSERT OR REPLACE INTO facts (world, root, value) VALUES (?,?,?)"
+
+
+#: Rows per statement of a pipelined commit, at most (see _chunks).
+_CHUNK = 512
+
+
+@functools.cache
+def _multi(sql: str, rows: int) -> str:
+    """An ``INSERT ... VALUES (?, ...) [ON CONFLICT ...]`` for ``rows`` rows at once."""
+    head, rest = sql.split(" VALUES (", 1)
+    marks, tail = rest.split(")", 1)
+    return f"{head} VALUES {', '.join(['(' + marks + ')'] * rows)}{tail}"
+
+
+def _chunks(sql: str, rows: Sequence[Sequence[Any]]) -> Iterator[tuple[str, list[Any]]]:
+    """``rows`` as a few multi-row statements (full chunks, then the rest in powers of two:
+    few statement shapes, so few compiled statements kept), in order. SQLite runs each in one
+    step without the GIL, where ``executemany`` takes the GIL back for every row (and, with
+    the next batch being folded on another thread, waits a switch interval each time)."""
+    start, left = 0, len(rows)
+    size = _CHUNK
+    while left:
+        while size > left:
+            size //= 2
+        part = rows[start : start + size]
+        yield _multi(sql, size), [v for row in part for v in row]
+        start += size
+        left -= size
+
+
+_INSERT_WORLD = "INSERT INTO worlds (world, rules) VALUES (?, ?)"
 _EVENT_EXISTS = "SELECT 1 FROM events WHERE world = ? AND event_id = ?"
 
 #: Default cache budget and trust entries kept. A unit is one evidence ref (or origin,
@@ -829,7 +863,14 @@ class Writer:
         for world in dict.fromkeys(world for world, _ in batch):
             s = self._worlds[world]
             counters.append((s.day, s.event_seq, s.change_seq, world))
-        return _Prepared(batch, snapshot, staged, results, counters)
+        try:
+            bulk = _bulk_rows(staged)
+        except Exception as exc:  # (building rows: what _flush would meet, event by event)
+            log.warning("batch of %d events applied event by event: %r", len(batch), exc)
+            self._worlds = snapshot
+            self.fallbacks += 1
+            return None
+        return _Prepared(batch, snapshot, staged, results, counters, bulk=bulk)
 
     def _commit_prepared(self, p: _Prepared) -> bool:
         """On the commit thread: write a prepared batch and commit; ``False``: rolled back
@@ -839,10 +880,8 @@ class Writer:
             conn.execute("BEGIN IMMEDIATE")
             if conn.execute("PRAGMA data_version").fetchone()[0] != self._data_version:
                 raise _Stale("another connection committed")
-            if p.staged.new_worlds:
-                conn.executemany("INSERT INTO worlds (world, rules) VALUES (?, ?)",
-                                 p.staged.new_worlds)  # fmt: skip
-            self._flush(p.staged)
+            for sql, params in p.bulk:
+                conn.execute(sql, params)
             conn.executemany(
                 "UPDATE worlds SET day = ?, event_seq = ?, change_seq = ? WHERE world = ?",
                 p.counters,
@@ -1210,6 +1249,30 @@ def _cache_outcome(cache: _Cache, world: str, outcome: Outcome) -> None:
             cache.put_trust(key, value)
         else:
             cache.drop_trust(key)
+
+
+def _bulk_rows(staged: _Batch) -> list[tuple[str, list[Any]]]:
+    """A prepared batch's rows as :func:`_chunks` statements, in the order and with the rows
+    of :meth:`Writer._flush` (the worlds rows of new worlds first)."""
+    out: list[tuple[str, list[Any]]] = []
+    if staged.new_worlds:
+        out += _chunks(_INSERT_WORLD, staged.new_worlds)
+    if staged.events:
+        out += _chunks(_INSERT_EVENT, staged.events)
+    if staged.residents:
+        out += _chunks(_INSERT_RESIDENT, staged.residents)
+    if staged.evidence:
+        out += _chunks(_INSERT_EVIDENCE, staged.evidence)
+    if staged.beliefs:
+        rows = [belief_to_row(k[0], b) for k, b in staged.beliefs.items()]
+        out += _chunks(_UPSERT_BELIEF, rows)
+    if staged.trust:
+        out += _chunks(_INSERT_TRUST, [(*k, v) for k, v in staged.trust.items()])
+    if staged.facts:
+        out += _chunks(_INSERT_FACT, [(*k, v) for k, v in staged.facts.items()])
+    if staged.changes:
+        out += _chunks(_INSERT_CHANGE, staged.changes)
+    return out
 
 
 def _cache_batch(cache: _Cache, staged: _Batch) -> None:
