@@ -1,6 +1,6 @@
 """Where the ack tail comes from: one in-process sidecar under paced load, instrumented.
 
-``python -m tools.tail --rate 800 --duration 10 [--events N] [--no-observer] [--no-pipeline]
+``python -m tools.tail --rate 800 --duration 10 [--events N] [--no-observer] [--pipeline]
 [--no-freeze]``
 runs the sidecar as ``credence serve`` does (same config, ``gc.freeze()`` after start-up
 unless ``--no-freeze``; worlds accept late events, as under ``credence load`` and ``credence
@@ -14,9 +14,9 @@ It prints the ack latency beside what can hold an ack up on the sidecar's side:
   ``Writer.apply`` it was part of: engine, rows, the fsync'd commit) and *out* (committed →
   the ack received: fan-out, the ack's encoding, the loop, the socket); medians over all
   acks and over the slowest 1%;
-- group-commit batches: size, time (``Writer.apply``; pipelined, the default as in ``credence
-  serve``: from the fold's start to the moment the batch can be answered, so batches
-  overlap; ``--no-pipeline`` for whole ``apply`` calls), how much of the time a batch was in
+- group-commit batches: size, time (``Writer.apply``, as ``credence serve`` runs it by
+  default; with ``--pipeline``, as ``credence serve --pipeline`` does: from the fold's start
+  to the moment the batch can be answered, so batches overlap), how much of the time a batch was in
   progress, the time per event by batch size, and the slowest batches with what they held;
 - garbage-collector pauses by generation (``gc.callbacks``);
 - event-loop stalls: how late a 1 ms timer fires;
@@ -145,7 +145,7 @@ async def run(
     *,
     events: int | None = None,
     observe: bool = True,
-    pipelined: bool = True,
+    pipelined: bool = False,
 ) -> dict[str, Any]:
     count = events if events is not None else max(1, round(rate * duration))
     with tempfile.TemporaryDirectory(prefix="credence-tail-") as tmp:
@@ -316,7 +316,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--events", type=int, help="events in all (default: rate × duration)")
     p.add_argument("--no-freeze", action="store_true")
     p.add_argument("--no-observer", action="store_true", help="no subscriber to '*'")
-    p.add_argument("--no-pipeline", action="store_true", help="the writer not pipelined")
+    p.add_argument("--pipeline", action="store_true",
+                   help="the pipelined writer (credence serve --pipeline)")  # fmt: skip
     p.add_argument("--client", metavar="URL", help=argparse.SUPPRESS)  # the child's role
     args = p.parse_args(argv)
     if args.client:
@@ -326,10 +327,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     res = asyncio.run(
         run(args.rate, args.duration, not args.no_freeze, events=args.events,
-            observe=not args.no_observer, pipelined=not args.no_pipeline)
+            observe=not args.no_observer, pipelined=args.pipeline)
     )  # fmt: skip
     print(f"paced {args.rate:g} events/s, gc.freeze {not args.no_freeze}, "
-          f"observer {not args.no_observer}, pipelined {not args.no_pipeline}")  # fmt: skip
+          f"observer {not args.no_observer}, pipelined {args.pipeline}")  # fmt: skip
     print("\n".join(render(res, args.rate)))
     return 0
 
