@@ -39,6 +39,18 @@ def apply(writer: Writer, *events: dict[str, Any], world: str = "w") -> list[Eve
     return writer.apply([(world, parse_event(e)) for e in events])
 
 
+def batching(draw: st.DrawFn, count: int) -> tuple[list[int], int | None]:
+    """Batch sizes (1-6 events) covering ``count`` events, and the batch (if any) after
+    which the writer is closed and reopened."""
+    sizes, left = [], count
+    while left:
+        size = draw(st.integers(1, min(left, 6)))
+        sizes.append(size)
+        left -= size
+    reopen = draw(st.one_of(st.none(), st.integers(0, max(0, len(sizes) - 1))))
+    return sizes, reopen
+
+
 def dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table in insertion order (rowid tables) or key order."""
     conn = sqlite3.connect(path)
@@ -453,13 +465,7 @@ def histories(draw: st.DrawFn) -> tuple[list[tuple[str, WorldEvent]], list[int],
             events.append((world, parse_event(draw(one_event(eid, days[world])))))
         except InvalidEvent:
             continue
-    sizes, left = [], len(events)
-    while left:
-        size = draw(st.integers(1, min(left, 6)))
-        sizes.append(size)
-        left -= size
-    reopen = draw(st.one_of(st.none(), st.integers(0, max(0, len(sizes) - 1))))
-    return events, sizes, reopen
+    return (events, *batching(draw, len(events)))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

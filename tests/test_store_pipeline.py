@@ -20,7 +20,7 @@ from typing import Any
 from belief_builders import observe, say, tick
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_store_cache import TABLES, assert_cache_matches_sqlite, one_event, outcome
+from test_store_cache import TABLES, assert_cache_matches_sqlite, batching, one_event, outcome
 from wsclient import WsClient, db_rows, running
 from wsclient import observe as wobserve
 from wsclient import say as wsay
@@ -90,13 +90,7 @@ def pipeline_histories(draw: st.DrawFn) -> tuple[Batch, list[int], int | None]:
             events.append((world, parse_event(body)))
         except InvalidEvent:
             continue
-    sizes, left = [], len(events)
-    while left:
-        size = draw(st.integers(1, min(left, 6)))
-        sizes.append(size)
-        left -= size
-    reopen = draw(st.one_of(st.none(), st.integers(0, max(0, len(sizes) - 1))))
-    return events, sizes, reopen
+    return (events, *batching(draw, len(events)))
 
 
 def run(

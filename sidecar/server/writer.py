@@ -213,22 +213,11 @@ class WriterService:
                     loop.run_in_executor(self.executor, self.writer.apply, pairs)
                 )
             except StorageFailure as exc:
-                log.error("batch of %d events not stored: %s", len(batch), exc)
-                refusal = NotStored(ErrorCode.INTERNAL_ERROR, "event was not stored; retry")
-                for item in batch:
-                    if not item.future.done():
-                        item.future.set_exception(refusal)
+                self._not_stored(batch, exc)
                 self._inflight = []
                 continue
             self._inflight = []
-            self.batches += 1
-            self.events += len(batch)
-            try:
-                self.publish_results(results)
-            finally:
-                for item, result in zip(batch, results, strict=True):
-                    if not item.future.done():
-                        item.future.set_result(result)
+            self._deliver(batch, results)
 
     async def _loop_pipelined(self) -> None:
         """:meth:`_loop` with one batch committing while the next is folded."""
@@ -297,15 +286,22 @@ class WriterService:
         anything but a :class:`StorageFailure` fails the writer)."""
         exc = future.exception(timeout=0)
         if isinstance(exc, StorageFailure):
-            log.error("batch of %d events not stored: %s", len(batch), exc)
-            refusal = NotStored(ErrorCode.INTERNAL_ERROR, "event was not stored; retry")
-            for item in batch:
-                if not item.future.done():
-                    item.future.set_exception(refusal)
+            self._not_stored(batch, exc)
             return
         if exc is not None:
             raise exc
-        results = future.result(timeout=0)
+        self._deliver(batch, future.result(timeout=0))
+
+    def _not_stored(self, batch: list[Submission], exc: StorageFailure) -> None:
+        """A batch whose commit failed: every event of it is refused, none was stored."""
+        log.error("batch of %d events not stored: %s", len(batch), exc)
+        refusal = NotStored(ErrorCode.INTERNAL_ERROR, "event was not stored; retry")
+        for item in batch:
+            if not item.future.done():
+                item.future.set_exception(refusal)
+
+    def _deliver(self, batch: list[Submission], results: list[EventResult]) -> None:
+        """A committed batch: its notifications go out, then each event's result (its ack)."""
         self.batches += 1
         self.events += len(batch)
         try:
