@@ -18,7 +18,13 @@ import pytest
 from belief_builders import intervene, observe, say, tick
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_store_cache import assert_cache_matches_sqlite, dump, histories, outcome
+from test_store_cache import (
+    apply_history,
+    assert_cache_matches_sqlite,
+    dump,
+    histories,
+    outcome,
+)
 
 from sidecar.engine import WorldEvent, parse_event
 from sidecar.store import ResultStatus, StorageFailure, Writer
@@ -60,15 +66,7 @@ def test_batched_and_event_by_event_writers_agree(
                     cache=cached and batched,  # noqa: B023
                 )  # fmt: skip
 
-            w = open_writer()
-            got: list[tuple[Any, ...]] = []
-            start = 0
-            for n, size in enumerate(sizes):
-                got += outcome(w.apply(events[start : start + size]))
-                start += size
-                if n == reopen:
-                    w.close()
-                    w = open_writer()
+            w, got = apply_history(open_writer, events, sizes, reopen)
             if batched:
                 assert w.fallbacks == 0  # engine refusals and duplicates stay on this path
                 if cached:

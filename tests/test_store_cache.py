@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,24 @@ def batching(draw: st.DrawFn, count: int) -> tuple[list[int], int | None]:
         left -= size
     reopen = draw(st.one_of(st.none(), st.integers(0, max(0, len(sizes) - 1))))
     return sizes, reopen
+
+
+def apply_history(
+    open_writer: Callable[[], Writer], events: list[tuple[str, WorldEvent]], sizes: list[int],
+    reopen: int | None,
+) -> tuple[Writer, list[tuple[Any, ...]]]:  # fmt: skip
+    """Apply ``events`` in batches of ``sizes``, closing and reopening the writer after batch
+    ``reopen``; the (open) writer and what the caller saw of every batch."""
+    w = open_writer()
+    got: list[tuple[Any, ...]] = []
+    start = 0
+    for n, size in enumerate(sizes):
+        got += outcome(w.apply(events[start : start + size]))
+        start += size
+        if n == reopen:
+            w.close()
+            w = open_writer()
+    return w, got
 
 
 def dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
@@ -484,15 +502,7 @@ def test_cached_writer_and_uncached_writer_agree(
             def open_writer() -> Writer:
                 return Writer(path, synchronous="OFF", cache=cached, cache_budget=budget)  # noqa: B023
 
-            w = open_writer()
-            got: list[tuple[Any, ...]] = []
-            start = 0
-            for n, size in enumerate(sizes):
-                got += outcome(w.apply(events[start : start + size]))
-                start += size
-                if n == reopen:
-                    w.close()
-                    w = open_writer()
+            w, got = apply_history(open_writer, events, sizes, reopen)
             if cached:
                 assert_cache_matches_sqlite(w)
             w.close()
