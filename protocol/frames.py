@@ -222,12 +222,10 @@ class GraphQuery:
     rid: object = None
 
 
-ClientFrame = (
-    Hello
-    | EventFrame
-    | Subscribe
-    | Unsubscribe
-    | BeliefsQuery
+#: Frames answered in order with one reply (paged if long); ``worlds``, ``fork`` and
+#: ``delete`` are answered like queries (SPEC §10.7). Usable with ``isinstance``.
+QueryFrame = (
+    BeliefsQuery
     | ExplainQuery
     | DistributionQuery
     | NarrativeQuery
@@ -237,6 +235,7 @@ ClientFrame = (
     | ForkWorld
     | DeleteWorld
 )
+ClientFrame = Hello | EventFrame | Subscribe | Unsubscribe | QueryFrame
 
 
 def parse_hello(frame: dict[str, Any]) -> Hello:

@@ -39,27 +39,18 @@ from typing import Any
 
 from protocol import (
     PROTOCOL_VERSION,
-    BeliefsQuery,
-    DeleteWorld,
-    DistributionQuery,
     ErrorCode,
     EventFrame,
-    ExplainQuery,
-    ForkWorld,
-    GraphQuery,
     Hello,
-    NarrativeQuery,
     ProtocolError,
     Subscribe,
-    TrustQuery,
     Unsubscribe,
-    WorldsQuery,
     belief_frame,
     encode,
     encode_json,
     parse_hello,
 )
-from protocol.frames import MAX_RESIDENTS
+from protocol.frames import MAX_RESIDENTS, QueryFrame
 
 from .. import __version__
 from ..engine import Change
@@ -77,20 +68,6 @@ __all__ = [
     "Submit",
 ]
 
-QueryFrame = (
-    BeliefsQuery
-    | ExplainQuery
-    | DistributionQuery
-    | NarrativeQuery
-    | GraphQuery
-    | TrustQuery
-    | WorldsQuery
-    | ForkWorld
-    | DeleteWorld
-)
-#: (``worlds``, ``fork`` and ``delete`` are answered in order like queries; see lifecycle.py)
-_QUERIES = (BeliefsQuery, ExplainQuery, DistributionQuery, NarrativeQuery, GraphQuery, TrustQuery,
-            WorldsQuery, ForkWorld, DeleteWorld)  # fmt: skip
 SLOW_MESSAGE = "stopped reading; reconnect with resume set to the last seq you received"
 
 
@@ -341,7 +318,7 @@ class Session:
         if isinstance(frame, Unsubscribe):
             self._unsubscribe(frame)
             return Reply(frame={"type": "unsubscribed", "rid": frame.rid}, json=as_json)
-        if isinstance(frame, _QUERIES):
+        if isinstance(frame, QueryFrame):
             return Query(query=frame, json=as_json)
         raise SessionStateError(f"receive: not a client frame: {type(frame).__name__}")
 
