@@ -194,15 +194,11 @@ class WriterService:
         loop = asyncio.get_running_loop()
         while True:
             if not self._turns:
-                self._idle.set()
-                if self._closing:
+                if not await self._idle_until_work():
                     return
-                self._work.clear()
-                await self._work.wait()
                 continue
             if self.deadline is not None and loop.time() >= self.deadline:
-                self.refused_at_shutdown += self.queued
-                self._refuse_all(NotStored(ErrorCode.SHUTTING_DOWN, SHUTDOWN_MESSAGE))
+                self._refuse_unstarted()
                 continue
             batch = self._inflight = self._take()
             self._room.set()
@@ -247,15 +243,11 @@ class WriterService:
                 flying, flying_future = [], None
                 continue
             if not self._turns:
-                self._idle.set()
-                if self._closing:
+                if not await self._idle_until_work():
                     return
-                self._work.clear()
-                await self._work.wait()
                 continue
             if late:
-                self.refused_at_shutdown += self.queued
-                self._refuse_all(NotStored(ErrorCode.SHUTTING_DOWN, SHUTDOWN_MESSAGE))
+                self._refuse_unstarted()
                 continue
             batch = self._take()
             self._inflight = flying + batch
@@ -266,6 +258,21 @@ class WriterService:
             self._when_done(batch, future)
             self._inflight = list(batch)
             flying, flying_future = batch, future
+
+    async def _idle_until_work(self) -> bool:
+        """Nothing queued: say so (``drain`` waits for it) and wait for work; ``False`` once
+        the service is closing, which ends the loop."""
+        self._idle.set()
+        if self._closing:
+            return False
+        self._work.clear()
+        await self._work.wait()
+        return True
+
+    def _refuse_unstarted(self) -> None:
+        """Past the shutdown deadline: every event not yet started is refused, none stored."""
+        self.refused_at_shutdown += self.queued
+        self._refuse_all(NotStored(ErrorCode.SHUTTING_DOWN, SHUTDOWN_MESSAGE))
 
     def _when_done(self, batch: list[Submission], future: Future[list[EventResult]]) -> None:
         """Answer ``batch`` on the event loop as soon as its future resolves (which happens on
