@@ -29,8 +29,6 @@ import math
 import os
 import random
 import sqlite3
-import subprocess
-import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +40,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as sync_connect
-from wsclient import guard
+from wsclient import guard, rebuild_check
 
 from protocol.frames import MAX_RESIDENTS
 from sidecar.engine import parse_event
@@ -451,14 +449,6 @@ class Fuzzer:
             self.last_seq = seq
 
 
-def rebuild_check(db: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "sidecar.cli", "rebuild", "--db", str(db), "--check"],
-        capture_output=True, text=True, timeout=guard(300), check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
 def test_fuzz_every_frame_type_and_field_over_a_real_socket(tmp_path: Path) -> None:
     """Thousands of structure-aware fuzzed frames: after each burst the server is alive, the
     connection open, every frame answered once with a documented non-fatal code (never
@@ -491,7 +481,7 @@ def test_fuzz_every_frame_type_and_field_over_a_real_socket(tmp_path: Path) -> N
         burst()
         peers.close()
         assert server.stop() == 0, server.log_tail()
-    rebuild_check(db)
+    rebuild_check(db, seconds=300)
     print(
         f"\nfuzz: {fuzzer.frames} frames, {fuzzer.probes} probes, "
         f"{len(fuzzer.acked)} events acked; replies {dict(sorted(fuzzer.codes.items()))}"

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from read_world import WORLD, build, observe, open_reader, say
+from wsclient import rebuild_check
 
 from sidecar.read import Focus, project
 from sidecar.store import BeliefFilter, Reader
@@ -289,11 +290,7 @@ def test_focus_matches_registered_names_in_subjects(tmp_path: Path) -> None:
 def test_register_is_logged_and_rebuilds_exactly(tmp_path: Path) -> None:
     """rebuild --check replays the register event into the same registry."""
     db = build(tmp_path / "r.db", [register(), act(1, "mira", "fetch_water", "completed", [])])
-    out = subprocess.run(
-        [sys.executable, "-m", "sidecar.cli", "rebuild", "--db", str(db), "--check"],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stdout + out.stderr
+    rebuild_check(db)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh-Hant"])

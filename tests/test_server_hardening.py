@@ -8,25 +8,15 @@ was acknowledged replays (`credence rebuild --check`).
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from wsclient import Frame, WsClient, db_rows, guard, observe, running, say
+from wsclient import Frame, WsClient, db_rows, observe, rebuild_check, running, say
 
 from protocol.frames import MAX_RESIDENTS
 from sidecar.engine import Rules
-
-
-def rebuild_check(db: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "sidecar.cli", "rebuild", "--db", str(db), "--check"],
-        capture_output=True, text=True, timeout=guard(120), check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def stored(db: Path) -> set[str]:

@@ -18,6 +18,8 @@ import contextlib
 import itertools
 import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +56,16 @@ _event_ids = itertools.count(1)
 def guard(seconds: float = 10.0) -> float:
     """A hang guard in seconds, scaled by ``CREDENCE_TEST_TIMEOUT_SCALE``."""
     return seconds * float(os.environ.get("CREDENCE_TEST_TIMEOUT_SCALE", "1"))
+
+
+def rebuild_check(db: Path, seconds: float = 120.0) -> None:
+    """``credence rebuild --check`` on ``db`` passes: replaying the log rebuilds every
+    stored belief, change and trust value exactly."""
+    done = subprocess.run(
+        [sys.executable, "-m", "sidecar.cli", "rebuild", "--db", str(db), "--check"],
+        capture_output=True, text=True, timeout=guard(seconds), check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 async def within(awaitable: Awaitable[T], seconds: float = 10.0) -> T:
