@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from belief_builders import announce, intervene, observe, say, tick
+from test_store_cache import refuse_doomed
 
 from sidecar.engine import ChangeKind, InvalidEvent, SourceKind, State, parse_event
 from sidecar.store import (
@@ -140,13 +141,7 @@ def test_sqlite_refusing_one_event_rolls_back_only_that_event(
     writer: Writer, db_path: Path
 ) -> None:
     """If SQLite refuses an event's rows (a trigger here), only that event is undone: REJECTED."""
-    conn = sqlite3.connect(db_path)
-    conn.execute(
-        "CREATE TRIGGER refuse_doomed BEFORE INSERT ON changes WHEN NEW.resident = 'doomed' "
-        "BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
-    )
-    conn.commit()
-    conn.close()
+    refuse_doomed(db_path)
     results = writer.apply(
         [
             ("w", parse_event(observe(1, ["mira"], "r", 1, eid="a"))),

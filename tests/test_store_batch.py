@@ -9,7 +9,6 @@ that it really writes each belief once per batch.
 
 from __future__ import annotations
 
-import sqlite3
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from test_store_cache import (
     dump,
     histories,
     outcome,
+    refuse_doomed,
 )
 
 from sidecar.engine import WorldEvent, parse_event
@@ -173,13 +173,7 @@ def test_sqlite_refusing_rows_hands_the_batch_to_the_event_by_event_path(
     event (only that event refused), and the next batch is batched again."""
     w = Writer(db_path, synchronous="OFF")
     apply(w, observe(0, ["kai"], "seed", 1, eid="s"))
-    conn = sqlite3.connect(db_path)
-    conn.execute(
-        "CREATE TRIGGER refuse_doomed BEFORE INSERT ON changes WHEN NEW.resident = 'doomed' "
-        "BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
-    )
-    conn.commit()
-    conn.close()
+    refuse_doomed(db_path)
     results = apply(
         w,
         observe(1, ["kai"], "r", 1, eid="a"),

@@ -69,6 +69,18 @@ def apply_history(
     return w, got
 
 
+def refuse_doomed(path: Path) -> None:
+    """From now on SQLite refuses any change row for resident ``doomed`` (a trigger): a
+    failure the engine cannot foresee, as a full disk or a corrupt page would be."""
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TRIGGER refuse_doomed BEFORE INSERT ON changes WHEN NEW.resident = 'doomed' "
+        "BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
+    )
+    conn.commit()
+    conn.close()
+
+
 def dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table in insertion order (rowid tables) or key order."""
     conn = sqlite3.connect(path)
@@ -166,13 +178,7 @@ def test_cache_holds_what_sqlite_holds_after_ordinary_batches(writer: Writer) ->
 def test_event_refused_by_sqlite_leaves_no_cached_trace(writer: Writer, db_path: Path) -> None:
     """An event whose rows SQLite refuses (savepoint rolled back) is not in the cache."""
     apply(writer, observe(1, ["kai", "doomed"], "r", 1, eid="a"))
-    conn = sqlite3.connect(db_path)
-    conn.execute(
-        "CREATE TRIGGER refuse_doomed BEFORE INSERT ON changes WHEN NEW.resident = 'doomed' "
-        "BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
-    )
-    conn.commit()
-    conn.close()
+    refuse_doomed(db_path)
     results = apply(
         writer,
         observe(2, ["kai", "doomed"], "r", 2, eid="b"),  # refused: both would be doubted
@@ -194,13 +200,9 @@ def test_event_refused_by_sqlite_in_the_same_batch_as_its_readers(
     conn = sqlite3.connect(db_path)
     conn.execute("CREATE TABLE IF NOT EXISTS worlds_probe (x)")  # any outside commit
     conn.commit()
-    apply(writer, observe(0, ["kai"], "seed", 1, eid="s"))
-    conn.execute(
-        "CREATE TRIGGER refuse_doomed BEFORE INSERT ON changes WHEN NEW.resident = 'doomed' "
-        "BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
-    )
-    conn.commit()
     conn.close()
+    apply(writer, observe(0, ["kai"], "seed", 1, eid="s"))
+    refuse_doomed(db_path)
     with_cache = apply(
         writer,
         observe(1, ["kai"], "r", 1, eid="a"),

@@ -20,7 +20,14 @@ from typing import Any
 from belief_builders import observe, say, tick
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_store_cache import TABLES, assert_cache_matches_sqlite, batching, one_event, outcome
+from test_store_cache import (
+    TABLES,
+    assert_cache_matches_sqlite,
+    batching,
+    one_event,
+    outcome,
+    refuse_doomed,
+)
 from wsclient import WsClient, db_rows, running
 from wsclient import observe as wobserve
 from wsclient import say as wsay
@@ -170,16 +177,6 @@ def test_long_runs_of_batches_agree_and_the_commits_overlap(tmp_path: Path) -> N
     piped.close()
     plain.close()
     assert dump(tmp_path / "piped.db") == dump(tmp_path / "plain.db")
-
-
-def refuse_doomed(path: Path) -> None:
-    conn = sqlite3.connect(path)
-    conn.execute(
-        "CREATE TRIGGER refuse_doomed BEFORE INSERT ON changes WHEN NEW.resident = 'doomed' "
-        "BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
-    )
-    conn.commit()
-    conn.close()
 
 
 def test_a_commit_sqlite_refuses_is_redone_and_the_next_batch_folded_again(
