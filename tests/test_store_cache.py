@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,11 +81,11 @@ def refuse_doomed(path: Path) -> None:
     conn.close()
 
 
-def dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+def dump(path: Path, tables: Sequence[str] = TABLES) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table in insertion order (rowid tables) or key order."""
     conn = sqlite3.connect(path)
     try:
-        return {t: conn.execute(f"SELECT * FROM {t}").fetchall() for t in TABLES}
+        return {t: conn.execute(f"SELECT * FROM {t}").fetchall() for t in tables}
     finally:
         conn.close()
 

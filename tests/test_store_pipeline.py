@@ -28,6 +28,9 @@ from test_store_cache import (
     outcome,
     refuse_doomed,
 )
+from test_store_cache import (
+    dump as store_dump,
+)
 from wsclient import WsClient, db_rows, running
 from wsclient import observe as wobserve
 from wsclient import say as wsay
@@ -41,11 +44,7 @@ ALL_TABLES = (*TABLES, "world_schema", "labels")
 
 
 def dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
-    conn = sqlite3.connect(path)
-    try:
-        return {t: conn.execute(f"SELECT * FROM {t}").fetchall() for t in ALL_TABLES}
-    finally:
-        conn.close()
+    return store_dump(path, ALL_TABLES)  # the registry and schema tables too
 
 
 def seen(results: list[EventResult] | BaseException) -> list[tuple[Any, ...]] | str:
