@@ -148,6 +148,11 @@ class Subscribe:
     def matches(self, change: Change) -> bool:
         if self.residents is not None and change.resident not in self.residents:
             return False
+        return self.accepts(change)
+
+    def accepts(self, change: Change) -> bool:
+        """Everything :meth:`matches` checks but the resident (a server may hold the
+        residents as a set and check them first)."""
         if self.roots and not any(change.root.startswith(p) for p in self.roots):
             return False
         if self.changes and change.kind not in self.changes:

@@ -149,15 +149,7 @@ class _Filter:
     def matches(self, change: Change) -> bool:
         if self.residents is not None and change.resident not in self.residents:
             return False
-        spec = self.spec
-        if spec.roots and not any(change.root.startswith(p) for p in spec.roots):
-            return False
-        if spec.changes and change.kind not in spec.changes:
-            return False
-        if spec.crossing is not None:
-            before = -1 if change.confidence_before is None else change.confidence_before
-            return (before < spec.crossing) != (change.confidence_after < spec.crossing)
-        return True
+        return self.spec.accepts(change)
 
 
 def _filter(spec: Subscribe) -> _Filter:
