@@ -60,9 +60,12 @@ def act_items(
     """
     rows = _rows(
         reader,
-        "SELECT ev.root, e.body FROM evidence ev JOIN events e "
+        # The resident's action evidence only (a range of index evidence_by_belief), then
+        # each one's event: never the world's events, nor the resident's other evidence.
+        "SELECT ev.root, e.body FROM evidence ev CROSS JOIN events e "
         "ON e.world = ev.world AND e.event_id = ev.event_id "
-        "WHERE ev.world = ? AND ev.resident = ? AND e.kind = 'act' ORDER BY e.seq",
+        "WHERE ev.world = ? AND ev.resident = ? AND ev.root >= 'action:' "
+        "AND ev.root < 'action;' AND e.kind = 'act' ORDER BY e.seq",
         (world, resident),
     )
     episodes: dict[str, list[dict[str, Any]]] = defaultdict(list)
