@@ -124,10 +124,15 @@ def project_items(
 
 def _sections(layout: Layout, items: list[Item], words: Words) -> list[dict[str, Any]]:
     entries: dict[str, list[dict[str, Any]]] = {name: [] for name in SECTIONS}
+    represented = dict.fromkeys(SECTIONS, 0)
     for line in sorted(layout.lines, key=lambda ln: ln.key):
-        for item in line.items:
-            entries[line.section].append(entry(item, line.text, line.merged))
-    totals = {name: 0 for name in SECTIONS}
+        represented[line.section] += len(line.items)
+        for item in line.listed:
+            one = entry(item, line.text, line.merged)
+            if line.bulk:
+                one["members"] = len(line.items)
+            entries[line.section].append(one)
+    totals = dict.fromkeys(SECTIONS, 0)
     for item in items:
         totals[item.section] += 1
     return [
@@ -135,7 +140,7 @@ def _sections(layout: Layout, items: list[Item], words: Words) -> list[dict[str,
             "name": name,
             "title": words.headings[name],
             "entries": entries[name],
-            "omitted": totals[name] - len(entries[name]),
+            "omitted": totals[name] - represented[name],
         }
         for name in SECTIONS
     ]

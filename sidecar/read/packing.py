@@ -40,6 +40,7 @@ from .wording import SECTIONS, Words
 
 __all__ = [
     "BULK_AT",
+    "BULK_SAMPLE",
     "MERGE_MAX_ITEMS",
     "MIN_BUDGET",
     "MIN_SUBJECT",
@@ -60,6 +61,9 @@ MERGE_ITEM_SUBJECT = 60
 MERGE_MAX_ITEMS = 6
 #: Fewest similar facts (same section, same root family) collapsed into one bulk line.
 BULK_AT = 5
+#: Most members of a bulk line listed as entries of its section (the best ranked); the
+#: line's ``members`` counts them all, so a reply stays bounded however many there are.
+BULK_SAMPLE = 3
 _BULK_SECTIONS = frozenset({"sure", "believe", "faded"})
 
 
@@ -72,6 +76,12 @@ class Line:
     items: list[Item]
     key: tuple[int, float, float, str]
     merged: str | None = None
+    bulk: bool = False
+
+    @property
+    def listed(self) -> list[Item]:
+        """The items this line lists as section entries: a bulk line's first few."""
+        return self.items[:BULK_SAMPLE] if self.bulk else self.items
 
 
 @dataclass(slots=True)
@@ -280,7 +290,7 @@ def _bulk_texts(words: Words, unit: list[Item]) -> tuple[str, str]:
 
 def _bulk_line(text: str, unit: list[Item]) -> Line:
     first = unit[0]
-    return Line(first.section, text, unit, first.key, merged=_family(first.belief.root))
+    return Line(first.section, text, unit, first.key, merged=_family(first.belief.root), bulk=True)
 
 
 def _units(items: list[Item]) -> list[tuple[str, list[Item]]]:

@@ -416,9 +416,12 @@ def install_plan_statistics(conn: sqlite3.Connection) -> None:
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
         ).fetchone():
             continue
-        rowid = "WITHOUT ROWID" not in str(
-            conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
-        ).upper()
+        rowid = (
+            "WITHOUT ROWID"
+            not in str(
+                conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+            ).upper()
+        )
         for _, name, unique, origin, partial in conn.execute(f"PRAGMA index_list('{table}')"):
             stat_name = table if origin == "pk" and not rowid else name
             stat = _index_stat(conn, name, bool(unique), bool(partial))

@@ -1436,27 +1436,44 @@ class Reader:
         )
         return [belief_from_row(r) for r in rows]
 
-    def evidence(self, world: str, resident: str, root: str) -> list[dict[str, Any]]:
-        """Every piece of evidence behind one belief, oldest first, with its event kind."""
-        rows = self._rows(
+    def evidence(
+        self, world: str, resident: str, root: str, *, latest: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The evidence behind one belief, oldest first, with its event kind: every piece,
+        or the ``latest`` ones."""
+        sql = (
             "SELECT ev.*, e.kind AS event_kind, e.seq AS event_seq FROM evidence ev "
-            "JOIN events e ON e.world = ev.world AND e.event_id = ev.event_id "
-            "WHERE ev.world = ? AND ev.resident = ? AND ev.root = ? ORDER BY e.seq",
-            (world, resident, root),
+            "CROSS JOIN events e ON e.world = ev.world AND e.event_id = ev.event_id "
+            "WHERE ev.world = ? AND ev.resident = ? AND ev.root = ? ORDER BY e.seq DESC LIMIT ?"
         )
+        rows = self._rows(sql, (world, resident, root, -1 if latest is None else latest))
         out = []
-        for r in rows:
+        for r in reversed(rows):
             item = dict(r)
             item["value"] = load_json(item["value"])
             out.append(item)
         return out
 
-    def history(self, world: str, resident: str, root: str) -> list[Change]:
+    def evidence_count(self, world: str, resident: str, root: str) -> int:
+        """How many pieces of evidence bear on one belief (an index count, no row read)."""
+        sql = "SELECT count(*) FROM evidence WHERE world = ? AND resident = ? AND root = ?"
+        return int(self._rows(sql, (world, resident, root))[0][0])
+
+    def history(
+        self, world: str, resident: str, root: str, *, latest: int | None = None
+    ) -> list[Change]:
+        """One belief's change records, oldest first: every one, or the ``latest`` ones."""
         rows = self._rows(
-            "SELECT * FROM changes WHERE world = ? AND resident = ? AND root = ? ORDER BY seq",
-            (world, resident, root),
+            "SELECT * FROM changes WHERE world = ? AND resident = ? AND root = ? "
+            "ORDER BY seq DESC LIMIT ?",
+            (world, resident, root, -1 if latest is None else latest),
         )
-        return [change_from_row(r) for r in rows]
+        return [change_from_row(r) for r in reversed(rows)]
+
+    def history_count(self, world: str, resident: str, root: str) -> int:
+        """How many change records one belief has (an index count)."""
+        sql = "SELECT count(*) FROM changes WHERE world = ? AND resident = ? AND root = ?"
+        return int(self._rows(sql, (world, resident, root))[0][0])
 
     def changes_after(self, world: str, seq: int, *, limit: int = 500) -> list[Change]:
         rows = self._rows(
