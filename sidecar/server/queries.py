@@ -110,10 +110,10 @@ def paginate(
         cut = (split or {}).get(name)
         for item in items:
             pieces = [item]
-            if _size(item) > room and cut is not None:
+            if _size(item) + 1 > room and cut is not None:
                 pieces = cut(item, room)
             for piece in pieces:
-                cost = _size(piece)
+                cost = _size(piece) + 1  # and its separator in the list
                 if cost > room:
                     raise ProtocolError(
                         ErrorCode.TOO_LARGE, f"one {name} entry is too large to send"
@@ -137,7 +137,7 @@ def split_section(section: dict[str, Any], room: int) -> list[dict[str, Any]]:
     run: dict[str, Any] = {**section, "entries": []}
     used = _size(run)
     for entry in section["entries"]:
-        cost = _size(entry)
+        cost = _size(entry) + 1  # and its separator
         if run["entries"] and used + cost > room:
             runs.append(run)
             run = {**section, "entries": []}
