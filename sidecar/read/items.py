@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from protocol import TAGS_SHOWN
+
 from ..engine import Belief, SourceKind, State, Value, same_value
 from .queries import Contradiction, Correction
 from .wording import Words
@@ -309,7 +311,7 @@ def entry(item: Item, line: str, merged: str | None) -> dict[str, Any]:
         "state": str(b.state),
         "source_kind": str(b.source_kind),
         "source": b.source_resident_id,
-        "sources": list(b.heard_from),
+        "sources": list(b.heard_from[:TAGS_SHOWN]),
         "band": item.band,
         "updated_day": b.updated_day,
         "text": line,
