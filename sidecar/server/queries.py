@@ -124,9 +124,9 @@ def paginate(
                 used += cost
     pages.append(current)
     frames = []
-    for part, (text, page) in enumerate(pages):
-        pieces = {name: text.get(name, "") for name in texts}
-        frames.append({**fixed, **pieces, **page, "part": part, "more": part < len(pages) - 1})
+    for part, (cut_texts, page) in enumerate(pages):
+        text = {name: cut_texts.get(name, "") for name in texts}
+        frames.append({**fixed, **text, **page, "part": part, "more": part < len(pages) - 1})
     return frames
 
 
