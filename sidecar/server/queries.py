@@ -125,8 +125,8 @@ def paginate(
     pages.append(current)
     frames = []
     for part, (cut_texts, page) in enumerate(pages):
-        text = {name: cut_texts.get(name, "") for name in texts}
-        frames.append({**fixed, **text, **page, "part": part, "more": part < len(pages) - 1})
+        frame = {k: cut_texts.get(k, "") if k in texts else v for k, v in head.items()}
+        frames.append({**frame, **page, "part": part, "more": part < len(pages) - 1})
     return frames
 
 
@@ -169,7 +169,7 @@ def _explain(reader: Reader, world: str, q: ExplainQuery) -> list[dict[str, Any]
     belief = reader.belief(world, q.resident, q.root)
     if belief is None:
         raise _not_found(f"{q.resident!r} holds no belief on {q.root!r}", q.rid)
-    found = reader.evidence(world, q.resident, q.root, latest=q.limit)
+    found = reader.evidence(world, q.resident, q.root, latest=q.limit, refs=belief.evidence_refs)
     evidence = [evidence_summary(e) for e in found]
     changes = reader.history(world, q.resident, q.root, latest=q.limit)
     history = [change_summary(c) for c in changes]

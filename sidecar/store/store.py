@@ -1437,16 +1437,44 @@ class Reader:
         return [belief_from_row(r) for r in rows]
 
     def evidence(
-        self, world: str, resident: str, root: str, *, latest: int | None = None
+        self,
+        world: str,
+        resident: str,
+        root: str,
+        *,
+        latest: int | None = None,
+        refs: Sequence[str] = (),
     ) -> list[dict[str, Any]]:
         """The evidence behind one belief, oldest first, with its event kind: every piece,
-        or the ``latest`` ones."""
-        sql = (
+        or the ``latest`` ones.
+
+        ``refs``, the belief's own ``evidence_refs`` (applied in log order), lets the latest
+        few be read by key instead of sorting every piece: when every piece on the root is
+        one of them (the counts agree) and there are at least ``latest``, the latest pieces
+        are the last ``latest`` refs.
+        """
+        select = (
             "SELECT ev.*, e.kind AS event_kind, e.seq AS event_seq FROM evidence ev "
             "CROSS JOIN events e ON e.world = ev.world AND e.event_id = ev.event_id "
-            "WHERE ev.world = ? AND ev.resident = ? AND ev.root = ? ORDER BY e.seq DESC LIMIT ?"
         )
-        rows = self._rows(sql, (world, resident, root, -1 if latest is None else latest))
+        if (
+            latest is not None
+            and len(refs) >= latest
+            and self.evidence_count(world, resident, root) == len(refs)
+        ):
+            wanted = list(refs[-latest:])
+            marks = ", ".join("?" * len(wanted))
+            rows = self._rows(
+                select + f"WHERE ev.world = ? AND ev.evidence_id IN ({marks}) "
+                "AND ev.resident = ? AND ev.root = ? ORDER BY e.seq DESC",
+                (world, *wanted, resident, root),
+            )
+        else:
+            rows = self._rows(
+                select + "WHERE ev.world = ? AND ev.resident = ? AND ev.root = ? "
+                "ORDER BY e.seq DESC LIMIT ?",
+                (world, resident, root, -1 if latest is None else latest),
+            )
         out = []
         for r in reversed(rows):
             item = dict(r)
