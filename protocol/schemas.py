@@ -621,7 +621,8 @@ def server_schema() -> Schema:
             "reply to distribution, paged (SPEC §10.3, §11)",
             {
                 "root": {"type": "string"},
-                "values": _list({"type": "object"}),
+                "values": _list({"type": "object"}, most=50),
+                "values_total": {"type": "integer", "minimum": 0},
                 "residents": _list({"type": "object", "required": ["resident"]}),
                 **_PAGED,
             },

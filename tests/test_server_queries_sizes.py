@@ -58,6 +58,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
     writer = Writer(path, rules=Rules(late_event_days=1000.0), synchronous="OFF")
     events = [*story(2_000, 4_000), *_similar(300), *_zh()]
     events += story(12, 2, resident="few", tag="few", seed=3)
+    events += [{"event_id": f"vote{i}", "day": 400.0, "kind": "say", "speaker": "mayor",
+                "listeners": [f"voter{i}"], "claim": {"root": "vote:day", "value": i},
+                "subject": f"the vote is on day {i}"} for i in range(120)]  # fmt: skip
+    events += [{"event_id": f"trust{i}", "day": 400.0, "kind": "trust", "resident": "few",
+                "source": "t01", "value": 0.3 + i / 100} for i in range(30)]  # fmt: skip
     events += [{"event_id": "reg", "day": 400.0, "kind": "register",
                 "residents": [{"resident": "quiet", "names": {"en": "Quiet"}}]}]  # fmt: skip
     try:
@@ -181,14 +186,29 @@ def test_beliefs_and_explain_answer_at_any_size(
 
 @settings(max_examples=10, deadline=None)
 @given(root=st.sampled_from(["festival:day", "well:water", "tree:3", "傳聞:3:3", "none"]))
+@example(root="vote:day")
 def test_distribution_and_graph_answer(reader: Reader, root: str) -> None:
-    """distribution of any root, and the graph of the busiest belief, page under 60 KiB."""
+    """distribution of any root (120 residents holding 120 values: the head lists the 50
+    commonest and counts them all), and the graph of the busiest belief, page under 60 KiB."""
     frames = answer(reader, WORLD, parse_client_frame({"type": "distribution", "root": root,
                                                       "rid": 4}))  # fmt: skip
     _check_frames(frames, "distribution")
+    values = {repr(b.value) for b in reader.on_root(WORLD, root)}
+    assert frames[0]["values_total"] == len(values)
+    assert len(frames[0]["values"]) == min(50, len(values))
     if root == "well:water":
         graph = {"type": "graph", "resident": "mira", "root": root, "rid": 5}
         _check_frames(answer(reader, WORLD, parse_client_frame(graph)), "graph")
+
+
+def test_trust_entries_list_the_latest_changes(reader: Reader) -> None:
+    """A trust moved 30 times lists its latest 20 change records and counts all 30."""
+    [frame] = answer(reader, WORLD, parse_client_frame({"type": "trust", "resident": "few",
+                                                       "rid": 6}))  # fmt: skip
+    [entry] = [e for e in frame["entries"] if e["source"] == "t01"]
+    every = reader.history(WORLD, "few", "trust:t01")
+    assert entry["history_total"] == len(every) >= 30
+    assert [c["seq"] for c in entry["history"]] == [c.seq for c in every][-20:]
 
 
 async def test_largest_replies_over_the_wire(world: Path, tmp_path: Path) -> None:

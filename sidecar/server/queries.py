@@ -35,6 +35,12 @@ from ..store import BeliefFilter, EventResult, Reader, ResultStatus
 
 __all__ = ["answer", "event_reply", "paginate", "split_section"]
 
+#: A distribution's head lists the values most residents hold, at most this many
+#: (``values_total`` counts them all; every resident's row has its value).
+DISTRIBUTION_VALUES_SHOWN = 50
+#: A trust entry lists the latest change records that moved it (``history_total`` counts).
+TRUST_HISTORY_SHOWN = 20
+
 # Leave room for the frame's own keys and the largest single list item we allow.
 _PAGE_BUDGET = MAX_OUTBOUND - 4096
 
@@ -222,7 +228,13 @@ def _distribution(reader: Reader, world: str, q: DistributionQuery) -> list[dict
         }
         for b in beliefs
     ]
-    head: dict[str, Any] = {"type": "distribution", "rid": q.rid, "root": q.root, "values": summary}
+    head: dict[str, Any] = {
+        "type": "distribution",
+        "rid": q.rid,
+        "root": q.root,
+        "values": summary[:DISTRIBUTION_VALUES_SHOWN],  # the head is in every part: bounded
+        "values_total": len(summary),
+    }
     if known:
         # The world's own observation is reported beside the beliefs, never copied into one.
         false = sum(1 for b in beliefs if not same_value(b.value, truth))
@@ -259,7 +271,7 @@ def _trust(reader: Reader, world: str, q: TrustQuery) -> list[dict[str, Any]]:
         raise _not_found(f"resident {q.resident!r} is unknown in world {world!r}", q.rid)
     rows = [
         {**row, "history": [change_summary(c) for c in row["history"]]}
-        for row in reader.trust(world, q.resident, q.source)
+        for row in reader.trust(world, q.resident, q.source, latest=TRUST_HISTORY_SHOWN)
     ]
     head = {
         "type": "trust", "rid": q.rid, "resident": q.resident, "source": q.source,

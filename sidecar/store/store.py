@@ -1522,8 +1522,11 @@ class Reader:
     def event_ids(self, world: str) -> set[str]:
         return {r[0] for r in self._rows("SELECT event_id FROM events WHERE world = ?", (world,))}
 
-    def trust(self, world: str, resident: str, source: str | None = None) -> list[dict[str, Any]]:
-        """A resident's trust table, each entry with the change records that moved it."""
+    def trust(
+        self, world: str, resident: str, source: str | None = None, *, latest: int | None = None
+    ) -> list[dict[str, Any]]:
+        """A resident's trust table, each entry with the change records that moved it (every
+        one, or the ``latest`` ones and ``history_total``, how many there are)."""
         rows = self._rows(
             "SELECT source, topic, value FROM trust WHERE world = ? AND resident = ? "
             "AND (? IS NULL OR source = ?) ORDER BY source, topic",
@@ -1537,9 +1540,11 @@ class Reader:
                     "source": r["source"],
                     "topic": r["topic"] or None,
                     "value": r["value"],
-                    "history": self.history(world, resident, root),
+                    "history": self.history(world, resident, root, latest=latest),
                 }
             )
+            if latest is not None:
+                out[-1]["history_total"] = self.history_count(world, resident, root)
         return out
 
     def registry(self, world: str) -> dict[str, dict[str, Any]]:
