@@ -1,6 +1,6 @@
 """protocol/clients/csharp: the C# client, compiled with mcs and run with mono against real sidecars.
 
-The C# test program (``protocol/clients/csharp/tests``) does the checking and exits non-zero
+The C# test program (``protocol/clients/csharp/Tests~``) does the checking and exits non-zero
 on any failure; this module compiles it, starts ``credence serve`` processes on free
 loopback ports, and answers the program's requests to crash and restart the sidecar
 (``CONTROL kill`` / ``CONTROL start`` on its stdout, ``ok`` on its stdin).
@@ -47,8 +47,8 @@ def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
     lib = out / "Credence.Client.dll"
     exe = out / "CredenceTests.exe"
     common = [str(MCS), "-langversion:7.2", "-warnaserror+", "-nologo"]
-    sources = sorted(str(p) for p in (CSHARP / "src").glob("*.cs"))
-    tests = sorted(str(p) for p in (CSHARP / "tests").glob("*.cs"))
+    sources = sorted(str(p) for p in (CSHARP / "Runtime").glob("*.cs"))
+    tests = sorted(str(p) for p in (CSHARP / "Tests~").glob("*.cs"))
     for cmd in (
         [*common, "-target:library", f"-out:{lib}", *sources],
         [*common, f"-r:{lib}", f"-out:{exe}", *tests],
@@ -229,3 +229,27 @@ def test_readme_unity_example_compiles(program: Path, tmp_path: Path) -> None:
         text=True,
     )
     assert built.returncode == 0, built.stdout + built.stderr
+
+
+def test_filters_added_after_hello_resume_exactly_once_across_a_kill(
+    program: Path, sidecar: Sidecar
+) -> None:
+    """Filters added with SubscribeAsync (and edited by UnsubscribeAsync) are restored by the
+    reconnect's hello after a kill -9 mid-stream: every matching change once, in order."""
+    out = run(program, "filters", sidecar.url, sidecar=sidecar)
+    assert "CONTROL kill" in out and "CONTROL start" in out
+    assert "OK:" in out and " 0 failures" in out
+
+
+def test_narrative_focus_and_beliefs_filters(program: Path, sidecar: Sidecar) -> None:
+    """NarrativeAsync(focus) and BeliefsAsync(BeliefsFilter) send what SPEC §10.1/§10.4 name."""
+    out = run(program, "focus", sidecar.url)
+    assert "OK:" in out and " 0 failures" in out
+
+
+def test_sidecar_process_starts_restarts_after_a_kill_and_stops(
+    program: Path, tmp_path: Path
+) -> None:
+    """SidecarProcess reads CREDENCE_URL, restarts on the same port after SIGKILL, stops on Dispose."""
+    out = run(program, "launcher", sys.executable, str(ROOT), str(tmp_path / "launch.db"))
+    assert "OK:" in out and " 0 failures" in out
