@@ -215,6 +215,7 @@ namespace UnityEngine {
         public static void LogError(object message) { System.Console.WriteLine("ERROR " + message); }
     }
     public class Animator { public void SetBool(string name, bool value) {} }
+    public static class Application { public static string persistentDataPath = "."; }
 }
 """
 

@@ -56,6 +56,7 @@ namespace Credence
 
     public sealed class CredenceOptions
     {
+        /// <summary>The sidecar's <c>ws://host:port/</c> (what <c>credence serve</c> printed as CREDENCE_URL).</summary>
         public Uri Url = new Uri("ws://127.0.0.1:8765/");
         /// <summary>Asked before every connection attempt instead of <see cref="Url"/> when set (e.g. <c>() => sidecar.Url</c> of a <see cref="SidecarProcess"/>).</summary>
         public Func<Uri> UrlSource;
@@ -79,7 +80,9 @@ namespace Credence
         public int MaxQueuedFrames = 100000;
         /// <summary>Stop reading the socket while this many notifications wait for DispatchPending.</summary>
         public int MaxPendingNotifications = 10000;
+        /// <summary>How long a connection attempt may take, from the TCP connect to the welcome.</summary>
         public TimeSpan HandshakeTimeout = TimeSpan.FromSeconds(10);
+        /// <summary>Reconnect after a drop (default); false: a drop turns the client Failed and fails what is pending.</summary>
         public bool AutoReconnect = true;
         /// <summary>Wait before reconnect attempt n (1, 2, …). Default: 0.2 s doubling to 5 s, with jitter.</summary>
         public Func<int, CancellationToken, Task> ReconnectDelay;
