@@ -82,7 +82,7 @@ export class SidecarProcess {
 
   /** The process id of the running sidecar, if one runs. */
   get pid(): number | undefined {
-    return this.current?.exitCode === null ? this.current.pid : undefined;
+    return this.running ? this.current!.pid : undefined;
   }
 
   /** Whether a sidecar process runs now. */
