@@ -95,7 +95,7 @@ def test_the_checker_sees_a_world_scan(db: Path) -> None:
 
 
 def test_plan_statistics_survive_a_reopen_and_later_migrations(db: Path, tmp_path: Path) -> None:
-    """Migration 0007's fixed statistics are in the file (every connection plans with them)
+    """Migration 0008's fixed statistics are in the file (every connection plans with them)
     and are installed again when a database is migrated from an older schema."""
     conn = sqlite3.connect(db)
     stats = dict(((t, i), s) for t, i, s in conn.execute("SELECT * FROM sqlite_stat1"))
@@ -103,12 +103,12 @@ def test_plan_statistics_survive_a_reopen_and_later_migrations(db: Path, tmp_pat
     assert stats[("evidence", "evidence_contradicting")].split()[0] == "10000"
     assert stats[("beliefs", "beliefs")] == "1000000 100000 1000 1"
     old = sqlite3.connect(tmp_path / "old.db", isolation_level=None)
-    migrate(old, upto=7)
+    migrate(old, upto=8)  # through 0007_i18, before the plan statistics
     assert (
         old.execute("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone()[0]
         == 0
     )
-    assert migrate(old) == ["0007_i17_query_plans"]
+    assert migrate(old) == ["0008_i17_query_plans"]
     plan = " ".join(r[-1] for r in old.execute(
         "EXPLAIN QUERY PLAN SELECT * FROM evidence WHERE world = 'w' AND resident = 'r' AND root = 'x'"
     ))  # fmt: skip

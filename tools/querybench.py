@@ -124,7 +124,7 @@ def story(
         elif roll < 0.97:
             other = rng.choice(TOWNSFOLK)
             yield {"event_id": eid(), "day": day, "kind": "observe", "witnesses": [RESIDENT],
-                   "claim": {"root": f"relation:{RESIDENT}:{other}:{i}", "value": "friendly"},
+                   "claim": {"root": f"relation:{other}:{i}", "value": "friendly"},
                    "subject": f"{other} was friendly to me", "people": [other]}  # fmt: skip
         else:
             yield {"event_id": eid(), "day": day, "kind": "act", "actor": RESIDENT,

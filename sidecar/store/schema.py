@@ -371,7 +371,7 @@ def _lean_tables(conn: sqlite3.Connection) -> None:
     conn.execute("DROP INDEX IF EXISTS changes_by_resident")
 
 
-#: 0007 (issue 17): every query of the read side searches by resident (or root), never the
+#: 0008 (issue 17): every query of the read side searches by resident (or root), never the
 #: whole world. SQLite without statistics takes any index's first column as selective, so
 #: for ``WHERE world = ? AND resident = ?`` it would as soon walk the primary key's
 #: ``(world, …)`` prefix — every row of the world — as the ``(world, resident, …)`` index.
@@ -406,7 +406,7 @@ def _index_stat(conn: sqlite3.Connection, index: str, unique: bool, partial: boo
 def install_plan_statistics(conn: sqlite3.Connection) -> None:
     """Replace ``sqlite_stat1`` with the fixed statistics described above and load them.
 
-    Run by migration 0007 and again after any later migration (a rebuilt table loses its
+    Run by migration 0008 and again after any later migration (a rebuilt table loses its
     rows in ``sqlite_stat1``).
     """
     conn.execute("ANALYZE sqlite_schema")  # creates sqlite_stat1 if it is missing
@@ -438,6 +438,13 @@ def _query_indexes(conn: sqlite3.Connection) -> None:
     install_plan_statistics(conn)
 
 
+def _intervention_lifecycle(conn: sqlite3.Connection) -> None:
+    """0007 (i18): an intervention has a lifecycle: ``discovered`` once an anomaly exposed it,
+    ``suppressed`` while the player keeps a memory hidden (beliefs.intervention widened)."""
+    for value in ("discovered", "suppressed"):
+        _allow(conn, "beliefs", "intervention", value)
+
+
 Migration = str | Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -448,7 +455,8 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0005_i10_memory", _i10_memory),
     ("0005_i12_schema_events", _schema_events),
     ("0006_i13_lean_tables", _lean_tables),
-    ("0007_i17_query_plans", _query_indexes),
+    ("0007_i18_intervention_lifecycle", _intervention_lifecycle),
+    ("0008_i17_query_plans", _query_indexes),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -497,7 +505,7 @@ def migrate(conn: sqlite3.Connection, *, upto: int = SCHEMA_VERSION) -> list[str
             conn.execute("ROLLBACK")
             raise
         applied.append(name)
-    if applied and any(name == "0007_i17_query_plans" for name, _ in MIGRATIONS[:upto]):
+    if applied and any(name == "0008_i17_query_plans" for name, _ in MIGRATIONS[:upto]):
         conn.execute("BEGIN IMMEDIATE")
         install_plan_statistics(conn)
         conn.execute("COMMIT")
