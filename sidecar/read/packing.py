@@ -168,9 +168,7 @@ def _protected(items: list[Phrased], words: Words, room: int) -> Layout:
                 return None
         return layout
 
-    full: Callable[[Phrased], str] = lambda i: i.full()  # noqa: E731
-    compact: Callable[[Phrased], str] = lambda i: i.compact()  # noqa: E731
-    for make, short in ((full, False), (compact, False), (compact, True)):
+    for make, short in ((Phrased.full, False), (Phrased.compact, False), (Phrased.compact, True)):
         found = fitting(make, short)
         if found is not None:
             return found

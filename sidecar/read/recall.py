@@ -82,6 +82,11 @@ _BELIEF_COLUMNS = (
 )
 
 
+def _strings(text: str) -> tuple[str, ...]:
+    """A stored list of ids; most are empty, and those need no parsing."""
+    return () if text == "[]" else tuple(load_json(text))
+
+
 def _beliefs(reader: Reader, world: str, resident: str) -> tuple[Belief, ...]:
     """The resident's beliefs the narrative can phrase (or needs for its act lines), in
     root order: ``believes:`` roots ("what I think Bo believes") are left out in SQL, and
@@ -107,10 +112,10 @@ def _beliefs(reader: Reader, world: str, resident: str) -> tuple[Belief, ...]:
             state=states[r[5]],
             source_kind=kinds[r[6]],
             source_resident_id=r[7],
-            people=tuple(load_json(r[8])),
-            places=tuple(load_json(r[9])),
-            topics=tuple(load_json(r[10])),
-            heard_from=tuple(load_json(r[11])),
+            people=_strings(r[8]),
+            places=_strings(r[9]),
+            topics=_strings(r[10]),
+            heard_from=_strings(r[11]),
             formed_day=r[12],
             updated_day=r[13],
             last_evidence_day=r[14],
