@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from ..read.queries import NotFound, world_exists
 from ..store import Reader, StoreError
+from . import fail
 
 __all__ = ["add_common", "emit", "with_reader"]
 
@@ -26,11 +27,6 @@ def add_common(p: argparse.ArgumentParser) -> None:
     """The ``--db`` and ``--world`` flags every read command takes."""
     p.add_argument("--db", default="./credence.db", help="database file (default ./credence.db)")
     p.add_argument("--world", required=True, help="world id")
-
-
-def fail(prog: str, message: str) -> int:
-    print(f"credence {prog}: {message}", file=sys.stderr)
-    return 2
 
 
 def with_reader(
