@@ -102,14 +102,10 @@ class Bound:
     kind: type[int] | type[float]
     low: float
     high: float
-    #: ``low`` itself is refused (a period must be above 0, not 0).
-    above_low: bool = False
 
     def describe(self) -> str:
         noun = "an integer" if self.kind is int else "a number"
         high = _number(self.high) if self.kind is float else str(int(self.high))
-        if self.above_low:
-            return f"{noun} above {_number(self.low)} and at most {high}"
         return f"{noun} from {_number(self.low)} to {high}"
 
     def check(self, value: object) -> int | float:
@@ -121,16 +117,20 @@ class Bound:
         if self.kind is int and isinstance(value, float) and not value.is_integer():
             raise ValueError(f"must be a whole number ({self.describe()}), not {value!r}")
         # (compared before any conversion: Python compares ints and floats exactly)
-        if not self.low <= value <= self.high or (self.above_low and value == self.low):
+        if not self.low <= value <= self.high:
             raise ValueError(f"must be {self.describe()}, not {_show(value)}")
         return int(value) if self.kind is int else float(value)
 
     def parse(self, text: str) -> int | float:
         """A number from command-line text (``--port 70000``), then :meth:`check`."""
+        value: int | float
         try:
-            value: int | float = int(text) if self.kind is int else float(text)
+            value = int(text) if self.kind is int else float(text)
         except ValueError:
-            raise ValueError(f"must be {self.describe()}, not {text!r:.40}") from None
+            try:
+                value = float(text)  # ("8.0" is the integer 8, as TOML's 8.0 is)
+            except ValueError:
+                raise ValueError(f"must be {self.describe()}, not {text!r:.40}") from None
         return self.check(value)
 
 
@@ -188,8 +188,9 @@ class Rules:
     anomaly_step: int = _rule(30, STEP)
     anomaly_floor: int = _rule(10, CONFIDENCE)
     corrected_confidence: int = _rule(72, CONFIDENCE)
-    #: Above 0: a belief ages once per period, so a far ``tick`` is a bounded catch-up.
-    decay_period_days: float = _rule(7, Bound(float, 0, 1e12, above_low=True))
+    #: At least 0.001 (a minute and a half of game time): a period that rounds to 0 once
+    #: shortened by distrust would be no period at all.
+    decay_period_days: float = _rule(7, Bound(float, 0.001, 1e12))
     #: At least 1: each aging step lowers confidence, so catching up always ends (at 0 a
     #: far ``tick`` would age the same belief forever).
     decay_step: int = _rule(8, Bound(int, 1, 100))
@@ -215,7 +216,8 @@ class Rules:
     emotion_weight: float = _rule(1.0, WEIGHT)
     #: hearsay from a source trusted less than this decays faster
     distrust_below: float = _rule(0.5, SHARE)
-    distrust_min_factor: float = _rule(0.5, SHARE)
+    #: above 0: the shortest period, a source trusted 0, is still a period
+    distrust_min_factor: float = _rule(0.5, Bound(float, 0.001, 1))
     # --- the world changed vs. I was misinformed -------------------------------------
     mutable_prefixes: tuple[str, ...] = _rule((), Prefixes())
     # --- the world clock ----------------------------------------------------------------
