@@ -89,6 +89,7 @@ def without(key: str) -> Callable[[dict[str, Any]], Any]:
         (lambda h: h, [EVENTS[0], {**EVENTS[1], "day": "30"}],
          "line 3: field 'day' must be a number of game days"),
         (lambda h: h, [EVENTS[0], b"{not json\n"], "line 3 is not JSON"),
+        (lambda h: h, [EVENTS[0], EVENTS[0]], "line 3: event id 's1' is already on line 2"),
         (lambda h: h, [EVENTS[0], b'{"x": "' + b"y" * (MAX_EXPORT_LINE + 10) + b'"}\n'],
          f"line 3 is longer than {MAX_EXPORT_LINE} bytes"),
     ],

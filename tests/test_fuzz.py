@@ -543,7 +543,8 @@ def fuzzed_export(draw: st.DrawFn) -> bytes:
     for _ in range(rnd.choice([0, 1, 1, 2, 3])):
         how = rnd.choice(["header", "header", "rule", "event", "event", "lines"])
         if how in ("header", "rule"):
-            target = header if how == "header" else header["rules"]
+            rules = header.get("rules")
+            target = rules if how == "rule" and isinstance(rules, dict) else header
             key = rnd.choice([*target, "x", "world", "events"])
             if rnd.random() < 0.2:
                 target.pop(key, None)
@@ -553,6 +554,8 @@ def fuzzed_export(draw: st.DrawFn) -> bytes:
         elif how == "event" and len(records) > 1:
             i = rnd.randrange(1, len(records))
             where = paths(records[i])
+            if not where:  # (a junk line, or an empty record)
+                continue
             path = rnd.choice(where)
             new = swapped(at(records[i], path), rnd) if rnd.random() < 0.5 else draw(hostile)
             records[i] = replaced(records[i], path, new, rnd.random() < 0.2)

@@ -512,13 +512,20 @@ def read_export(path: Path) -> tuple[str, Rules, list[WorldEvent]]:
     except RulesError as exc:
         raise WorldsError(str(exc)) from None
     events = []
+    seen: dict[str, int] = {}  # event id -> its line (a log never holds an id twice)
     for number, line in enumerate(body[1:], start=2):
         try:
-            events.append(parse_event(orjson.loads(line)))
+            event = parse_event(orjson.loads(line))
         except orjson.JSONDecodeError:
             raise WorldsError(f"{path}: line {number} is not JSON") from None
         except EngineError as exc:
             raise WorldsError(f"{path}: line {number}: {exc}") from None
+        first = seen.setdefault(event.event_id, number)
+        if first != number:
+            raise WorldsError(
+                f"{path}: line {number}: event id {event.event_id!r:.60} is already on line {first}"
+            )
+        events.append(event)
     return world, rules, events
 
 
