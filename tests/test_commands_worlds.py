@@ -134,3 +134,44 @@ def test_a_valid_crafted_file_imports(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "imported 'town': 2 events replayed" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["fork", "--world", "town", "--into", "t2", "--at", "-5"],
+         "argument --at: must be an integer from 0 to 9007199254740991, not -5"),
+        (["fork", "--world", "town", "--into", "t2", "--at", "99999999999999999999999"],
+         "argument --at: must be an integer from 0 to 9007199254740991"),
+        (["narrative", "--world", "town", "--resident", "mira", "--budget", "5"],
+         "argument --budget: must be an integer from 200 to 50000, not 5"),
+        (["narrative", "--world", "town", "--resident", "mira", "--budget", "50001"],
+         "argument --budget: must be an integer from 200 to 50000, not 50001"),
+        (["beliefs", "--world", "town", "--resident", "mira", "--min-confidence", "nan"],
+         "argument --min-confidence: must be an integer from 0 to 100, not nan"),
+        (["graph", "--world", "town", "--format", "dot", "--out", "no/such/dir/g.dot"],
+         "cannot write no/such/dir/g.dot: No such file or directory"),
+    ],
+)  # fmt: skip
+def test_a_number_or_output_flag_out_of_range_is_one_line(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    """fork --at, narrative --budget (200-50000, as the frame) and beliefs --min-confidence go
+    through the same checks as a frame's fields; an output file that cannot be written is one
+    line: exit 2, no traceback, nothing created."""
+    export_file(tmp_path / "ok.credence")
+    done = subprocess.run(
+        [sys.executable, "-m", "sidecar.cli", "import", "ok.credence", "--db", "n.db"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=guard(60),
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    before = sorted(tmp_path.iterdir())
+    done = subprocess.run(
+        [sys.executable, "-m", "sidecar.cli", *args, "--db", "n.db"], cwd=tmp_path,
+        capture_output=True, text=True, timeout=guard(60),
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.splitlines()) == 1 and message in done.stderr, done.stderr
+    assert sorted(tmp_path.iterdir()) == before

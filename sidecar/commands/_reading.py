@@ -60,7 +60,11 @@ def emit(text: str, out: str | None = None) -> None:
     if not text.endswith("\n"):
         text += "\n"
     if out:
-        Path(out).write_text(text, encoding="utf-8")
+        try:
+            Path(out).write_text(text, encoding="utf-8")
+        except OSError as exc:  # (one line and exit 2, as every other bad input)
+            print(f"credence: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+            raise SystemExit(2) from None
         return
     stream = sys.stdout
     reconfigure = getattr(stream, "reconfigure", None)

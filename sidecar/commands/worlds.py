@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from . import fail
+from ..engine import MAX_SAFE_INTEGER, Bound
+from . import fail, number
 
 if TYPE_CHECKING:
     from ..store import DataDir, SingleFile
@@ -47,7 +48,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     _where(p)
     p.add_argument("--world", required=True, help="the world to copy")
     p.add_argument("--into", required=True, help="the new world's id")
-    p.add_argument("--at", type=int, help="keep events with seq <= AT (default: all of them)")
+    p.add_argument(
+        "--at", type=number(Bound(int, 0, MAX_SAFE_INTEGER)),
+        help="keep events with seq <= AT (default: all of them)",
+    )  # fmt: skip
     p.set_defaults(run=run_fork)
 
     p = sub.add_parser("export", help=_HELP["export"])
