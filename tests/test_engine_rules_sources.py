@@ -236,3 +236,54 @@ def test_a_world_with_invalid_stored_rules_refuses_alone(tmp_path: Path) -> None
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT count(*) FROM events WHERE world = 'w'").fetchone() == (0,)
     conn.close()
+
+
+async def test_over_the_wire_a_world_with_bad_stored_rules_is_refused_and_others_go_on(
+    tmp_path: Path,
+) -> None:
+    """A served database holding a world whose stored rules are null (what NaN became) and
+    another whose decay_step is 0: their events are answered internal_error naming the world
+    and the rule, every other world is acked; `credence rebuild` of that file exits 2 with
+    one line instead of failing."""
+    import subprocess
+    import sys
+
+    from wsclient import WsClient, guard, running
+
+    db = tmp_path / "x.db"
+    Writer(db).close()
+    store_rules(db, "nulled", "trust_default", None)
+    store_rules(db, "spinning", "decay_step", 0)
+    async with running(tmp_path, db=db) as sc:
+        for world, rule in (("nulled", "trust_default"), ("spinning", "decay_step")):
+            async with WsClient(sc.url, world=world) as c:
+                reply = await c.event("tick", 1e12)
+                assert reply["type"] == "error" and reply["code"] == "internal_error", reply
+                assert f"world {world!r}: stored rules: {rule} must be" in reply["message"]
+        async with WsClient(sc.url, world="fine") as c:
+            assert (await c.event("tick", 5))["type"] == "ack"
+    done = subprocess.run(
+        [sys.executable, "-m", "sidecar.cli", "rebuild", "--db", str(db), "--check"],
+        capture_output=True, text=True, timeout=guard(60),
+    )  # fmt: skip
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "stored rules" in done.stderr and "the world cannot be opened" in done.stderr
+
+
+def test_the_readme_lists_every_rule_with_the_range_its_check_enforces() -> None:
+    """README's "each must be" table names every rule once, in a row that states exactly the
+    range the rule's check enforces (the docs cannot drift from the one definition)."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    start = readme.index("| rules | each must be |")
+    rows = readme[start:].split("\n\n", 1)[0].splitlines()[2:]
+    named: dict[str, str] = {}
+    for row in rows:
+        names, must = row.strip("|").split("|")
+        for name in re.findall(r"`([a-z_]+)`", names):
+            assert name not in named, name
+            named[name] = must.strip()
+    assert set(named) == set(FIELDS)
+    for name, must in named.items():
+        assert must.startswith(rule_check(name).describe()), (name, must)
