@@ -18,8 +18,9 @@ last event kept — so the fork may go on from an earlier day than its source re
 
 An export file is JSON lines: a header ``{"format": "credence-world", "version": 1, "world",
 "rules", "events"}``, one canonical event per line (the world log, in order), and a last line
-``{"sha256": ...}``, the SHA-256 of every byte before that line. Import checks the checksum
-and the count, then replays the events into a new world with the stored rules.
+``{"sha256": ...}``, the SHA-256 of every byte before that line. Import checks the whole
+file first (:func:`read_export`: line sizes, format, checksum, count, the header's world id and
+rules, every event), then replays the events into a new world with the stored rules.
 """
 
 from __future__ import annotations
