@@ -110,6 +110,7 @@
     delete document.body.dataset.ready;
     renderResidents(); renderStream(); notice();
     const scheme = location.protocol === "https:" ? "wss" : "ws";
+    state.connectedAt = performance.now();
     const socket = new WebSocket(`${scheme}://${location.host}/`);
     ws = socket;
     setStatus("connecting…", "wait");
@@ -213,7 +214,9 @@
     const work = [loadEvents()];
     if (state.selected) work.push(selectResident(state.selected));
     await Promise.allSettled(work);
+    // How long the page took to show the world: since navigation, and since it connected.
     document.body.dataset.readyMs = String(Math.round(performance.now()));
+    document.body.dataset.openMs = String(Math.round(performance.now() - state.connectedAt));
     document.body.dataset.ready = "true";
   }
 
@@ -286,8 +289,10 @@
       debounce("reopen", 200, () => connect(state.world, $("#token").value, $("#writer").value));
       return;
     }
-    if (state.paused) state.held.push(b);
-    else pushStream([b]);
+    if (state.paused) {
+      state.held.push(b);
+      $("#stream-held").textContent = `paused · ${state.held.length} held`;
+    } else pushStream([b]);
     if (b.resident === state.selected) debounce("refresh", 250, refreshSelected);
     debounce("events", 600, loadNewEvents);
   }
@@ -468,7 +473,7 @@
   const COLUMN = { person: 0, event: 1, claim: 2, place: 2 };
   const BOX = { w: 168, h: 28, gapY: 10, gapX: 44 };
   const MIN_FIT = 0.7; // a larger graph opens at this zoom (pan to see the rest)
-  const view = { x: 0, y: 0, k: 1, width: 0, height: 0 };
+  const view = { x: 0, y: 0, k: 1, width: 0, height: 0, key: "" };
 
   function nodeLabel(n) {
     if (n.type === "claim") return `${nameOf(n.resident)}: ${show(n.value)} (${n.confidence})`;
@@ -589,8 +594,11 @@
       }
       text.textContent = full.slice(0, lo) + "…";
     }
+    // A live refresh of the same belief keeps the user's pan and zoom; a new belief is fitted.
+    const key = `${state.selected}\u0000${state.root}`;
     Object.assign(view, { width, height });
-    fitGraph();
+    if (view.key === key) applyView();
+    else { view.key = key; fitGraph(); }
     $("#graph-legend").replaceChildren(
       ...[...new Set(edges.map((e) => e.type))].map((t) => el("span", {}, el("i", { style: { background: EDGE_COLOURS[t] } }), t.replace("_", " "))),
       dropped ? el("span", { class: "muted" }, `${dropped} older events not drawn`) : "");
