@@ -27,7 +27,7 @@ import orjson
 from sidecar.engine import ChangeKind, EventKind
 from sidecar.engine.events import MAX_EDITS, MAX_ID_LEN, MAX_LIST_LEN, MAX_TEXT_LEN
 
-from .frames import MAX_FILTER, MAX_RESIDENTS, PROTOCOL_VERSION
+from .frames import MAX_FILTER, MAX_PAGE, MAX_RESIDENTS, PROTOCOL_VERSION
 
 __all__ = ["SCHEMA_DIR", "client_schema", "main", "server_schema"]
 
@@ -366,6 +366,7 @@ def client_schema() -> Schema:
                 "client": {"type": "string"},
                 "resume": _ref("seq"),
                 "subscribe": _RESIDENTS,
+                "role": {"enum": ["reader", "writer"]},
             },
             ["protocol", "world"],
         ),
@@ -441,6 +442,19 @@ def client_schema() -> Schema:
             "what a resident trusts, per source and topic (SPEC §10.6)",
             {"resident": _ref("id"), "source": _ref("id"), "value": {"type": "null"}},
             ["resident"],
+        ),
+        "residents": _frame(
+            "residents",
+            "a page of the world's residents with their names (SPEC §10.8)",
+            {"after": _ref("id"), "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}},
+        ),
+        "events": _frame(
+            "events",
+            "a page of the world's event log from event seq `from` (SPEC §10.9)",
+            {
+                "from": {"type": "integer", "minimum": 1, "maximum": MAX_SAFE},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
+            },
         ),
         "worlds": _frame("worlds", "list the worlds (SPEC §10.7)", {}),
         "fork": _frame(
@@ -652,6 +666,54 @@ def server_schema() -> Schema:
                 **_PAGED,
             },
             ["resident"],
+        ),
+        "residents": _frame(
+            "residents",
+            "reply to residents, paged (SPEC §10.8, §11)",
+            {
+                "next": {"type": ["string", "null"]},
+                "residents": _list(
+                    {
+                        "type": "object",
+                        "required": ["resident", "names"],
+                        "properties": {
+                            "resident": {"type": "string"},
+                            "names": {
+                                "type": "object",
+                                "propertyNames": {"enum": LANGS},
+                                "additionalProperties": {"type": "string"},
+                            },
+                        },
+                    }
+                ),
+                **_PAGED,
+            },
+            ["residents", "next"],
+        ),
+        "events": _frame(
+            "events",
+            "reply to events, paged (SPEC §10.9, §11)",
+            {
+                "from": {"type": "integer", "minimum": 1},
+                "last": {"type": "integer", "minimum": 0},
+                "next": _nullable({"type": "integer", "minimum": 1}),
+                "events": _list(
+                    {
+                        "type": "object",
+                        "required": ["seq", "event_id", "day", "kind", "by", "subject"],
+                        "properties": {
+                            "seq": _ref("seq"),
+                            "event_id": {"type": "string"},
+                            "day": {"type": "number"},
+                            "kind": {"enum": [str(k) for k in EventKind]},
+                            "by": {"type": ["string", "null"]},
+                            "subject": {"type": ["string", "null"], "maxLength": 200},
+                        },
+                    }
+                ),
+                **_PAGED,
+            },
+            ["events", "from", "last", "next"],
         ),
         "worlds": _frame(
             "worlds",
