@@ -17,7 +17,6 @@ from sidecar.demo import run_demo
 from sidecar.engine import parse_event
 from sidecar.store import Writer
 
-TOKENS = {"writer_tokens": ["town=w-secret"], "reader_tokens": ["town=r-secret"]}
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
@@ -238,13 +237,20 @@ async def test_inspector_shows_the_demo_town_read_only_with_names_days_and_narra
 async def test_inspector_is_read_only_in_open_mode_unless_a_writer_token_is_given(
     tmp_path: Path,
 ) -> None:
-    """No tokens configured: the page is a reader; with ?writer= it forks at an event's seq."""
+    """No tokens configured: the page is a reader (and learns names registered meanwhile); with
+    ?writer= it forks at an event's seq."""
     chromium.need(chromium.available())
     async with running(tmp_path) as sc:
         async with WsClient(sc.url, "town") as game:
             for day in (1, 2, 3):
                 await game.event("observe", day, **observe(["mira"], f"lamp:{day}", "lit"))
         base = f"http://127.0.0.1:{sc.port}/inspect?world=town&resident=mira"
+        loop = asyncio.get_running_loop()
+
+        async def register(names: list[dict[str, Any]]) -> None:
+            async with WsClient(sc.url, "town") as game:
+                ack = await game.event("register", 3, residents=names)
+                assert ack["type"] == "ack" and ack["changes"] == 0
 
         def drive() -> dict[str, Any]:
             got: dict[str, Any] = {}
@@ -252,6 +258,13 @@ async def test_inspector_is_read_only_in_open_mode_unless_a_writer_token_is_give
                 b.get(base)
                 b.wait_for("return document.body.dataset.ready === 'true'", "the reader page")
                 got["reader"] = b.run("return document.body.dataset.role")
+                names = [{"resident": "mira", "names": {"en": "Mira Vale"}}]
+                asyncio.run_coroutine_threadsafe(register(names), loop).result(60)
+                got["renamed"] = b.wait_for(
+                    "const t = document.querySelector('#residents').innerText;"
+                    "return t.includes('Mira Vale') && t;",
+                    "the registered name (no notification)",
+                )
                 b.get(base + "&writer=anything&tab=events")
                 b.wait_for("return document.body.dataset.ready === 'true'", "the writer page")
                 got["writer"] = b.run("return document.body.dataset.role")
@@ -272,6 +285,7 @@ async def test_inspector_is_read_only_in_open_mode_unless_a_writer_token_is_give
         async with WsClient(sc.url, "town") as c:
             source = await c.request({"type": "events", "limit": 2})
     assert got["reader"] == "reader" and got["writer"] == "writer"
+    assert "Mira Vale" in got["renamed"]
     assert "town-at-2: 2 events" in got["forked"]
     assert [e["event_id"] for e in events["events"]] == [e["event_id"] for e in source["events"]]
     assert events["last"] == 2

@@ -61,7 +61,15 @@
     return el("span", {}, el("span", { class: "bar" },
       el("span", { class: s || "influencing", style: { width: `${confidence}%` } })), el("b", {}, confidence));
   }
-  const byCodePoint = (a, b) => (a < b ? -1 : a > b ? 1 : 0); // JS compares UTF-16; close enough for display
+  // The sidecar's order (SPEC §10.1: by code point; JavaScript's < compares UTF-16 units).
+  const byCodePoint = (a, b) => {
+    const x = [...a], y = [...b];
+    for (let i = 0; i < Math.min(x.length, y.length); i++) {
+      const d = x[i].codePointAt(0) - y[i].codePointAt(0);
+      if (d) return d;
+    }
+    return x.length - y.length;
+  };
   const debounce = (key, ms, fn) => { clearTimeout(timers[key]); timers[key] = setTimeout(fn, ms); };
 
   // A game day as a person reads it: "day 25", or "day 25 07:25" for a fraction of a day.
@@ -101,6 +109,7 @@
 
   function connect(world, token, writer) {
     if (ws) { const old = ws; ws = null; old.close(); }
+    clearInterval(timers.poll);
     for (const p of pending.values()) p.reject(new Error("reconnecting"));
     pending.clear();
     Object.assign(state, { world, exists: false, seq: 0, day: 0, residentsNext: null, beliefs: [],
@@ -216,6 +225,10 @@
     await Promise.allSettled(work);
     // How long the page took to show the world: since navigation, and since it connected.
     document.body.dataset.readyMs = String(Math.round(performance.now()));
+    // Events that change no belief (registrations, ticks, refused-nothing acts) send no
+    // notification: the log is also polled, a cheap primary-key range from the newest seq.
+    clearInterval(timers.poll);
+    timers.poll = setInterval(() => { if (!document.hidden && state.exists) loadNewEvents().catch(() => {}); }, 3000);
     document.body.dataset.openMs = String(Math.round(performance.now() - state.connectedAt));
     document.body.dataset.ready = "true";
   }
@@ -675,7 +688,14 @@
     if (!state.exists) return;
     const newest = state.events.length ? state.events[state.events.length - 1].seq : 0;
     const reply = await request({ type: "events", from: newest + 1, limit: 1000 });
-    state.events = state.events.concat(reply.events);
+    if (!reply.events.length && reply.last === state.eventsLast) return;
+    state.events = state.events.concat(reply.events).slice(-20 * EVENTS_PAGE); // bounded
+    if (state.events.length) state.eventsOldest = state.events[0].seq;
+    // A registration changes no belief (no notification): its names arrive with the log.
+    if (reply.events.some((e) => e.kind === "register")) loadResidents().then(() => {
+      renderBeliefs(); renderStream(); renderEvents();
+      if (state.selected) $("#resident-name").textContent = nameOf(state.selected);
+    });
     state.eventsLast = reply.last;
     if (state.eventsOldest === null && reply.events.length) state.eventsOldest = reply.events[0].seq;
     renderEvents();
