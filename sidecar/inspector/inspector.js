@@ -347,8 +347,8 @@
     const url = new URL(location.href);
     url.searchParams.set("resident", id);
     history.replaceState(null, "", url);
-    await Promise.allSettled([refreshBeliefs(), refreshNarrative(), refreshTrust(),
-      state.root ? selectBelief(state.root, false) : Promise.resolve()]);
+    if (state.root) selectBelief(state.root, false); // not awaited: a large graph must not hold the page
+    await Promise.allSettled([refreshBeliefs(), refreshNarrative(), refreshTrust()]);
   }
 
   function refreshSelected() {
@@ -546,9 +546,17 @@
     let { nodes, edges } = result.value;
     let dropped = 0;
     if (nodes.length > GRAPH_NODES_MAX) { // a belief with thousands of evidence events
-      const keep = new Set(nodes.filter((n) => n.type !== "event").map((n) => n.id));
-      const events = nodes.filter((n) => n.type === "event");
-      for (const n of events.slice(-(GRAPH_NODES_MAX - keep.size))) keep.add(n.id);
+      // Keep the beliefs and places, the latest events, and the people linked to those.
+      const keep = new Set(nodes.filter((n) => n.type === "claim" || n.type === "place").map((n) => n.id));
+      const events = nodes.filter((n) => n.type === "event").sort((a, b) => a.day - b.day);
+      for (const n of events.slice(-Math.max(10, Math.floor((GRAPH_NODES_MAX - keep.size) / 2)))) keep.add(n.id);
+      const typeOf = new Map(nodes.map((n) => [n.id, n.type])); // ids are opaque: go by type
+      const kept = new Set(keep); // the people who said or saw a kept event
+      for (const e of edges) {
+        const from = typeOf.get(e.source), to = typeOf.get(e.target);
+        if (from === "person" && to === "event" && kept.has(e.target)) keep.add(e.source);
+        if (to === "person" && from === "event" && kept.has(e.source)) keep.add(e.target);
+      }
       dropped = nodes.length - keep.size;
       nodes = nodes.filter((n) => keep.has(n.id));
       edges = edges.filter((e) => keep.has(e.source) && keep.has(e.target));
@@ -614,7 +622,7 @@
     else { view.key = key; fitGraph(); }
     $("#graph-legend").replaceChildren(
       ...[...new Set(edges.map((e) => e.type))].map((t) => el("span", {}, el("i", { style: { background: EDGE_COLOURS[t] } }), t.replace("_", " "))),
-      dropped ? el("span", { class: "muted" }, `${dropped} older events not drawn`) : "");
+      dropped ? el("span", { class: "muted" }, `${dropped} older events and people not drawn`) : "");
   }
 
   function applyView() {
