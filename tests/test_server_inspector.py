@@ -356,3 +356,34 @@ async def test_inspector_opens_a_20000_event_world_without_replaying_it(tmp_path
     )
     assert all(r[2] == 50 and r[3] == 0 for r in runs)  # every resident listed, nothing replayed
     assert warm[1] < 3000  # generous: the target is under a second (printed above)
+
+
+async def test_inspector_draws_a_bounded_graph_of_a_much_told_belief(tmp_path: Path) -> None:
+    """A belief told by 400 residents: the latest tellings and their speakers, labels apart."""
+    chromium.need(chromium.available())
+    db = tmp_path / "told.db"
+    writer = Writer(db)
+    tellings = [
+        ("town", parse_event({
+            "event_id": f"s{n}", "day": n / 10, "kind": "say", "speaker": f"teller{n:03d}",
+            "listeners": ["mira"], "claim": {"root": "water:well", "value": "poisoned"},
+            "subject": f"telling {n}",
+        }))
+        for n in range(1, 401)
+    ]  # fmt: skip
+    writer.apply(tellings)
+    writer.close()
+    async with running(tmp_path, db=db) as sc:
+        page = f"http://127.0.0.1:{sc.port}/inspect?world=town&resident=mira&root=water:well&tab=belief"
+
+        def drive() -> tuple[int, str, object, bool]:
+            with chromium.browser(1024, 768) as b:
+                b.get(page)
+                b.wait_for("return document.querySelector('#graph g[data-node]')", "the graph")
+                drawn = int(b.run("return document.querySelectorAll('#graph g[data-node]').length"))
+                legend = str(b.run("return document.querySelector('#graph-legend').innerText"))
+                return drawn, legend, b.run(LABELS_OVERLAP), bool(b.run(NO_SIDEWAYS_OVERFLOW))
+
+        drawn, legend, overlap, fits = await asyncio.to_thread(drive)
+    assert 20 <= drawn <= 160 and "not drawn" in legend
+    assert "said by" in legend and overlap is None and fits
