@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from sidecar.engine import ChangeKind, EventKind
+from sidecar.engine import ChangeKind, EventKind, Intervention
 from sidecar.engine.events import MAX_EDITS, MAX_ID_LEN, MAX_LIST_LEN, MAX_TEXT_LEN
 
 from .frames import MAX_FILTER, MAX_PAGE, MAX_RESIDENTS, PROTOCOL_VERSION
@@ -499,7 +499,7 @@ _BELIEF = {
         "state": _ref("state"),
         "source_kind": _ref("source_kind"),
         "source": {"type": ["string", "null"]},
-        "intervention": {"enum": ["implanted", "distorted", None]},
+        "intervention": {"enum": [*(str(i) for i in Intervention), None]},
         "formed_day": {"type": "number"},
         "updated_day": {"type": "number"},
     },

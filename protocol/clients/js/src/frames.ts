@@ -272,7 +272,7 @@ export interface BeliefSummary {
   state: BeliefState;
   source_kind: SourceKind;
   source: string | null;
-  intervention: "implanted" | "distorted" | null;
+  intervention: "implanted" | "distorted" | "discovered" | "suppressed" | null;
   evidence_refs: string[];
   formed_day: number;
   updated_day: number;
