@@ -1504,10 +1504,15 @@ def _listings(v: _Vectors) -> None:
         "A page of residents with their registered names; next is the after of the next page.",
         out[0],
     )
-    s(
+    out = s(
         "client.residents.after",
-        "The next page: residents whose id sorts after next.",
-        {"type": "residents", "after": out[0]["next"], "limit": 2, "rid": 47},
+        "A later page: residents whose id sorts after kai (the next of an earlier page).",
+        {"type": "residents", "after": "kai", "limit": 2, "rid": 47},
+    )
+    v.server(
+        "server.residents.after",
+        "Registered residents carry their display names per language.",
+        out[0],
     )
     out = s(
         "client.events",
