@@ -131,6 +131,9 @@ class Hello:
     #: ``"reader"`` asks for a read-only connection whatever the token grants; ``"writer"``
     #: insists on one (refused if the token grants less); None: what the token grants.
     role: str | None = None
+    #: Whole filters (SPEC §9): a client that reconnects restores every filter it added with
+    #: ``subscribe`` here, so that the backlog of ``resume`` is read through all of them.
+    filters: tuple[Subscribe, ...] = ()
     rid: object = None
 
 
@@ -299,6 +302,12 @@ def parse_hello(frame: dict[str, Any]) -> Hello:
     role = frame.get("role")
     if role is not None and role not in ("reader", "writer"):
         raise _fail("field 'role' must be 'reader' or 'writer'", rid)
+    raw_filters = frame.get("filters")
+    if raw_filters is not None and (
+        not isinstance(raw_filters, list) or not all(isinstance(f, dict) for f in raw_filters)
+    ):
+        raise _fail("field 'filters' must be a list of subscription maps", rid)
+    filters = tuple(_subscribe(f, rid) for f in raw_filters or ())
     return Hello(
         protocol=version,
         world=world,
@@ -308,6 +317,7 @@ def parse_hello(frame: dict[str, Any]) -> Hello:
         subscribe=sub,
         subscribe_all=raw_sub == ALL,
         role=role,
+        filters=filters,
         rid=rid,
     )
 

@@ -157,6 +157,15 @@ _RESIDENTS = {
     "description": "a list of resident ids, or '*' for every resident",
     "anyOf": [{"const": "*"}, _list(_ref("id"), most=10_000)],
 }
+#: The fields of a notification filter: a ``subscribe`` frame's, and each map of ``hello.filters``.
+_SUBSCRIPTION: Schema = {
+    "residents": _RESIDENTS,
+    "roots": _list({"type": "string"}),
+    "changes": _list(_ref("change_kind")),
+    "crossing": {"type": "number", "minimum": 0, "maximum": 100},
+}
+#: Most filters one connection holds (SPEC §8.2), so at most this many in ``hello.filters``.
+MAX_FILTERS = 64
 _WEIGHT = {"type": "number", "minimum": 0, "maximum": 1e6}
 _TAGS: Schema = {"people": _ID_LIST, "places": _ID_LIST, "topics": _ID_LIST}
 _CLAIM = {
@@ -367,6 +376,18 @@ def client_schema() -> Schema:
                 "resume": _ref("seq"),
                 "subscribe": _RESIDENTS,
                 "role": {"enum": ["reader", "writer"]},
+                "filters": _list(
+                    {
+                        "type": "object",
+                        "description": "a filter restored before the resume backlog (SPEC §9)",
+                        "properties": {
+                            k: v if k == "residents" else _nullable(v)
+                            for k, v in _SUBSCRIPTION.items()
+                        },
+                        "required": ["residents"],
+                    },
+                    most=MAX_FILTERS,
+                ),
             },
             ["protocol", "world"],
         ),
@@ -374,12 +395,7 @@ def client_schema() -> Schema:
         "subscribe": _frame(
             "subscribe",
             "add a notification filter (SPEC §8.2)",
-            {
-                "residents": _RESIDENTS,
-                "roots": _list({"type": "string"}),
-                "changes": _list(_ref("change_kind")),
-                "crossing": {"type": "number", "minimum": 0, "maximum": 100},
-            },
+            _SUBSCRIPTION,
             ["residents"],
         ),
         "unsubscribe": _frame(
