@@ -172,6 +172,7 @@
     pending.delete(frame.rid);
     const joined = { ...frame };
     for (const key of PAGED[frame.type] || []) joined[key] = p.parts.flatMap((part) => part[key] || []);
+    if (frame.type === "narrative") joined.text = p.parts.map((part) => part.text || "").join(""); // SPEC §11
     p.resolve(joined);
   }
 

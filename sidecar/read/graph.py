@@ -37,7 +37,7 @@ from typing import Any
 
 from ..engine import Belief, same_value
 from ..store import Reader
-from .items import clip_text
+from .phrasing import clip_text
 from .queries import NotFound, corrections, evidence_rows, resident_known
 from .registry import Registry, load_registry
 

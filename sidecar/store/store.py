@@ -1445,27 +1445,72 @@ class Reader:
         )
         return [belief_from_row(r) for r in rows]
 
-    def evidence(self, world: str, resident: str, root: str) -> list[dict[str, Any]]:
-        """Every piece of evidence behind one belief, oldest first, with its event kind."""
-        rows = self._rows(
+    def evidence(
+        self,
+        world: str,
+        resident: str,
+        root: str,
+        *,
+        latest: int | None = None,
+        refs: Sequence[str] = (),
+    ) -> list[dict[str, Any]]:
+        """The evidence behind one belief, oldest first, with its event kind: every piece,
+        or the ``latest`` ones.
+
+        ``refs``, the belief's own ``evidence_refs`` (applied in log order), lets the latest
+        few be read by key instead of sorting every piece: when every piece on the root is
+        one of them (the counts agree) and there are at least ``latest``, the latest pieces
+        are the last ``latest`` refs.
+        """
+        select = (
             "SELECT ev.*, e.kind AS event_kind, e.seq AS event_seq FROM evidence ev "
-            "JOIN events e ON e.world = ev.world AND e.event_id = ev.event_id "
-            "WHERE ev.world = ? AND ev.resident = ? AND ev.root = ? ORDER BY e.seq",
-            (world, resident, root),
+            "CROSS JOIN events e ON e.world = ev.world AND e.event_id = ev.event_id "
         )
+        if (
+            latest is not None
+            and len(refs) >= latest
+            and self.evidence_count(world, resident, root) == len(refs)
+        ):
+            wanted = list(refs[-latest:])
+            marks = ", ".join("?" * len(wanted))
+            rows = self._rows(
+                select + f"WHERE ev.world = ? AND ev.evidence_id IN ({marks}) "
+                "AND ev.resident = ? AND ev.root = ? ORDER BY e.seq DESC",
+                (world, *wanted, resident, root),
+            )
+        else:
+            rows = self._rows(
+                select + "WHERE ev.world = ? AND ev.resident = ? AND ev.root = ? "
+                "ORDER BY e.seq DESC LIMIT ?",
+                (world, resident, root, -1 if latest is None else latest),
+            )
         out = []
-        for r in rows:
+        for r in reversed(rows):
             item = dict(r)
             item["value"] = load_json(item["value"])
             out.append(item)
         return out
 
-    def history(self, world: str, resident: str, root: str) -> list[Change]:
+    def evidence_count(self, world: str, resident: str, root: str) -> int:
+        """How many pieces of evidence bear on one belief (an index count, no row read)."""
+        sql = "SELECT count(*) FROM evidence WHERE world = ? AND resident = ? AND root = ?"
+        return int(self._rows(sql, (world, resident, root))[0][0])
+
+    def history(
+        self, world: str, resident: str, root: str, *, latest: int | None = None
+    ) -> list[Change]:
+        """One belief's change records, oldest first: every one, or the ``latest`` ones."""
         rows = self._rows(
-            "SELECT * FROM changes WHERE world = ? AND resident = ? AND root = ? ORDER BY seq",
-            (world, resident, root),
+            "SELECT * FROM changes WHERE world = ? AND resident = ? AND root = ? "
+            "ORDER BY seq DESC LIMIT ?",
+            (world, resident, root, -1 if latest is None else latest),
         )
-        return [change_from_row(r) for r in rows]
+        return [change_from_row(r) for r in reversed(rows)]
+
+    def history_count(self, world: str, resident: str, root: str) -> int:
+        """How many change records one belief has (an index count)."""
+        sql = "SELECT count(*) FROM changes WHERE world = ? AND resident = ? AND root = ?"
+        return int(self._rows(sql, (world, resident, root))[0][0])
 
     def changes_after(self, world: str, seq: int, *, limit: int = 500) -> list[Change]:
         rows = self._rows(
@@ -1486,8 +1531,11 @@ class Reader:
     def event_ids(self, world: str) -> set[str]:
         return {r[0] for r in self._rows("SELECT event_id FROM events WHERE world = ?", (world,))}
 
-    def trust(self, world: str, resident: str, source: str | None = None) -> list[dict[str, Any]]:
-        """A resident's trust table, each entry with the change records that moved it."""
+    def trust(
+        self, world: str, resident: str, source: str | None = None, *, latest: int | None = None
+    ) -> list[dict[str, Any]]:
+        """A resident's trust table, each entry with the change records that moved it (every
+        one, or the ``latest`` ones and ``history_total``, how many there are)."""
         rows = self._rows(
             "SELECT source, topic, value FROM trust WHERE world = ? AND resident = ? "
             "AND (? IS NULL OR source = ?) ORDER BY source, topic",
@@ -1501,9 +1549,11 @@ class Reader:
                     "source": r["source"],
                     "topic": r["topic"] or None,
                     "value": r["value"],
-                    "history": self.history(world, resident, root),
+                    "history": self.history(world, resident, root, latest=latest),
                 }
             )
+            if latest is not None:
+                out[-1]["history_total"] = self.history_count(world, resident, root)
         return out
 
     def registry(self, world: str) -> dict[str, dict[str, Any]]:
