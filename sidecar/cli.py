@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "beliefs": "beliefs",
     "explain": "explain",
     "graph": "graph",
+    "log": "log",
     "replay": "replay",
     "load": "load",
     "bench": "bench",

@@ -1599,6 +1599,42 @@ class Reader:
             "actions": {r[0]: load_json(r[1]) for r in labels},
         }
 
+    def resident_page(
+        self, world: str, *, after: str | None = None, limit: int = 500
+    ) -> list[tuple[str, dict[str, str]]]:
+        """Up to ``limit`` residents after ``after`` in id order, each with its registered
+        names (``{}`` when none): the ``residents`` query, one primary-key range scan."""
+        # residents.names came with 0005_i10_memory (as the labels table did).
+        named = self._rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'labels'")
+        rows = self._rows(
+            f"SELECT resident, {'names' if named else 'NULL'} FROM residents "
+            "WHERE world = ? AND resident > ? ORDER BY resident LIMIT ?",
+            (world, after or "", limit),
+        )
+        return [(r[0], load_json(r[1]) if r[1] else {}) for r in rows]
+
+    def event_page(self, world: str, *, start: int = 1, limit: int = 100) -> list[dict[str, Any]]:
+        """Up to ``limit`` events of the log from seq ``start`` on: seq, id, day, kind, and
+        who spoke or acted and the game's subject (clipped to 200 characters), read from
+        the stored body; one primary-key range scan (the ``events`` query, ``credence log``)."""
+        rows = self._rows(
+            "SELECT seq, event_id, day, kind, "
+            "coalesce(json_extract(body, '$.speaker'), json_extract(body, '$.actor')), "
+            "substr(json_extract(body, '$.subject'), 1, 200) "
+            "FROM events WHERE world = ? AND seq >= ? ORDER BY seq LIMIT ?",
+            (world, start, limit),
+        )
+        return [
+            {"seq": r[0], "event_id": r[1], "day": float(r[2]), "kind": r[3], "by": r[4],
+             "subject": r[5]}
+            for r in rows
+        ]  # fmt: skip
+
+    def event_count(self, world: str) -> int:
+        """The world's last event seq (the length of its log)."""
+        rows = self._rows("SELECT event_seq FROM worlds WHERE world = ?", (world,))
+        return int(rows[0][0]) if rows else 0
+
     def fact(self, world: str, root: str) -> tuple[bool, Any]:
         """What the world itself observed on ``root`` (found, value)."""
         rows = self._rows("SELECT value FROM facts WHERE world = ? AND root = ?", (world, root))
