@@ -455,6 +455,12 @@ def _handshakes(v: _Vectors) -> None:
         error=bad.INVALID_FRAME,
     )
     h(
+        "handshake.subscribe_star_in_list",
+        '"*" is never a resident id: subscribe ["*"] is refused (send "*" itself for everyone).',
+        {"type": "hello", "protocol": 1, "world": WORLD, "subscribe": ["*"]},
+        error=bad.INVALID_FRAME,
+    )
+    h(
         "handshake.truncated",
         "A hello cut short: not a msgpack map at all.",
         None,
@@ -1142,6 +1148,13 @@ def _refusals(v: _Vectors) -> None:
         "invalid.subscribe_crossing",
         "crossing is a confidence 0..100.",
         {"type": "subscribe", "residents": "*", "crossing": 101, "rid": 24},
+        error=f,
+    )
+    s(
+        "invalid.subscribe_star_in_list",
+        '"*" is never a resident id: residents ["*"] would match nothing, so it is refused '
+        '(send "*" itself for every resident).',
+        {"type": "subscribe", "residents": ["*"], "rid": "star"},
         error=f,
     )
     e = ErrorCode.INVALID_EVENT
