@@ -148,7 +148,7 @@ def _residents(value: Any, key: str, rid: object) -> tuple[str, ...] | None:
     if ALL in value:
         raise _fail(
             f"field '{key}' lists \"*\", which is never a resident id: "
-            f"send \"*\" itself (not in a list) for every resident",
+            f'send "*" itself (not in a list) for every resident',
             rid,
         )
     if len(value) > 10_000:

@@ -81,14 +81,13 @@ async def test_non_integral_floats_are_refused_clearly(tmp_path: Path) -> None:
 
 async def test_godot_json_fork_at_an_integral_float(tmp_path: Path) -> None:
     """fork.at 1.0 over JSON text forks at event seq 1 (it was refused before)."""
-    async with running(tmp_path) as sc:
-        async with WsClient(sc.url, json=True) as c:
-            for day in (1.0, 2.0):
-                ack = await c.event(day=day, **GODOT_OBSERVE)
-                assert ack["type"] == "ack", ack
-            reply = await c.request({"type": "fork", "into": "slot", "at": 1.0})
-            assert reply["type"] == "forked", reply
-            assert reply["events"] == 1 and reply["day"] == 1.0
+    async with running(tmp_path) as sc, WsClient(sc.url, json=True) as c:
+        for day in (1.0, 2.0):
+            ack = await c.event(day=day, **GODOT_OBSERVE)
+            assert ack["type"] == "ack", ack
+        reply = await c.request({"type": "fork", "into": "slot", "at": 1.0})
+        assert reply["type"] == "forked", reply
+        assert reply["events"] == 1 and reply["day"] == 1.0
 
 
 async def test_a_star_in_a_resident_list_is_refused_over_the_wire(tmp_path: Path) -> None:
