@@ -159,7 +159,9 @@ _METHODS: dict[type, dict[str, Callable[..., Any]]] = {
     str: {
         "begins_with": lambda s, p: s.startswith(p),
         "ends_with": lambda s, p: s.endswith(p),
-        "substr": lambda s, start, length=-1: s[start:] if length < 0 else s[start : start + length],
+        "substr": lambda s, start, length=-1: (
+            s[start:] if length < 0 else s[start : start + length]
+        ),
         "length": len,
         "strip_edges": lambda s: s.strip(" \t\n\r\v\f"),
         "is_empty": lambda s: not s,
@@ -233,7 +235,9 @@ class GDScript:
                     elif arg.data == "func_arg_inf":
                         args.append((str(kids[0]), None, kids[1]))
                     elif arg.data == "func_arg_typed":
-                        args.append((str(kids[0]), str(kids[1]), kids[2] if len(kids) > 2 else None))
+                        args.append(
+                            (str(kids[0]), str(kids[1]), kids[2] if len(kids) > 2 else None)
+                        )
                     else:
                         raise Unsupported(f"argument {arg.data}")
         self.functions[name] = _Function(name, args, func_def.children[1:])

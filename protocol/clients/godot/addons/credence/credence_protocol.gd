@@ -247,8 +247,12 @@ static func mirror_new() -> Dictionary:
 	return {"beliefs": {}, "loading": {}}
 
 
-## The latest state of one belief from a `belief` notification (seq: the change's seq).
+## The latest state of one belief from a `belief` notification (seq: the change's seq). A
+## change of kind `trust` is no belief (its root is `trust:<source>`): it is left out, as the
+## `beliefs` query leaves it out; the `trust` query reads trust.
 static func mirror_apply(mirror: Dictionary, note: Dictionary) -> void:
+	if note.get("change") == "trust":
+		return
 	_mirror_set(mirror, note, int(note.get("seq", 0)))
 	var resident = note.get("resident")
 	if mirror["loading"].has(resident):
