@@ -80,6 +80,15 @@ def test_every_script_parses_lints_and_is_formatted(path: Path) -> None:
     assert format_code(code, max_line_length=100) == code, f"{path.name} is not gdformat-clean"
 
 
+def test_the_readme_example_parses() -> None:
+    """The GDScript in the addon's README is valid Godot 4 syntax."""
+    readme = (GODOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```gdscript\n(.*?)```", readme, re.S)
+    assert blocks
+    for block in blocks:
+        parser.parse(block)
+
+
 def test_plugin_project_and_scene_name_files_that_exist() -> None:
     """plugin.cfg names its script; project.godot enables the plugin and a scene that exists;
     the scene's ext_resources exist and load_steps counts them."""
