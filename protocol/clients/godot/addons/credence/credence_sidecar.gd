@@ -70,7 +70,8 @@ func _exit_tree() -> void:
 ## The arguments `credence serve` is started with.
 func arguments() -> PackedStringArray:
 	var args := PackedStringArray(["serve", "--port", str(port)])
-	args.append_array(["--db", ProjectSettings.globalize_path(database)])
+	args.append("--db")
+	args.append(ProjectSettings.globalize_path(database))
 	args.append_array(extra_arguments)
 	return args
 
