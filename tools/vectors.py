@@ -1488,6 +1488,16 @@ def _memory(v: _Vectors) -> None:
         "A focused narrative: registered names, the focus echoed, each entry's why.",
         out[0],
     )
+    out = s(
+        "client.narrative.empty",
+        "Lena is registered but nothing has happened to her yet: her narrative is not not_found.",
+        {"type": "narrative", "resident": "lena", "rid": 46},
+    )
+    v.server(
+        "server.narrative.empty",
+        "The narrative of a known resident without beliefs: a fixed sentence, nine empty sections.",
+        out[0],
+    )
 
 
 def _subscriptions(v: _Vectors) -> None:
