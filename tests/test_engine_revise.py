@@ -1,4 +1,5 @@
-"""Revision under late events (rules.late_event_days): a belief's days never move back."""
+"""Revision details the SPEC states: late events keep a belief's later days (§7.1), the default
+act subject (§7.5)."""
 
 from __future__ import annotations
 
@@ -35,3 +36,25 @@ def test_a_late_event_keeps_the_belief_s_later_days(late: dict[str, Any]) -> Non
     assert belief.formed_day == 10.0 and belief.updated_day == 10.0
     assert world.changes[-1].event_id == "late" and world.changes[-1].day == 3.0
     assert world.day == 10.0  # a late event never moves the clock back
+
+
+@pytest.mark.parametrize(
+    ("status", "subject", "expected"),
+    [
+        ("completed", None, "mira did fetch water"),
+        ("completed", "", "mira did fetch water"),
+        ("rejected", None, "mira's fetch water was rejected"),
+        ("interrupted", None, "mira's fetch water was interrupted"),
+        ("replaced", "Mira gave up", "Mira gave up"),
+    ],
+)
+def test_the_default_act_subject_is_the_spec_s(
+    status: str, subject: str | None, expected: str
+) -> None:
+    """SPEC §7.5: without a subject (or an empty one) an act reads "<actor> did <action>" or
+    "<actor>'s <action> was <status>", underscores read as spaces."""
+    world = MemoryWorld(Rules())
+    event = {"event_id": "a-1", "day": 1.0, "kind": "act", "actor": "mira",
+             "action": "fetch_water", "status": status, "subject": subject}  # fmt: skip
+    world.apply(parse_event(event))
+    assert world.beliefs[("mira", "action:mira:fetch_water")].subject == expected
