@@ -111,15 +111,14 @@ func _process(_delta: float) -> void:
 		return
 	_ws.poll()
 	var ready_state := _ws.get_ready_state()
-	if ready_state == WebSocketPeer.STATE_OPEN:
-		if not _hello_sent:
-			_hello_sent = true
-			_write(
-				CredenceProtocol.hello_frame(world, token, _subscription(), last_seq, client_name)
-			)
-		while _ws != null and _ws.get_available_packet_count() > 0:
-			_receive(_ws.get_packet())
-	elif ready_state == WebSocketPeer.STATE_CLOSED:
+	if ready_state == WebSocketPeer.STATE_OPEN and not _hello_sent:
+		_hello_sent = true
+		_write(CredenceProtocol.hello_frame(world, token, _subscription(), last_seq, client_name))
+	# Read whatever arrived, also once closing or closed: the error frame before a fatal close
+	# (SPEC §12) and the last acks before a shutdown come just ahead of the close.
+	while _ws != null and _ws.get_available_packet_count() > 0:
+		_receive(_ws.get_packet())
+	if _ws != null and ready_state == WebSocketPeer.STATE_CLOSED:
 		_on_closed(_ws.get_close_code(), _ws.get_close_reason())
 
 
