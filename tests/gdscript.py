@@ -10,6 +10,11 @@ ternary, literals, subscripts, and the built-in functions and Array/Dictionary/S
 listed below. Anything outside the subset raises :class:`Unsupported`, so a test fails loudly
 rather than running something else than the GDScript says.
 
+It also runs classes (``class_name`` scripts with members, signals, instance methods,
+property getters and lambdas) inside a :class:`Runtime` that holds every class of a folder
+and the engine objects a test provides (a fake ``WebSocketPeer``, ``JSON``, ``Time``), so
+the addon's node scripts can be driven against a real sidecar too.
+
 Values map to Python as Godot's do: Dictionary → ``dict`` (insertion order, by reference),
 Array → ``list`` (by reference), String → ``str``, int → ``int``, float → ``float``, bool,
 null → ``None``. A typed argument or variable converts as Godot converts it on assignment
@@ -21,6 +26,7 @@ from __future__ import annotations
 import ast
 import copy
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,7 +34,7 @@ from typing import Any
 from gdtoolkit.parser import parser
 from lark import Token, Tree
 
-__all__ = ["GDScript", "Unsupported"]
+__all__ = ["GDScript", "Instance", "Runtime", "Signal", "Unsupported"]
 
 
 class Unsupported(Exception):
@@ -82,6 +88,26 @@ def _convert(value: Any, type_name: str | None) -> Any:
     return value
 
 
+def _format(template: str, values: Any) -> str:
+    """GDScript's ``"…%s…%d…" % value_or_array``."""
+    items = list(values) if isinstance(values, list) else [values]
+    out, i = [], 0
+    for piece in re.split(r"(%[sd%])", template):
+        if piece == "%%":
+            out.append("%")
+        elif piece == "%s":
+            out.append(_gd_str(items[i]))
+            i += 1
+        elif piece == "%d":
+            out.append(str(int(items[i])))
+            i += 1
+        else:
+            out.append(piece)
+    if i != len(items):
+        raise ValueError(f"{len(items)} values for {i} placeholders in {template!r}")
+    return "".join(out)
+
+
 def _number(text: str) -> int | float:
     clean = text.replace("_", "")
     if clean.lower().startswith(("0x", "-0x")):
@@ -109,6 +135,8 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "min": min,
     "pow": lambda a, b: float(a) ** float(b),
     "range": lambda *a: list(range(*a)),
+    "Array": lambda v=None: list(v or []),
+    "PackedStringArray": lambda v=None: list(v or []),
 }
 
 
@@ -155,6 +183,7 @@ _METHODS: dict[type, dict[str, Callable[..., Any]]] = {
         "front": lambda a: a[0] if a else None,
         "back": lambda a: a[-1] if a else None,
         "clear": lambda a: a.clear(),
+        "assign": lambda a, v: a.__setitem__(slice(None), list(v)),
     },
     str: {
         "begins_with": lambda s, p: s.startswith(p),
@@ -165,8 +194,110 @@ _METHODS: dict[type, dict[str, Callable[..., Any]]] = {
         "length": len,
         "strip_edges": lambda s: s.strip(" \t\n\r\v\f"),
         "is_empty": lambda s: not s,
+        "to_utf8_buffer": lambda s: s.encode("utf-8"),
+    },
+    bytes: {
+        "get_string_from_utf8": lambda b: b.decode("utf-8", errors="replace"),
+        "size": len,
     },
 }
+
+
+class Signal:
+    """A signal of one instance: ``connect(callable)``, ``emit(*args)`` calls each in order."""
+
+    def __init__(self, owner: Any, name: str) -> None:
+        self.owner, self.name = owner, name
+        self.targets: list[Callable[..., Any]] = []
+
+    def connect(self, target: Callable[..., Any]) -> int:
+        self.targets.append(target)
+        return 0
+
+    def emit(self, *args: Any) -> None:
+        for target in list(self.targets):
+            target(*args)
+
+
+class GdCallable:
+    """A Godot Callable: a bound method or a lambda; ``bind`` and ``call`` as in Godot."""
+
+    def __init__(self, fn: Callable[..., Any], bound: tuple[Any, ...] = ()) -> None:
+        self.fn, self.bound = fn, bound
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args, *self.bound)
+
+    def call(self, *args: Any) -> Any:
+        return self(*args)
+
+    def bind(self, *args: Any) -> GdCallable:
+        return GdCallable(self.fn, self.bound + args)
+
+
+class Instance:
+    """An object of a GDScript class: its members, signals and methods."""
+
+    def __init__(self, script: GDScript, args: tuple[Any, ...]) -> None:
+        self.script = script
+        self.fields: dict[str, Any] = {}
+        for name in script.signals:
+            self.fields[name] = Signal(self, name)
+        for name, type_name, default, _getter in script.members:
+            value = script._eval(default, {"__self__": self}) if default is not None else None
+            if value is None and type_name is not None:
+                value = _zero(type_name)
+            self.fields[name] = _convert(value, type_name)
+        if "_init" in script.methods:
+            script.invoke(self, "_init", *args)
+
+    def get(self, name: str) -> Any:
+        getter = self.script.getters.get(name)
+        if getter is not None:
+            try:
+                self.script._block(getter, {"__self__": self})
+            except _Return as ret:
+                return ret.value
+            return None
+        if name in self.fields:
+            return self.fields[name]
+        if name in self.script.methods:
+            return GdCallable(lambda *a, _n=name: self.script.invoke(self, _n, *a))
+        if name in self.script.functions:
+            return GdCallable(lambda *a, _n=name: self.script.call(_n, *a))
+        raise Unsupported(f"{self.script.class_name}.{name}")
+
+    def set(self, name: str, value: Any) -> None:
+        types = {m[0]: m[1] for m in self.script.members}
+        self.fields[name] = _convert(value, types.get(name))
+
+    def call(self, name: str, *args: Any) -> Any:
+        return self.script.invoke(self, name, *args)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.get(name)
+
+
+def _zero(type_name: str) -> Any:
+    if type_name.startswith("Array"):
+        return []
+    return {"int": 0, "float": 0.0, "String": "", "bool": False, "Dictionary": {},
+            "PackedStringArray": []}.get(type_name)  # fmt: skip
+
+
+class Runtime:
+    """Every class of a folder of scripts, and the engine's globals a test provides."""
+
+    def __init__(self, folder: Path, engine: dict[str, Any]) -> None:
+        self.engine = engine
+        self.classes: dict[str, GDScript] = {}
+        for path in sorted(folder.rglob("*.gd")):
+            script = GDScript(path, runtime=self)
+            if script.class_name:
+                self.classes[script.class_name] = script
+
+    def new(self, class_name: str, *args: Any) -> Instance:
+        return Instance(self.classes[class_name], args)
 
 
 class _Function:
@@ -179,12 +310,17 @@ class _Function:
 class GDScript:
     """A parsed GDScript file whose static functions can be called: ``script.call("f", 1)``."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, runtime: Runtime | None = None) -> None:
         self.path = path
+        self.runtime = runtime
         self.tree = parser.parse(path.read_text(encoding="utf-8"))
         self.constants: dict[str, Any] = {}
         self.enums: dict[str, dict[str, int]] = {}
         self.functions: dict[str, _Function] = {}
+        self.methods: dict[str, _Function] = {}
+        self.signals: list[str] = []
+        self.members: list[tuple[str, str | None, Any, Any]] = []
+        self.getters: dict[str, list[Any]] = {}
         self.class_name: str | None = None
         for stmt in self.tree.children:
             self._declare(stmt)
@@ -195,8 +331,26 @@ class GDScript:
         kind = stmt.data if isinstance(stmt, Tree) else None
         if kind == "classname_stmt":
             self.class_name = str(stmt.children[0])
-        elif kind in ("extends_stmt", "annotation", "signal_stmt"):
+        elif kind in ("extends_stmt", "annotation"):
             pass
+        elif kind == "signal_stmt":
+            self.signals.append(str(stmt.children[0]))
+        elif kind == "class_var_stmt":
+            var = stmt.children[0]
+            kids = var.children
+            if var.data == "class_var_inf" or var.data == "class_var_assigned":
+                self.members.append((str(kids[0]), None, kids[1], None))
+            elif var.data == "class_var_typed_assgnd":
+                self.members.append((str(kids[0]), str(kids[1]), kids[2], None))
+            elif var.data == "class_var_typed":
+                self.members.append((str(kids[0]), str(kids[1]), None, None))
+            else:
+                raise Unsupported(f"member form {var.data}")
+        elif kind == "property_body_def":
+            getter = stmt.children[0]
+            if getter.data != "property_custom_getter":
+                raise Unsupported(f"property {getter.data}")
+            self.getters[self.members[-1][0]] = getter.children[1:]
         elif kind == "const_stmt":
             inner = stmt.children[0]
             name, expr = str(inner.children[0]), inner.children[-1]
@@ -214,17 +368,21 @@ class GDScript:
                     members[str(element.children[0])] = value
             self.enums[str(named.children[0])] = members
         elif kind == "static_func_def":
-            self._function(stmt.children[0])
+            self._function(stmt.children[0], self.functions)
         elif kind == "func_def":
-            pass  # instance functions are not evaluated (this file should have none)
+            self._function(stmt, self.methods)
         else:
             raise Unsupported(f"top-level {kind or stmt!r}")
 
-    def _function(self, func_def: Tree) -> None:
+    def _function(self, func_def: Tree, into: dict[str, _Function]) -> None:
         header = func_def.children[0]
         name = str(header.children[0])
+        into[name] = _Function(name, self._args(header.children[1:]), func_def.children[1:])
+
+    @staticmethod
+    def _args(parts: list[Any]) -> list[tuple[str, str | None, Tree | None]]:
         args: list[tuple[str, str | None, Tree | None]] = []
-        for part in header.children[1:]:
+        for part in parts:
             if isinstance(part, Tree) and part.data == "func_args":
                 for arg in part.children:
                     if not isinstance(arg, Tree):
@@ -240,21 +398,27 @@ class GDScript:
                         )
                     else:
                         raise Unsupported(f"argument {arg.data}")
-        self.functions[name] = _Function(name, args, func_def.children[1:])
+        return args
 
     # ------------------------------------------------------------------ calling
 
     def call(self, name: str, *args: Any) -> Any:
         """Call the static function ``name`` with ``args`` (defaults filled in)."""
-        fn = self.functions[name]
+        return self._run(self.functions[name], {}, args)
+
+    def invoke(self, this: Instance, name: str, *args: Any) -> Any:
+        """Call the instance method ``name`` of ``this``."""
+        return self._run(self.methods[name], {"__self__": this}, args)
+
+    def _run(self, fn: _Function, scope: dict[str, Any], args: tuple[Any, ...]) -> Any:
+        name = fn.name
         if len(args) > len(fn.args):
             raise TypeError(f"{name}() takes at most {len(fn.args)} arguments")
-        scope: dict[str, Any] = {}
         for i, (arg, type_name, default) in enumerate(fn.args):
             if i < len(args):
                 value = args[i]
             elif default is not None:
-                value = self._eval(default, {})
+                value = self._eval(default, scope)
             else:
                 raise TypeError(f"{name}() missing argument {arg!r}")
             scope[arg] = _convert(value, type_name)
@@ -337,10 +501,24 @@ class GDScript:
     def _name(self, name: str, scope: dict[str, Any]) -> Any:
         if name in scope:
             return scope[name]
+        this = scope.get("__self__")
+        if name == "self" and this is not None:
+            return this
+        if this is not None and (
+            name in this.fields or name in self.getters or name in self.methods
+        ):
+            return this.get(name)
         if name in self.constants:
             return self.constants[name]
         if name in self.enums:
             return self.enums[name]
+        if name in self.functions:
+            return GdCallable(lambda *a: self.call(name, *a))
+        if self.runtime is not None:
+            if name in self.runtime.classes:
+                return self.runtime.classes[name]
+            if name in self.runtime.engine:
+                return self.runtime.engine[name]
         literals = {"null": None, "true": True, "false": False, "PI": math.pi, "INF": math.inf}
         if name in literals:
             return literals[name]
@@ -457,6 +635,8 @@ class GDScript:
             elif op == "/":
                 both_int = isinstance(value, int) and isinstance(right, int)
                 value = int(value / right) if both_int else value / right
+            elif op == "%" and isinstance(value, str):
+                value = _format(value, right)
             elif op == "%":
                 value = math.fmod(value, right) if isinstance(value, float) else value % right
             else:
@@ -485,32 +665,92 @@ class GDScript:
             raise KeyError(f"invalid key {key!r} (Godot: 'Invalid access to property or key')")
         return container[key]
 
-    def _x_getattr(self, kids: list[Any], scope: dict[str, Any]) -> Any:
-        target, name = self._eval(kids[0], scope), str(kids[-1])
+    def _attr(self, target: Any, name: str) -> Any:
+        """``target.name`` (no call): a member, a constant, a signal, a method as a Callable."""
+        if isinstance(target, Instance):
+            return target.get(name)
+        if isinstance(target, GDScript):
+            if name in target.constants:
+                return target.constants[name]
+            if name in target.enums:
+                return target.enums[name]
+            if name == "new":
+                return GdCallable(lambda *a: Instance(target, a))
+            if name in target.functions:
+                return GdCallable(lambda *a: target.call(name, *a))
+            raise Unsupported(f"{target.class_name}.{name}")
         if isinstance(target, dict):
             return target[name]
-        raise Unsupported(f"attribute {name} of {type(target).__name__}")
+        if isinstance(target, Signal | GdCallable):
+            if name == "call_deferred" and isinstance(target, GdCallable):
+                assert self.runtime is not None
+                return lambda *a: self.runtime.engine["__deferred__"].append((target, a))
+            return getattr(target, name)
+        methods = _METHODS.get(type(target))
+        if methods is not None and name in methods:
+            return lambda *a: methods[name](target, *a)
+        if isinstance(target, int | float | str | bool | list | bytes) or target is None:
+            raise Unsupported(f"attribute {name} of {type(target).__name__}")
+        return getattr(target, name)  # an engine object the test provides
+
+    def _chain(self, kids: list[Any], scope: dict[str, Any], upto: int) -> Any:
+        """The value of ``a.b.c`` (flat: a, '.', b, '.', c), stopping before name ``upto``."""
+        value = self._eval(kids[0], scope)
+        names = [str(k) for k in kids[2::2]]
+        for name in names[:upto]:
+            value = self._attr(value, name)
+        return value
+
+    def _x_getattr(self, kids: list[Any], scope: dict[str, Any]) -> Any:
+        return self._chain(kids, scope, len(kids[2::2]))
+
+    def _x_lambda(self, kids: list[Any], scope: dict[str, Any]) -> Any:
+        header = kids[0]
+        fn = _Function("<lambda>", self._args(header.children), kids[1:])
+        captured = dict(scope)  # Godot lambdas capture locals by value
+        return GdCallable(lambda *a: self._run(fn, dict(captured), a))
+
+    def _x_shift_expr(self, kids: list[Any], scope: dict[str, Any]) -> Any:
+        value = self._eval(kids[0], scope)
+        for i in range(1, len(kids), 2):
+            right = self._eval(kids[i + 1], scope)
+            value = value << right if str(kids[i]) == "<<" else value >> right
+        return value
+
+    _x_asless_shift_expr = _x_shift_expr
 
     def _x_standalone_call(self, kids: list[Any], scope: dict[str, Any]) -> Any:
         name = str(kids[0])
         args = [self._eval(k, scope) for k in kids[1:]]
+        this = scope.get("__self__")
+        if isinstance(scope.get(name), GdCallable):
+            return scope[name](*args)
+        if this is not None and name in self.methods:
+            return self.invoke(this, name, *args)
         if name in self.functions:
             return self.call(name, *args)
         if name in _BUILTINS:
             return _BUILTINS[name](*args)
+        if self.runtime is not None and callable(self.runtime.engine.get(name)):
+            return self.runtime.engine[name](*args)
         raise Unsupported(f"function {name}()")
 
     def _x_getattr_call(self, kids: list[Any], scope: dict[str, Any]) -> Any:
-        getattr_node, args_nodes = kids[0], kids[1:]
-        owner, method = getattr_node.children[0], str(getattr_node.children[-1])
+        chain, args_nodes = kids[0].children, kids[1:]
+        method = str(chain[-1])
         args = [self._eval(k, scope) for k in args_nodes]
-        if isinstance(owner, Token) and str(owner) == self.class_name:
-            return self.call(method, *args)
-        target = self._eval(owner, scope)
+        target = self._chain(chain, scope, len(chain[2::2]) - 1)
+        if isinstance(target, Instance):
+            if method in target.script.methods:
+                return target.call(method, *args)
+            if method in target.script.functions:
+                return target.script.call(method, *args)
         methods = _METHODS.get(type(target))
-        if methods is None or method not in methods:
-            raise Unsupported(f"method {type(target).__name__}.{method}()")
-        return methods[method](target, *args)
+        if methods is not None:
+            if method not in methods:
+                raise Unsupported(f"method {type(target).__name__}.{method}()")
+            return methods[method](target, *args)
+        return self._attr(target, method)(*args)
 
     def _x_assnmnt_expr(self, kids: list[Any], scope: dict[str, Any]) -> Any:
         target, op, value_node = kids
@@ -519,12 +759,24 @@ class GDScript:
         if op != "=":
             current = self._eval(target, scope)
             value = {"+=": lambda: current + value, "-=": lambda: current - value}[op]()
+        this = scope.get("__self__")
         if isinstance(target, Token):
-            scope[str(target)] = value
+            name = str(target)
+            if name in scope or this is None:
+                scope[name] = value
+            else:
+                this.set(name, value)  # a member (or a property the engine class has)
         elif target.data == "subscr_expr":
             self._eval(target.children[0], scope)[self._eval(target.children[1], scope)] = value
         elif target.data == "getattr":
-            self._eval(target.children[0], scope)[str(target.children[-1])] = value
+            owner = self._chain(target.children, scope, len(target.children[2::2]) - 1)
+            name = str(target.children[-1])
+            if isinstance(owner, dict):
+                owner[name] = value
+            elif isinstance(owner, Instance):
+                owner.set(name, value)
+            else:
+                setattr(owner, name, value)
         else:
             raise Unsupported(f"assignment to {target.data}")
         return None

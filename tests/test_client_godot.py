@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gdscript import GDScript
+from gdscript import GDScript, Runtime
 from gdtoolkit.formatter import format_code
 from gdtoolkit.linter import DEFAULT_CONFIG, lint_code
 from gdtoolkit.parser import parser
+from godot_engine import engine
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 from wsclient import WsClient, db_rows, guard, observe, rebuild_check, running, say, within
@@ -472,3 +473,151 @@ async def test_paged_replies_are_joined(gd: GDScript, tmp_path: Path) -> None:
         )
         assert model.ws is not None
         await model.ws.close()
+
+
+# ----------------------------------------------------- the client node itself, in a model engine
+
+
+class Node:
+    """The addon's CredenceClient (credence_client.gd itself, interpreted) in a model of the
+    engine (tests/godot_engine.py): `_process` called in a loop as Godot calls it."""
+
+    def __init__(self, url: str, **exports: Any) -> None:
+        self.runtime = Runtime(ADDON, engine())
+        self.client = self.runtime.new("CredenceClient")
+        for key, value in {"url": url, "min_delay": 0.05, "max_delay": 0.3, **exports}.items():
+            self.client.set(key, value)
+        self.seen: dict[str, list[Any]] = {}
+        for signal_name in ("welcomed", "belief_changed", "resumed", "acked", "refused",
+                            "error_received", "disconnected", "state_changed"):  # fmt: skip
+            self.seen[signal_name] = []
+            self.client.get(signal_name).connect(
+                lambda *args, _n=signal_name: self.seen[_n].append(
+                    args[0] if len(args) == 1 else args
+                )
+            )
+        self.client.call("_ready")
+
+    def frame(self) -> None:
+        self.client.call("_process", 0.016)
+        deferred = self.runtime.engine["__deferred__"]
+        while deferred:
+            target, args = deferred.pop(0)
+            target(*args)
+
+    async def run_until(self, done: Any, seconds: float = 60.0) -> None:
+        async def loop() -> None:
+            while not done():
+                self.frame()
+                await asyncio.sleep(0.002)
+
+        await within(loop(), seconds)
+
+    def request(self, method: str, *args: Any) -> Any:
+        return self.client.call(method, *args)
+
+
+def _done(requests: list[Any]) -> bool:
+    return all(r.get("done") for r in requests)
+
+
+async def test_the_client_node_through_kill_9_and_restart(tmp_path: Path) -> None:
+    """credence_client.gd itself (interpreted, in a model engine): 90 events streamed, the
+    sidecar killed with SIGKILL mid-stream and restarted on the same database and port while
+    another writer goes on; the node reconnects, resumes and resends: every request completes
+    once and ok, every change arrives once in seq order, the mirror equals the beliefs."""
+    db = tmp_path / "node.db"
+    proc, url = _start(db)
+    port = int(url.rsplit(":", 1)[1])
+    node = Node(url)
+    events = _story(90)
+    others = [{**e, "event_id": f"other-{i}", "day": 50.0 + i} for i, e in enumerate(_story(6))]
+    try:
+        node.request("connect_to_sidecar")
+        first = [node.request("send_event", e) for e in events[:40]]
+        await node.run_until(lambda: sum(r.get("done") for r in first) >= 20)
+        middle = [node.request("send_event", e) for e in events[40:60]]
+        node.frame()  # written to the socket
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=guard(30))
+        last = [node.request("send_event", e) for e in events[60:]]
+        await node.run_until(lambda: node.seen["disconnected"])
+        requests = first + middle + last
+        unanswered_at_kill = sum(not r.get("done") for r in requests)
+        proc, url2 = _start(db, port)
+        assert url2 == url
+        async with WsClient(url) as other:
+            for event in others:
+                assert (await other.event(**event))["type"] == "ack"
+        await node.run_until(lambda: _done(requests) and node.seen["resumed"])
+        again = node.request("send_event", events[0])  # the game resends one itself
+        replies = {r: node.request("beliefs", r) for r in ("mira", "kai", "ann")}
+        await node.run_until(lambda: _done([again, *replies.values()]))
+        node.request("close")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=guard(30))
+    assert unanswered_at_kill >= 30
+    assert all(r.get("ok") for r in requests), [
+        r.get("result") for r in requests if not r.get("ok")
+    ]
+    assert sorted(r.get("result")["event_id"] for r in requests) == sorted(
+        e["event_id"] for e in events
+    )
+    assert again.get("ok") and again.get("result")["duplicate"] is True
+    assert node.client.get("state") == 0 and node.client.get("in_flight") == 0  # CLOSED
+    assert len(node.seen["welcomed"]) == 2 and node.seen["resumed"][0]["sent"] > 0
+    latest = db_rows(db, "SELECT max(seq) FROM changes WHERE world = 'town'")[0][0]
+    seqs = [n["seq"] for n in node.seen["belief_changed"]]
+    assert seqs == list(range(1, latest + 1)) and all(type(s) is int for s in seqs)
+    assert node.client.get("last_seq") == latest
+    mirror = node.client.get("mirror")
+    for resident, reply in replies.items():
+        assert [(b["root"], b["value"], b["confidence"], b["state"])
+                for b in mirror.call("beliefs", resident)] == [
+            (b["root"], b["value"], b["confidence"], b["state"])
+            for b in reply.get("result")["beliefs"]
+        ]  # fmt: skip
+    await asyncio.to_thread(rebuild_check, db)
+
+
+async def test_the_client_node_pages_queries_and_refuses_locally(tmp_path: Path) -> None:
+    """The node joins a paged reply, answers a refused event through its request and the
+    `refused` signal, and completes requests after close() with code "closed"."""
+    async with running(tmp_path) as sc:
+        node = Node(sc.url)
+        node.request("connect_to_sidecar")
+        subject = "a long subject " * 60
+        sent = [
+            node.request("send_event", {"event_id": f"p-{i}", "day": 1.0, "kind": "observe",
+                                        **observe(["mira"], f"thing:{i:04d}", "here", subject)})
+            for i in range(150)
+        ]  # fmt: skip
+        bad = node.request("send_event", {"event_id": "bad", "day": 1.0, "kind": "observe",
+                                          **observe(["mira"], "x", 1.5)})  # fmt: skip
+        listing = node.request("beliefs", "mira")
+        await node.run_until(lambda: _done([*sent, bad, listing]))
+        assert all(r.get("ok") for r in sent)
+        assert not bad.get("ok") and bad.get("result")["code"] == "invalid_event"
+        assert node.seen["refused"][0]["event_id"] == "bad"
+        reply = listing.get("result")
+        assert [b["root"] for b in reply["beliefs"]] == [f"thing:{i:04d}" for i in range(150)]
+        assert reply["part"] >= 2 and reply["more"] is False  # it came in several parts
+        node.request("close")
+        late = node.request("worlds")
+        node.frame()
+        assert late.get("done") and late.get("result")["code"] == "closed"
+
+
+async def test_the_client_node_stops_on_a_fatal_close(tmp_path: Path) -> None:
+    """A wrong token: the node gets the unauthorized error frame (read before the 4001 close),
+    stops reconnecting, and fails its waiting requests with that code."""
+    async with running(tmp_path, writer_tokens=["right"]) as sc:
+        node = Node(sc.url, token="wrong")
+        node.request("connect_to_sidecar")
+        waiting = node.request("worlds")
+        await node.run_until(lambda: waiting.get("done"))
+        assert node.seen["error_received"][0]["code"] == "unauthorized"
+        assert node.seen["disconnected"][0][0] == 4001
+        assert waiting.get("result")["code"] == "unauthorized"
+        assert node.client.get("state") == 0  # CLOSED, no reconnect
