@@ -1,18 +1,19 @@
-"""The Godot addon (protocol/clients/godot): every script checked by gdtoolkit, and its protocol
-logic run against a real sidecar.
+"""The Godot addon (protocol/clients/godot): every script checked by gdtoolkit, and the addon's
+scripts run against a real sidecar.
 
-Godot cannot be installed here, so the addon is tested in two ways (the addon's README says
-exactly what this covers and what it does not):
+Godot cannot be installed here, so the addon is tested in two ways (its README says exactly
+what this covers and what it does not):
 
 * every ``.gd`` file parses (gdtoolkit's Godot 4 grammar), passes ``gdlint`` and is
   ``gdformat``-clean; the scene, plugin and project files are well formed and name files that
   exist; names used across files (classes, CredenceProtocol members, client methods and
   signals) are defined;
-* ``credence_protocol.gd``, where every protocol decision of the addon lives, is *evaluated*
-  (tests/gdscript.py interprets its static functions from the parse tree), and a harness that
-  does what ``credence_client.gd`` does, step for step, with every decision made by those
-  interpreted functions, talks to a real sidecar over a real WebSocket with JSON text frames
-  parsed the way Godot parses them (every number a float), through a kill -9 and a restart.
+* the scripts are *executed* by tests/gdscript.py (an interpreter over gdtoolkit's parse
+  tree): ``credence_protocol.gd``'s pure functions on their cases and on every server vector,
+  and ``credence_client.gd`` itself as a node in a model of the engine (tests/godot_engine.py:
+  Godot's polled WebSocketPeer over a real socket, Godot-style JSON) against a real sidecar,
+  through a kill -9 and a restart. A second harness runs the same scenario with the protocol
+  functions and the node's glue written in Python.
 """
 
 from __future__ import annotations
