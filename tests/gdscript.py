@@ -681,10 +681,10 @@ class GDScript:
             raise Unsupported(f"{target.class_name}.{name}")
         if isinstance(target, dict):
             return target[name]
+        if name == "call_deferred" and callable(target):
+            assert self.runtime is not None  # run by the test's frame loop, as Godot idles
+            return lambda *a: self.runtime.engine["__deferred__"].append((target, a))
         if isinstance(target, Signal | GdCallable):
-            if name == "call_deferred" and isinstance(target, GdCallable):
-                assert self.runtime is not None
-                return lambda *a: self.runtime.engine["__deferred__"].append((target, a))
             return getattr(target, name)
         methods = _METHODS.get(type(target))
         if methods is not None and name in methods:

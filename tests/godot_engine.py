@@ -1,7 +1,8 @@
 """The few Godot engine objects the addon's client node uses, for tests/gdscript.py's Runtime.
 
 ``WebSocketPeer`` here is a real WebSocket client (``websockets.sync``, a reader thread) behind
-Godot's polled API as its documentation describes it: ``connect_to_url`` starts connecting and
+Godot's polled API as its documentation describes it (and ``OS``, ``Thread``, a pipe's
+``FileAccess`` for the sidecar launcher): ``connect_to_url`` starts connecting and
 returns at once, and only ``poll()`` moves what arrived (messages, the open, the close) into
 what ``get_ready_state``/``get_available_packet_count``/``get_packet`` show, so a frame that
 arrived just before the close is still there to read after ``poll()`` says CLOSED. ``JSON``
@@ -16,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
+import subprocess
 import threading
 import time
 from collections import deque
@@ -151,9 +153,100 @@ class _Node:
     PROCESS_MODE_ALWAYS = 3
 
 
-def engine() -> dict[str, Any]:
-    """The globals the client node's script uses, fresh for one Runtime."""
+ERR_FILE_EOF = 18
+
+
+class _Pipe:
+    """FileAccess on a process pipe: get_line() blocks for a line; EOF sets the error."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._error = OK
+
+    def is_open(self) -> bool:
+        return not self._stream.closed
+
+    def get_error(self) -> int:
+        return self._error
+
+    def get_line(self) -> str:
+        line = self._stream.readline()
+        if not line:
+            self._error = ERR_FILE_EOF
+        return str(line.decode("utf-8", errors="replace").rstrip("\r\n"))
+
+
+class _Os:
+    """OS: processes started by the script, by pid."""
+
+    def __init__(self) -> None:
+        self.processes: dict[int, subprocess.Popen[bytes]] = {}
+
+    def execute_with_pipe(self, path: str, arguments: list[str]) -> dict[str, Any]:
+        try:
+            proc = subprocess.Popen([path, *arguments], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        except OSError:
+            return {}
+        self.processes[proc.pid] = proc
+        return {"stdio": _Pipe(proc.stdout), "stderr": _Pipe(proc.stderr), "pid": proc.pid}
+
+    def create_process(self, path: str, arguments: list[str]) -> int:
+        try:
+            proc = subprocess.Popen([path, *arguments], stdout=subprocess.DEVNULL)
+        except OSError:
+            return -1
+        self.processes[proc.pid] = proc
+        return proc.pid
+
+    def is_process_running(self, pid: int) -> bool:
+        proc = self.processes.get(pid)
+        return proc is not None and proc.poll() is None
+
+    def kill(self, pid: int) -> int:
+        proc = self.processes.get(pid)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        return OK
+
+
+class _Thread:
+    @classmethod
+    def new(cls) -> _Thread:
+        return cls()
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+
+    def start(self, target: Any) -> int:
+        self._thread = threading.Thread(target=target, daemon=True)
+        self._thread.start()
+        return OK
+
+    def is_started(self) -> bool:
+        return self._thread is not None
+
+    def wait_to_finish(self) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+
+class _ProjectSettings:
+    def __init__(self, user_dir: str) -> None:
+        self.user_dir = user_dir
+
+    def globalize_path(self, path: str) -> str:
+        return path.replace("user://", self.user_dir.rstrip("/") + "/", 1)
+
+
+def engine(user_dir: str = "/tmp") -> dict[str, Any]:
+    """The globals the addon's node scripts use, fresh for one Runtime (``user://`` is
+    ``user_dir``)."""
     return {
+        "OS": _Os(),
+        "Thread": _Thread,
+        "ProjectSettings": _ProjectSettings(user_dir),
         "WebSocketPeer": WebSocketPeer,
         "JSON": _Json,
         "Time": _Time,

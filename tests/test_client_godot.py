@@ -11,8 +11,8 @@ what this covers and what it does not):
 * the scripts are *executed* by tests/gdscript.py (an interpreter over gdtoolkit's parse
   tree): ``credence_protocol.gd``'s pure functions on their cases and on every server vector,
   and ``credence_client.gd`` itself as a node in a model of the engine (tests/godot_engine.py:
-  Godot's polled WebSocketPeer over a real socket, Godot-style JSON) against a real sidecar,
-  through a kill -9 and a restart. A second harness runs the same scenario with the protocol
+  Godot's polled WebSocketPeer over a real socket, Godot-style JSON; OS, Thread and pipes for
+  ``credence_sidecar.gd``) against a real sidecar, through a kill -9 and a restart. A second harness runs the same scenario with the protocol
   functions and the node's glue written in Python.
 """
 
@@ -333,12 +333,18 @@ class GodotModel:
         return reply
 
 
+def _rules(folder: Path) -> Path:
+    """Rules accepting late events (``late_event_days``), so another writer may move the
+    clock while a client's events wait to be resent."""
+    rules = folder / "rules.toml"
+    rules.write_text("late_event_days = 1000000\n", encoding="utf-8")
+    return rules
+
+
 def _start(db: Path, port: int = 0) -> tuple[subprocess.Popen[str], str]:
     """`credence serve --port PORT` on ``db``, and the URL read from its stdout by the addon's
-    sidecar_url (CredenceSidecar's way). Late events are accepted (``late_event_days``), so
-    another writer may move the clock while this client's events wait to be resent."""
-    rules = db.with_name("rules.toml")
-    rules.write_text("late_event_days = 1000000\n", encoding="utf-8")
+    sidecar_url (CredenceSidecar's way)."""
+    rules = _rules(db.parent)
     proc = subprocess.Popen(
         [sys.executable, "-m", "sidecar.cli", "serve", "--db", str(db), "--port", str(port),
          "--rules", str(rules), "--log-level", "WARNING"],
@@ -483,9 +489,10 @@ class Node:
     """The addon's CredenceClient (credence_client.gd itself, interpreted) in a model of the
     engine (tests/godot_engine.py): `_process` called in a loop as Godot calls it."""
 
-    def __init__(self, url: str, **exports: Any) -> None:
-        self.runtime = Runtime(ADDON, engine())
+    def __init__(self, url: str, runtime: Runtime | None = None, **exports: Any) -> None:
+        self.runtime = runtime or Runtime(ADDON, engine())
         self.client = self.runtime.new("CredenceClient")
+        self.others: list[Any] = []  # more nodes of the scene, processed each frame too
         for key, value in {"url": url, "min_delay": 0.05, "max_delay": 0.3, **exports}.items():
             self.client.set(key, value)
         self.seen: dict[str, list[Any]] = {}
@@ -500,6 +507,8 @@ class Node:
         self.client.call("_ready")
 
     def frame(self) -> None:
+        for other in self.others:
+            other.call("_process", 0.016)
         self.client.call("_process", 0.016)
         deferred = self.runtime.engine["__deferred__"]
         while deferred:
@@ -622,3 +631,52 @@ async def test_the_client_node_stops_on_a_fatal_close(tmp_path: Path) -> None:
         assert node.seen["disconnected"][0][0] == 4001
         assert waiting.get("result")["code"] == "unauthorized"
         assert node.client.get("state") == 0  # CLOSED, no reconnect
+
+
+async def test_the_sidecar_node_launches_supervises_and_the_client_follows(tmp_path: Path) -> None:
+    """credence_sidecar.gd (interpreted; OS and threads modelled over real processes) starts
+    `credence serve --port 0` and reads its URL; the client connects to it. The sidecar is
+    killed: the node restarts it on the same database (a new port), `started` gives the new
+    URL, and the client reconnects there, resumes and resends: every event once."""
+    credence = Path(sys.executable).with_name("credence")
+    runtime = Runtime(ADDON, engine(str(tmp_path)))
+    sidecar = runtime.new("CredenceSidecar")
+    for key, value in {"command": str(credence), "database": "user://scene.db",
+                       "restart_delay": 0.2,
+                       "extra_arguments": ["--rules", str(_rules(tmp_path))]}.items():  # fmt: skip
+        sidecar.set(key, value)
+    node = Node("ws://127.0.0.1:1", runtime)
+    node.others.append(sidecar)
+    urls: list[str] = []
+    stops: list[str] = []
+
+    def started(url: str) -> None:
+        urls.append(url)
+        node.client.set("url", url)
+        if node.client.get("state") == 0:
+            node.request("connect_to_sidecar")
+
+    sidecar.get("started").connect(started)
+    sidecar.get("stopped").connect(stops.append)
+    events = _story(60)
+    try:
+        sidecar.call("_ready")  # auto_start
+        await node.run_until(lambda: node.seen["welcomed"])
+        first = [node.request("send_event", e) for e in events[:30]]
+        await node.run_until(lambda: sum(r.get("done") for r in first) >= 10)
+        os.kill(sidecar.get("pid"), signal.SIGKILL)
+        rest = [node.request("send_event", e) for e in events[30:]]
+        await node.run_until(lambda: _done(first + rest) and len(node.seen["welcomed"]) == 2)
+    finally:
+        sidecar.call("stop")
+    requests = first + rest
+    assert stops and len(urls) == 2 and urls[0] != urls[1]
+    assert all(r.get("ok") for r in requests)
+    assert sorted(r.get("result")["event_id"] for r in requests) == sorted(
+        e["event_id"] for e in events
+    )
+    db = tmp_path / "scene.db"
+    latest = db_rows(db, "SELECT max(seq) FROM changes WHERE world = 'town'")[0][0]
+    assert [n["seq"] for n in node.seen["belief_changed"]] == list(range(1, latest + 1))
+    assert not runtime.engine["OS"].is_process_running(sidecar.get("pid"))
+    await asyncio.to_thread(rebuild_check, db)
