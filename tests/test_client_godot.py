@@ -189,15 +189,24 @@ def test_whole_numbers_restore_every_server_frame(gd: GDScript, vector: dict[str
 
 
 def test_hello_frames_are_what_the_sidecar_accepts(gd: GDScript) -> None:
-    """hello_frame: subscribe "*" or a list, resume only with a subscription, token if given."""
-    hello = gd.call("hello_frame", "town", "", "*", -1, "credence-godot/0.1.0")
+    """hello_frame: subscribe "*" or a list, filters restored, resume only with a filter."""
+    hello = gd.call("hello_frame", "town", "", "*", [], -1, "credence-godot/0.1.0")
     assert hello == {"type": "hello", "protocol": 1, "world": "town",
                      "client": "credence-godot/0.1.0", "subscribe": "*"}  # fmt: skip
     assert parse_hello(hello).subscribe_all
-    resume = gd.call("hello_frame", "town", "secret", ["mira"], 12, "g")
+    resume = gd.call("hello_frame", "town", "secret", ["mira"], [], 12, "g")
     parsed = parse_hello(godot_json(json.dumps(resume)))
     assert (parsed.resume, parsed.subscribe, parsed.token) == (12, ("mira",), "secret")
-    assert "resume" not in gd.call("hello_frame", "town", "", None, 12, "g")
+    assert "resume" not in gd.call("hello_frame", "town", "", None, [], 12, "g")
+    filters = [{"residents": ["kai"], "roots": ["water:"]}]
+    restoring = gd.call("hello_frame", "town", "", None, filters, 12, "g")
+    assert restoring["filters"] == filters and restoring["resume"] == 12
+    assert parse_hello(godot_json(json.dumps(restoring))).resume == 12
+    vector = next(v for v in VECTORS if v["name"] == "client.hello.resume_filters")["json"]
+    built = gd.call("hello_frame", "town", "", vector["subscribe"], vector["filters"], 4, "x")
+    assert {k: v for k, v in built.items() if k != "client"} == {
+        k: v for k, v in vector.items() if k != "rid"
+    }
 
 
 def test_reply_bookkeeping(gd: GDScript) -> None:
@@ -216,8 +225,8 @@ def test_reply_bookkeeping(gd: GDScript) -> None:
     assert gd.call("advance_seq", 9, {"type": "belief", "seq": 12}) == 12
     assert gd.call("advance_seq", 12, {"type": "resumed", "seq": 10, "sent": 0}) == 12
     assert gd.call("advance_seq", 12, {"type": "ack", "seq": 30}) == 12
-    frames = gd.call("after_welcome", [{"residents": ["kai"]}], [{"type": "event", "rid": "g1"}])
-    assert frames == [{"type": "subscribe", "residents": ["kai"]}, {"type": "event", "rid": "g1"}]
+    unanswered = [{"type": "event", "rid": "g1"}, {"type": "beliefs", "rid": "g2"}]
+    assert gd.call("after_welcome", unanswered) == unanswered
     filters = [{"residents": ["a", "b"]}, {"residents": "*"}, {"residents": ["a"]}]
     assert gd.call("filters_without", filters, ["a"]) == [{"residents": ["b"]}, {"residents": "*"}]
     assert gd.call("filters_without", filters, "*") == []
@@ -253,7 +262,9 @@ class GodotModel:
 
     async def open(self, url: str) -> None:
         self.ws = await within(connect(url, proxy=None, compression=None, max_size=None))
-        hello = self.gd.call("hello_frame", self.world, "", "*", self.last_seq, "godot-model")
+        hello = self.gd.call(
+            "hello_frame", self.world, "", "*", self.filters, self.last_seq, "godot-model"
+        )
         await self.ws.send(json.dumps(hello))
 
     async def pump(self, until: Any, seconds: float = 60.0) -> None:
@@ -275,7 +286,7 @@ class GodotModel:
                 entry["parts"] = []
                 unanswered.append(entry["frame"])
             assert self.ws is not None
-            for sent in self.gd.call("after_welcome", self.filters, unanswered):
+            for sent in self.gd.call("after_welcome", unanswered):
                 await self.ws.send(json.dumps(sent))
         elif kind == "belief":
             self.gd.call("mirror_apply", self.mirror, frame)
@@ -534,16 +545,21 @@ def _done(requests: list[Any]) -> bool:
 async def test_the_client_node_through_kill_9_and_restart(tmp_path: Path) -> None:
     """credence_client.gd itself (interpreted, in a model engine): 90 events streamed, the
     sidecar killed with SIGKILL mid-stream and restarted on the same database and port while
-    another writer goes on; the node reconnects, resumes and resends: every request completes
-    once and ok, every change arrives once in seq order, the mirror equals the beliefs."""
+    another writer goes on; the node reconnects, resumes (through its hello subscription, mira,
+    and a filter added with subscribe(), kai: restored in hello.filters) and resends: every
+    request completes once and ok, every change of mira and kai arrives once in seq order, the
+    mirror equals the beliefs."""
     db = tmp_path / "node.db"
     proc, url = _start(db)
     port = int(url.rsplit(":", 1)[1])
-    node = Node(url)
+    node = Node(url, subscribe_all=False, subscribe_residents=["mira"])
     events = _story(90)
     others = [{**e, "event_id": f"other-{i}", "day": 50.0 + i} for i, e in enumerate(_story(6))]
     try:
         node.request("connect_to_sidecar")
+        kai = node.request("subscribe", {"residents": ["kai"]})
+        await node.run_until(lambda: kai.get("done"))
+        assert kai.get("ok")
         first = [node.request("send_event", e) for e in events[:40]]
         await node.run_until(lambda: sum(r.get("done") for r in first) >= 20)
         middle = [node.request("send_event", e) for e in events[40:60]]
@@ -561,7 +577,7 @@ async def test_the_client_node_through_kill_9_and_restart(tmp_path: Path) -> Non
                 assert (await other.event(**event))["type"] == "ack"
         await node.run_until(lambda: _done(requests) and node.seen["resumed"])
         again = node.request("send_event", events[0])  # the game resends one itself
-        replies = {r: node.request("beliefs", r) for r in ("mira", "kai", "ann")}
+        replies = {r: node.request("beliefs", r) for r in ("mira", "kai")}
         await node.run_until(lambda: _done([again, *replies.values()]))
         node.request("close")
     finally:
@@ -577,10 +593,16 @@ async def test_the_client_node_through_kill_9_and_restart(tmp_path: Path) -> Non
     assert again.get("ok") and again.get("result")["duplicate"] is True
     assert node.client.get("state") == 0 and node.client.get("in_flight") == 0  # CLOSED
     assert len(node.seen["welcomed"]) == 2 and node.seen["resumed"][0]["sent"] > 0
-    latest = db_rows(db, "SELECT max(seq) FROM changes WHERE world = 'town'")[0][0]
+    followed = db_rows(
+        db, "SELECT seq FROM changes WHERE world = 'town' AND resident IN ('mira', 'kai') "
+        "ORDER BY seq",
+    )  # fmt: skip
     seqs = [n["seq"] for n in node.seen["belief_changed"]]
-    assert seqs == list(range(1, latest + 1)) and all(type(s) is int for s in seqs)
-    assert node.client.get("last_seq") == latest
+    assert seqs == [r[0] for r in followed] and all(type(s) is int for s in seqs)
+    away = db_rows(db, "SELECT min(seq) FROM changes WHERE world = 'town' AND event_id LIKE "
+                       "'other-%' AND resident = 'kai'")[0][0]  # fmt: skip
+    assert away in seqs, "kai's changes while away came through the restored filter"
+    assert node.client.get("last_seq") == seqs[-1]
     mirror = node.client.get("mirror")
     for resident, reply in replies.items():
         assert [(b["root"], b["value"], b["confidence"], b["state"])

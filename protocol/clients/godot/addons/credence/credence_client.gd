@@ -7,7 +7,7 @@ extends Node
 ## WebSocketPeer, polled from `_process` (also while the tree is paused: the sidecar's
 ## keepalive pings need answers). What it owns: the hello (token, subscription, resume point);
 ## events acked as signals and as awaitable CredenceRequests; reconnect with backoff, resuming
-## the hello's subscription after the last seq received and resending every unanswered request,
+## every filter held after the last seq received and resending every unanswered request,
 ## events under their own event_id (a stored one is acked as a duplicate: exactly once);
 ## paged replies joined; whole-number floats read as ints; a belief mirror.
 ## Every protocol decision is a CredenceProtocol function.
@@ -89,7 +89,7 @@ var _backlog: Array[CredenceRequest] = []
 var _rid_of_event: Dictionary = {}
 ## Settled requests whose `completed` is emitted on the next `_process`.
 var _settled: Array[CredenceRequest] = []
-## Filters added with subscribe(), re-sent after every welcome (not resumed, see README).
+## Filters added with subscribe(), restored in every later hello (`filters`) and resumed.
 var _filters: Array[Dictionary] = []
 
 
@@ -113,7 +113,10 @@ func _process(_delta: float) -> void:
 	var ready_state := _ws.get_ready_state()
 	if ready_state == WebSocketPeer.STATE_OPEN and not _hello_sent:
 		_hello_sent = true
-		_write(CredenceProtocol.hello_frame(world, token, _subscription(), last_seq, client_name))
+		var hello := CredenceProtocol.hello_frame(
+			world, token, _subscription(), _filters, last_seq, client_name
+		)
+		_write(hello)
 	# Read whatever arrived, also once closing or closed: the error frame before a fatal close
 	# (SPEC §12) and the last acks before a shutdown come just ahead of the close.
 	while _ws != null and _ws.get_available_packet_count() > 0:
@@ -253,7 +256,8 @@ func delete_world(name: String) -> CredenceRequest:
 
 
 ## Add a notification filter (SPEC §8.2): residents ("*" or a list), roots, changes, crossing.
-## Kept and re-sent after a reconnect; unlike the hello's subscription it is not resumed.
+## Kept, and restored in the hello of every reconnect (`hello.filters`), so the changes it
+## matches while the client is away are resumed too, each once (SPEC §9).
 func subscribe(filter: Dictionary) -> CredenceRequest:
 	var request := query("subscribe", filter)
 	request.completed.connect(
@@ -358,7 +362,7 @@ func _on_welcome(frame: Dictionary) -> void:
 	for rid in _pending:
 		_pending[rid].parts.clear()  # a reply cut off by the disconnect comes again whole
 		unanswered.append(_pending[rid].frame)
-	for sent in CredenceProtocol.after_welcome(_filters, unanswered):
+	for sent in CredenceProtocol.after_welcome(unanswered):
 		_write(sent)
 	_pump()
 	welcomed.emit(frame)

@@ -55,10 +55,17 @@ const URL_PREFIX := "CREDENCE_URL="
 
 
 ## The first frame of a connection (SPEC §5). `subscribe` is "*", an Array of resident ids or
-## null; `last_seq` is the change seq to resume after, -1 for none. A resume is only asked for
-## with a subscription (without one the backlog would be empty, SPEC §9).
+## null; `filters` the filters added with subscribe() since the first hello (each the fields of
+## a subscribe frame), restored in `hello.filters` so that their missed changes are resumed
+## too (SPEC §9); `last_seq` is the change seq to resume after, -1 for none. A resume is only
+## asked for with a filter (without one the backlog would be empty).
 static func hello_frame(
-	world: String, token: String, subscribe: Variant, last_seq: int, client_name: String
+	world: String,
+	token: String,
+	subscribe: Variant,
+	filters: Array,
+	last_seq: int,
+	client_name: String
 ) -> Dictionary:
 	var frame := {"type": "hello", "protocol": PROTOCOL_VERSION, "world": world}
 	frame["client"] = client_name
@@ -66,8 +73,10 @@ static func hello_frame(
 		frame["token"] = token
 	if subscribe != null:
 		frame["subscribe"] = subscribe
-		if last_seq >= 0:
-			frame["resume"] = last_seq
+	if not filters.is_empty():
+		frame["filters"] = filters
+	if last_seq >= 0 and (subscribe != null or not filters.is_empty()):
+		frame["resume"] = last_seq
 	return frame
 
 
@@ -181,16 +190,12 @@ static func advance_seq(last_seq: int, frame: Dictionary) -> int:
 	return last_seq
 
 
-## What to send right after a `welcome` (a reconnect included), in this order: the filters
-## added with subscribe() since the hello (as subscribe frames without rid), then every
-## request still unanswered, in the order first sent, events under their own event_id (an
-## event already stored is acked as a duplicate: exactly once, SPEC §9).
-static func after_welcome(filters: Array, unanswered: Array) -> Array:
+## What to send right after a `welcome` (a reconnect included): every request still
+## unanswered, in the order first sent, events under their own event_id (an event already
+## stored is acked as a duplicate: exactly once, SPEC §9). The filters added with subscribe()
+## are not among them: the hello restored them (hello_frame's `filters`).
+static func after_welcome(unanswered: Array) -> Array:
 	var frames := []
-	for filter in filters:
-		var frame := request_frame("subscribe", filter, "")
-		frame.erase("rid")
-		frames.append(frame)
 	for frame in unanswered:
 		frames.append(frame)
 	return frames
