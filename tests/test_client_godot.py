@@ -614,15 +614,16 @@ async def test_the_client_node_through_kill_9_and_restart(tmp_path: Path) -> Non
 
 
 async def test_the_client_node_pages_queries_and_refuses_locally(tmp_path: Path) -> None:
-    """The node joins a paged reply, answers a refused event through its request and the
-    `refused` signal, and completes requests after close() with code "closed"."""
+    """The node joins paged replies (a beliefs listing; a 50,000-character narrative, whose
+    text pieces and section runs are joined), answers a refused event through its request and
+    the `refused` signal, and completes requests after close() with code "closed"."""
     async with running(tmp_path) as sc:
         node = Node(sc.url)
         node.request("connect_to_sidecar")
         subject = "a long subject " * 60
         sent = [
             node.request("send_event", {"event_id": f"p-{i}", "day": 1.0, "kind": "observe",
-                                        **observe(["mira"], f"thing:{i:04d}", "here", subject)})
+                                        **observe(["mira"], f"thing{i:04d}:where", "here", subject)})
             for i in range(150)
         ]  # fmt: skip
         bad = node.request("send_event", {"event_id": "bad", "day": 1.0, "kind": "observe",
@@ -633,8 +634,24 @@ async def test_the_client_node_pages_queries_and_refuses_locally(tmp_path: Path)
         assert not bad.get("ok") and bad.get("result")["code"] == "invalid_event"
         assert node.seen["refused"][0]["event_id"] == "bad"
         reply = listing.get("result")
-        assert [b["root"] for b in reply["beliefs"]] == [f"thing:{i:04d}" for i in range(150)]
+        assert [b["root"] for b in reply["beliefs"]] == [f"thing{i:04d}:where" for i in range(150)]
         assert reply["part"] >= 2 and reply["more"] is False  # it came in several parts
+        narrative = node.request("narrative", "mira", 50000)
+        await node.run_until(lambda: narrative.get("done"))
+        async with WsClient(sc.url) as reference:  # the same narrative, joined as SPEC §11 says
+            parts = await reference.request_all(
+                {"type": "narrative", "resident": "mira", "budget": 50000}
+            )
+        joined = narrative.get("result")
+        assert len(parts) > 1 and joined["part"] == len(parts) - 1
+        assert joined["text"] == "".join(p["text"] for p in parts) and len(joined["text"]) > 20000
+        runs = [s for p in parts for s in p["sections"]]
+        names = [s["name"] for s in joined["sections"]]
+        assert names == list(dict.fromkeys(s["name"] for s in runs)) and len(names) == 9
+        for section in joined["sections"]:
+            assert section["entries"] == [
+                e for r in runs if r["name"] == section["name"] for e in r["entries"]
+            ]
         node.request("close")
         late = node.request("worlds")
         node.frame()

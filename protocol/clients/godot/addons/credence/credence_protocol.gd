@@ -141,7 +141,9 @@ static func whole_numbers(value: Variant, in_trust: bool = false) -> Variant:
 
 
 ## One reply from its parts, in order: every list field of SPEC §11 concatenated over the
-## parts, every other field from the last part (`more` false).
+## parts, every other field from the last part (`more` false). A narrative's `text` pieces are
+## concatenated too, and the runs of one section (adjacent sections of the same `name`) joined
+## into one, so the reply always has its nine sections.
 static func join_parts(parts: Array) -> Dictionary:
 	var joined: Dictionary = parts[parts.size() - 1].duplicate()
 	for field in PAGED_FIELDS.get(joined.get("type", ""), []):
@@ -150,7 +152,27 @@ static func join_parts(parts: Array) -> Dictionary:
 			if part.get(field) is Array:
 				items.append_array(part[field])
 		joined[field] = items
+	if joined.get("type") == "narrative":
+		var text := ""
+		for part in parts:
+			if part.get("text") is String:
+				text += part["text"]
+		joined["text"] = text
+		joined["sections"] = join_runs(joined.get("sections", []))
 	return joined
+
+
+## Narrative sections with adjacent runs of the same `name` joined (their entries concatenated).
+static func join_runs(sections: Array) -> Array:
+	var out := []
+	for section in sections:
+		if not out.is_empty() and out[out.size() - 1].get("name") == section.get("name"):
+			out[out.size() - 1]["entries"].append_array(section.get("entries", []))
+		else:
+			var copy: Dictionary = section.duplicate()
+			copy["entries"] = section.get("entries", []).duplicate()
+			out.append(copy)
+	return out
 
 
 ## What `frame` means for the request it answers: one more part, the whole reply, a refusal,
