@@ -102,22 +102,61 @@ def _integer(
     return value
 
 
-def _whole_claim_value(frame: dict[str, Any]) -> dict[str, Any]:
-    """The event frame with an integral float claim value (``12.0``) read as the integer."""
+def _whole(value: Any) -> Any:
+    """``value`` as the integer if it is an integral float (``12.0``), else unchanged."""
+    if isinstance(value, float):
+        whole = integral(value)
+        if whole is not None:
+            return whole
+    return value
+
+
+def _whole_claim_values(frame: dict[str, Any]) -> dict[str, Any]:
+    """The event frame with every integral float claim value (``12.0``) read as the integer:
+    the claim's ``value``, each of a schema's ``roots[].values`` and each ``edits[].value`` of
+    a proposal (SPEC §3). Anything malformed is left for :func:`parse_event` to refuse."""
     claim = frame.get("claim")
     if isinstance(claim, dict) and isinstance(claim.get("value"), float):
-        whole = integral(claim["value"])
-        if whole is not None:
-            return {**frame, "claim": {**claim, "value": whole}}
+        frame = {**frame, "claim": {**claim, "value": _whole(claim["value"])}}
+    roots = frame.get("roots")
+    if isinstance(roots, list):
+        frame = {
+            **frame,
+            "roots": [
+                {**r, "values": [_whole(v) for v in r["values"]]}
+                if isinstance(r, dict) and isinstance(r.get("values"), list)
+                else r
+                for r in roots
+            ],
+        }
+    edits = frame.get("edits")
+    if isinstance(edits, list):
+        frame = {
+            **frame,
+            "edits": [
+                {**e, "value": _whole(e["value"])} if isinstance(e, dict) and "value" in e else e
+                for e in edits
+            ],
+        }
     return frame
 
 
 def _residents(value: Any, key: str, rid: object) -> tuple[str, ...] | None:
-    """A list of resident ids, or ``"*"`` (returned as ``None``: everyone)."""
+    """A list of resident ids, or ``"*"`` (returned as ``None``: everyone).
+
+    ``"*"`` inside a list (``["*"]``) is refused: ``*`` is never a resident id (SPEC §7.1), so
+    such a filter would match nothing, silently; the client meant ``"*"`` without the list.
+    """
     if value == ALL:
         return None
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise _fail(f"field '{key}' must be a list of resident ids or \"*\"", rid)
+    if ALL in value:
+        raise _fail(
+            f"field '{key}' lists \"*\", which is never a resident id: "
+            f'send "*" itself (not in a list) for every resident',
+            rid,
+        )
     if len(value) > 10_000:
         raise _fail(f"field '{key}' lists more than 10000 residents", rid)
     return tuple(dict.fromkeys(value))
@@ -484,7 +523,7 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
     if kind in ("event", "trust", "propose", "register", "schema"):
         # ``trust`` with a value, ``propose``, ``register`` and ``schema`` are events of that
         # kind: logged, replayable.
-        data = _whole_claim_value(frame if kind == "event" else {**frame, "kind": kind})
+        data = _whole_claim_values(frame if kind == "event" else {**frame, "kind": kind})
         try:
             event = parse_event(data)
         except ContractViolation as exc:

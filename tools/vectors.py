@@ -490,6 +490,12 @@ def _handshakes(v: _Vectors) -> None:
         error=bad.INVALID_FRAME,
     )
     h(
+        "handshake.subscribe_star_in_list",
+        '"*" is never a resident id: subscribe ["*"] is refused (send "*" itself for everyone).',
+        {"type": "hello", "protocol": 1, "world": WORLD, "subscribe": ["*"]},
+        error=bad.INVALID_FRAME,
+    )
+    h(
         "handshake.truncated",
         "A hello cut short: not a msgpack map at all.",
         None,
@@ -1179,6 +1185,13 @@ def _refusals(v: _Vectors) -> None:
         {"type": "subscribe", "residents": "*", "crossing": 101, "rid": 24},
         error=f,
     )
+    s(
+        "invalid.subscribe_star_in_list",
+        '"*" is never a resident id: residents ["*"] would match nothing, so it is refused '
+        '(send "*" itself for every resident).',
+        {"type": "subscribe", "residents": ["*"], "rid": "star"},
+        error=f,
+    )
     e = ErrorCode.INVALID_EVENT
     good = {"witnesses": ["ana"], "claim": _claim("r", "v"), "subject": "s"}
     out = s(
@@ -1525,6 +1538,16 @@ def _memory(v: _Vectors) -> None:
     v.server(
         "server.narrative.focus",
         "A focused narrative: registered names, the focus echoed, each entry's why.",
+        out[0],
+    )
+    out = s(
+        "client.narrative.empty",
+        "Lena is registered but nothing has happened to her yet: her narrative is not not_found.",
+        {"type": "narrative", "resident": "lena", "rid": 46},
+    )
+    v.server(
+        "server.narrative.empty",
+        "The narrative of a known resident without beliefs: a fixed sentence, nine empty sections.",
         out[0],
     )
 
