@@ -34,10 +34,12 @@ __all__ = [
     "BeliefsQuery",
     "DistributionQuery",
     "EventFrame",
+    "EventsQuery",
     "ExplainQuery",
     "GraphQuery",
     "Hello",
     "NarrativeQuery",
+    "ResidentsQuery",
     "Subscribe",
     "TrustQuery",
     "Unsubscribe",
@@ -100,22 +102,61 @@ def _integer(
     return value
 
 
-def _whole_claim_value(frame: dict[str, Any]) -> dict[str, Any]:
-    """The event frame with an integral float claim value (``12.0``) read as the integer."""
+def _whole(value: Any) -> Any:
+    """``value`` as the integer if it is an integral float (``12.0``), else unchanged."""
+    if isinstance(value, float):
+        whole = integral(value)
+        if whole is not None:
+            return whole
+    return value
+
+
+def _whole_claim_values(frame: dict[str, Any]) -> dict[str, Any]:
+    """The event frame with every integral float claim value (``12.0``) read as the integer:
+    the claim's ``value``, each of a schema's ``roots[].values`` and each ``edits[].value`` of
+    a proposal (SPEC §3). Anything malformed is left for :func:`parse_event` to refuse."""
     claim = frame.get("claim")
     if isinstance(claim, dict) and isinstance(claim.get("value"), float):
-        whole = integral(claim["value"])
-        if whole is not None:
-            return {**frame, "claim": {**claim, "value": whole}}
+        frame = {**frame, "claim": {**claim, "value": _whole(claim["value"])}}
+    roots = frame.get("roots")
+    if isinstance(roots, list):
+        frame = {
+            **frame,
+            "roots": [
+                {**r, "values": [_whole(v) for v in r["values"]]}
+                if isinstance(r, dict) and isinstance(r.get("values"), list)
+                else r
+                for r in roots
+            ],
+        }
+    edits = frame.get("edits")
+    if isinstance(edits, list):
+        frame = {
+            **frame,
+            "edits": [
+                {**e, "value": _whole(e["value"])} if isinstance(e, dict) and "value" in e else e
+                for e in edits
+            ],
+        }
     return frame
 
 
 def _residents(value: Any, key: str, rid: object) -> tuple[str, ...] | None:
-    """A list of resident ids, or ``"*"`` (returned as ``None``: everyone)."""
+    """A list of resident ids, or ``"*"`` (returned as ``None``: everyone).
+
+    ``"*"`` inside a list (``["*"]``) is refused: ``*`` is never a resident id (SPEC §7.1), so
+    such a filter would match nothing, silently; the client meant ``"*"`` without the list.
+    """
     if value == ALL:
         return None
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise _fail(f"field '{key}' must be a list of resident ids or \"*\"", rid)
+    if ALL in value:
+        raise _fail(
+            f"field '{key}' lists \"*\", which is never a resident id: "
+            f'send "*" itself (not in a list) for every resident',
+            rid,
+        )
     if len(value) > 10_000:
         raise _fail(f"field '{key}' lists more than 10000 residents", rid)
     return tuple(dict.fromkeys(value))
@@ -130,6 +171,9 @@ class Hello:
     resume: int | None = None
     subscribe: tuple[str, ...] | None = None
     subscribe_all: bool = False
+    #: ``"reader"`` asks for a read-only connection whatever the token grants; ``"writer"``
+    #: insists on one (refused if the token grants less); None: what the token grants.
+    role: str | None = None
     #: Whole filters (SPEC §9): a client that reconnects restores every filter it added with
     #: ``subscribe`` here, so that the backlog of ``resume`` is read through all of them.
     filters: tuple[Subscribe, ...] = ()
@@ -239,6 +283,30 @@ class GraphQuery:
     rid: object = None
 
 
+#: Most entries one ``residents`` or ``events`` page may ask for, and the default page sizes.
+MAX_PAGE = 1000
+RESIDENTS_PAGE = 500
+EVENTS_PAGE = 100
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResidentsQuery:
+    """One page of the world's residents in id order, with their registered names."""
+
+    after: str | None = None
+    limit: int = RESIDENTS_PAGE
+    rid: object = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventsQuery:
+    """One page of the world's event log in seq order, from event seq ``start`` on."""
+
+    start: int = 1
+    limit: int = EVENTS_PAGE
+    rid: object = None
+
+
 #: Frames answered in order with one reply (paged if long); ``worlds``, ``fork`` and
 #: ``delete`` are answered like queries (SPEC §10.7). Usable with ``isinstance``.
 QueryFrame = (
@@ -248,6 +316,8 @@ QueryFrame = (
     | NarrativeQuery
     | GraphQuery
     | TrustQuery
+    | ResidentsQuery
+    | EventsQuery
     | WorldsQuery
     | ForkWorld
     | DeleteWorld
@@ -277,6 +347,9 @@ def parse_hello(frame: dict[str, Any]) -> Hello:
     resume = _integer(frame, "resume", rid, "a non-negative integer change seq", 0)
     raw_sub = frame.get("subscribe")
     sub = None if raw_sub is None else _residents(raw_sub, "subscribe", rid)
+    role = frame.get("role")
+    if role is not None and role not in ("reader", "writer"):
+        raise _fail("field 'role' must be 'reader' or 'writer'", rid)
     raw_filters = frame.get("filters")
     if raw_filters is not None and (
         not isinstance(raw_filters, list) or not all(isinstance(f, dict) for f in raw_filters)
@@ -291,6 +364,7 @@ def parse_hello(frame: dict[str, Any]) -> Hello:
         resume=resume,
         subscribe=sub,
         subscribe_all=raw_sub == ALL,
+        role=role,
         filters=filters,
         rid=rid,
     )
@@ -407,6 +481,27 @@ def _narrative_query(frame: dict[str, Any], rid: object) -> NarrativeQuery:
     )
 
 
+def _page_limit(frame: dict[str, Any], rid: object, default: int) -> int:
+    what = f"an integer between 1 and {MAX_PAGE}"
+    limit = _integer(frame, "limit", rid, what, 1)
+    if limit is None:
+        return default
+    if limit > MAX_PAGE:
+        raise _fail(f"field 'limit' must be {what}", rid)
+    return limit
+
+
+def _residents_query(frame: dict[str, Any], rid: object) -> ResidentsQuery:
+    after = _str(frame, "after", rid, required=False)
+    return ResidentsQuery(after=after, limit=_page_limit(frame, rid, RESIDENTS_PAGE), rid=rid)
+
+
+def _events_query(frame: dict[str, Any], rid: object) -> EventsQuery:
+    start = _integer(frame, "from", rid, "an event seq (an integer of at least 1)", 1)
+    limit = _page_limit(frame, rid, EVENTS_PAGE)
+    return EventsQuery(start=1 if start is None else start, limit=limit, rid=rid)
+
+
 def _event_id(frame: dict[str, Any]) -> str | None:
     """The frame's event_id, echoed in errors only when it is well formed."""
     value = frame.get("event_id")
@@ -428,7 +523,7 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
     if kind in ("event", "trust", "propose", "register", "schema"):
         # ``trust`` with a value, ``propose``, ``register`` and ``schema`` are events of that
         # kind: logged, replayable.
-        data = _whole_claim_value(frame if kind == "event" else {**frame, "kind": kind})
+        data = _whole_claim_values(frame if kind == "event" else {**frame, "kind": kind})
         try:
             event = parse_event(data)
         except ContractViolation as exc:
@@ -478,6 +573,10 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
         if resident is None and root is None:
             raise _fail("a graph query needs 'resident', 'root' or both", rid)
         return GraphQuery(resident=resident, root=root, rid=rid)
+    if kind == "residents":
+        return _residents_query(frame, rid)
+    if kind == "events":
+        return _events_query(frame, rid)
     if kind in WORLD_FRAMES:
         return parse_world_frame(frame, rid)
     if kind == "hello":

@@ -31,6 +31,7 @@ from .frames import (
     EVIDENCE_REFS_SHOWN,
     MAX_FILTER,
     MAX_LIMIT,
+    MAX_PAGE,
     MAX_RESIDENTS,
     PROTOCOL_VERSION,
     TAGS_SHOWN,
@@ -384,6 +385,7 @@ def client_schema() -> Schema:
                 "client": {"type": "string"},
                 "resume": _ref("seq"),
                 "subscribe": _RESIDENTS,
+                "role": {"enum": ["reader", "writer"]},
                 "filters": _list(
                     {
                         "type": "object",
@@ -467,6 +469,19 @@ def client_schema() -> Schema:
             "what a resident trusts, per source and topic (SPEC §10.6)",
             {"resident": _ref("id"), "source": _ref("id"), "value": {"type": "null"}},
             ["resident"],
+        ),
+        "residents": _frame(
+            "residents",
+            "a page of the world's residents with their names (SPEC §10.8)",
+            {"after": _ref("id"), "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}},
+        ),
+        "events": _frame(
+            "events",
+            "a page of the world's event log from event seq `from` (SPEC §10.9)",
+            {
+                "from": {"type": "integer", "minimum": 1, "maximum": MAX_SAFE},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
+            },
         ),
         "worlds": _frame("worlds", "list the worlds (SPEC §10.7)", {}),
         "fork": _frame(
@@ -687,6 +702,54 @@ def server_schema() -> Schema:
                 **_PAGED,
             },
             ["resident"],
+        ),
+        "residents": _frame(
+            "residents",
+            "reply to residents, paged (SPEC §10.8, §11)",
+            {
+                "next": {"type": ["string", "null"]},
+                "residents": _list(
+                    {
+                        "type": "object",
+                        "required": ["resident", "names"],
+                        "properties": {
+                            "resident": {"type": "string"},
+                            "names": {
+                                "type": "object",
+                                "propertyNames": {"enum": LANGS},
+                                "additionalProperties": {"type": "string"},
+                            },
+                        },
+                    }
+                ),
+                **_PAGED,
+            },
+            ["residents", "next"],
+        ),
+        "events": _frame(
+            "events",
+            "reply to events, paged (SPEC §10.9, §11)",
+            {
+                "from": {"type": "integer", "minimum": 1},
+                "last": {"type": "integer", "minimum": 0},
+                "next": _nullable({"type": "integer", "minimum": 1}),
+                "events": _list(
+                    {
+                        "type": "object",
+                        "required": ["seq", "event_id", "day", "kind", "by", "subject"],
+                        "properties": {
+                            "seq": _ref("seq"),
+                            "event_id": {"type": "string"},
+                            "day": {"type": "number"},
+                            "kind": {"enum": [str(k) for k in EventKind]},
+                            "by": {"type": ["string", "null"]},
+                            "subject": {"type": ["string", "null"], "maxLength": 200},
+                        },
+                    }
+                ),
+                **_PAGED,
+            },
+            ["events", "from", "last", "next"],
         ),
         "worlds": _frame(
             "worlds",

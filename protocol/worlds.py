@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .codec import integral
 from .errors import ErrorCode, ProtocolError
 
 __all__ = ["WORLD_FRAMES", "DeleteWorld", "ForkWorld", "WorldsQuery", "parse_world_frame"]
@@ -60,10 +61,14 @@ def parse_world_frame(frame: dict[str, Any], rid: object) -> WorldsQuery | ForkW
     if kind == "worlds":
         return WorldsQuery(rid=rid)
     if kind == "fork":
-        at = frame.get("at")
-        if at is not None and (isinstance(at, bool) or not isinstance(at, int) or at < 0):
+        raw = frame.get("at")
+        at = None if raw is None else integral(raw)  # 5.0 (Godot's JSON) is 5, SPEC §3
+        if raw is not None and (at is None or at < 0):
+            why = " (not a whole number)" if isinstance(raw, float) and at is None else ""
             raise ProtocolError(
-                ErrorCode.INVALID_FRAME, "field 'at' must be a non-negative event seq", rid=rid
+                ErrorCode.INVALID_FRAME,
+                f"field 'at' must be a non-negative event seq{why}",
+                rid=rid,
             )
         return ForkWorld(into=_world(frame, "into", rid), at=at, rid=rid)
     return DeleteWorld(world=_world(frame, "world", rid), rid=rid)

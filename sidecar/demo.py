@@ -20,7 +20,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from .server import ServerConfig, Sidecar
 
-__all__ = ["SCRIPT", "mira_policy", "run_demo"]
+__all__ = ["SCRIPT", "DemoRefused", "mira_policy", "run_demo"]
 
 WELL = "water:well"
 
@@ -118,60 +118,116 @@ class _Client:
         )
 
 
-async def run_demo(out: Callable[[str], None] = print, db: Path | None = None) -> list[str]:
-    """Run the scenario; return Mira's intents in order (the demo's observable outcome)."""
+class DemoRefused(Exception):
+    """The target sidecar cannot take the demo (refused hello, a world already played)."""
+
+
+async def run_demo(
+    out: Callable[[str], None] = print,
+    db: Path | None = None,
+    *,
+    url: str | None = None,
+    world: str = "demo-town",
+    token: str | None = None,
+    pace: float = 0.0,
+) -> list[str]:
+    """Run the scenario; return Mira's intents in order (the demo's observable outcome).
+
+    Without ``url`` an in-process sidecar on ``db`` (or a temporary file) plays it; with
+    ``url`` the story goes into that running sidecar's ``world`` (which must have no events
+    yet: the story starts on day 0), ``pace`` seconds apart, to be watched in its inspector.
+    """
+    if url is not None:
+        return await _play(url, out, world=world, token=token, pace=pace, fresh_world=True)
     with tempfile.TemporaryDirectory(prefix="credence-demo-") as tmp:
         sidecar = Sidecar(ServerConfig(port=0, db=db or Path(tmp) / "demo.db"))
         await sidecar.start()
-        intents: list[str] = []
         try:
-            async with connect(sidecar.url) as ws:
-                await ws.send(msgpack.packb({"type": "hello", "protocol": 1, "world": "demo-town",
-                                             "client": "credence-demo", "subscribe": "*"}))  # fmt: skip
-                welcome = msgpack.unpackb(await ws.recv())
-                out(f"connected to {sidecar.url} ({welcome['server']}, world {welcome['world']})\n")
-                game = _Client(ws)
-                await game.send_event(0, REGISTRY)
-                while msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10))["type"] != "ack":
-                    pass
-                for day, narration, fields in SCRIPT:
-                    out(f"day {day:g}: {narration}")
-                    await game.send_event(day, fields)
-                    pending_acks = 1
-                    while pending_acks:
-                        frame = msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10))
-                        if frame["type"] == "ack":
-                            pending_acks -= 1
-                        elif frame["type"] == "belief":
-                            line = _line(frame)
-                            if line:
-                                out(line)
-                            intent = mira_policy(frame)
-                            if intent and (not intents or intents[-1] != intent):
-                                intents.append(intent)
-                                out(f"  → Mira decides: {intent.replace('_', ' ')}")
-                                # Her action is a world event too: the loop closes here.
-                                await game.send_event(day, {
-                                    "kind": "act", "actor": "mira", "action": intent,
-                                    "status": "completed", "witnesses": [],
-                                    "subject": INTENT_SUBJECTS[intent],
-                                })  # fmt: skip
-                                pending_acks += 1
-                        elif frame["type"] == "error":
-                            out(f"  error {frame['code']}: {frame['message']}")
-                    out("")
-                await ws.send(
-                    msgpack.packb({"type": "explain", "resident": "mira", "root": WELL, "rid": 1})
-                )
-                explanation = msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10))
-                out("Why does Mira believe what she believes about the well?")
-                for ev in explanation["evidence"]:
-                    source = f" (told by {ev['source']})" if ev["source"] else ""
-                    out(
-                        f"  day {ev['day']:g}: {ev['source_kind']}{source}: {ev['subject']} [{ev['relation']}]"
-                    )
-                b = explanation["belief"]
-                out(f"  now: {b['subject']!r}, confidence {b['confidence']}, {b['state']}")
+            return await _play(sidecar.url, out, world=world, token=token, pace=pace)
         finally:
             await sidecar.stop()
-        return intents
+
+
+async def _reply(ws: ClientConnection, kind: str) -> dict[str, Any]:
+    while True:
+        frame: dict[str, Any] = msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10))
+        if frame["type"] in (kind, "error"):
+            return frame
+
+
+async def _play(
+    url: str,
+    out: Callable[[str], None],
+    *,
+    world: str,
+    token: str | None,
+    pace: float,
+    fresh_world: bool = False,
+) -> list[str]:
+    intents: list[str] = []
+    async with connect(url) as ws:
+        hello: dict[str, Any] = {"type": "hello", "protocol": 1, "world": world,
+                                 "client": "credence-demo", "subscribe": "*"}  # fmt: skip
+        if token:
+            hello["token"] = token
+        await ws.send(msgpack.packb(hello))
+        welcome = await _reply(ws, "welcome")
+        if welcome["type"] == "error":
+            raise DemoRefused(f"{url} refused the hello: {welcome['code']}: {welcome['message']}")
+        if welcome["role"] != "writer":
+            raise DemoRefused(f"the token may only read world {world!r}; the demo writes")
+        if fresh_world:
+            await ws.send(msgpack.packb({"type": "worlds", "rid": "w"}))
+            listed = await _reply(ws, "worlds")
+            played = [w for w in listed.get("worlds", []) if w["world"] == world]
+            if played and played[0]["events"]:
+                raise DemoRefused(
+                    f"world {world!r} at {url} already has {played[0]['events']} events; "
+                    "give a new --world"
+                )
+        out(f"connected to {url} ({welcome['server']}, world {welcome['world']})\n")
+        game = _Client(ws)
+        await game.send_event(0, REGISTRY)
+        while msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10))["type"] != "ack":
+            pass
+        for step, (day, narration, fields) in enumerate(SCRIPT):
+            if pace and step:
+                await asyncio.sleep(pace)
+            out(f"day {day:g}: {narration}")
+            await game.send_event(day, fields)
+            pending_acks = 1
+            while pending_acks:
+                frame = msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10))
+                if frame["type"] == "ack":
+                    pending_acks -= 1
+                elif frame["type"] == "belief":
+                    line = _line(frame)
+                    if line:
+                        out(line)
+                    intent = mira_policy(frame)
+                    if intent and (not intents or intents[-1] != intent):
+                        intents.append(intent)
+                        out(f"  → Mira decides: {intent.replace('_', ' ')}")
+                        # Her action is a world event too: the loop closes here.
+                        await game.send_event(day, {
+                            "kind": "act", "actor": "mira", "action": intent,
+                            "status": "completed", "witnesses": [],
+                            "subject": INTENT_SUBJECTS[intent],
+                        })  # fmt: skip
+                        pending_acks += 1
+                elif frame["type"] == "error":
+                    out(f"  error {frame['code']}: {frame['message']}")
+            out("")
+        await ws.send(
+            msgpack.packb({"type": "explain", "resident": "mira", "root": WELL, "rid": 1})
+        )
+        explanation = await _reply(ws, "explanation")
+        out("Why does Mira believe what she believes about the well?")
+        for ev in explanation["evidence"]:
+            source = f" (told by {ev['source']})" if ev["source"] else ""
+            out(
+                f"  day {ev['day']:g}: {ev['source_kind']}{source}: {ev['subject']} [{ev['relation']}]"
+            )
+        b = explanation["belief"]
+        out(f"  now: {b['subject']!r}, confidence {b['confidence']}, {b['state']}")
+    return intents

@@ -122,3 +122,19 @@ def test_cli_explain(village: Path) -> None:
     assert json.loads(js.stdout)["history"][-1]["change"] == "corrected"
     missing = _cli(*base, "--root", "nope")
     assert missing.returncode == 2 and "holds no belief on 'nope'" in missing.stderr.decode()
+
+
+def test_cli_explain_names_registered_residents(tmp_path: Path) -> None:
+    """`credence explain` on the demo town reads "Old Tom announced", never the raw id."""
+    db = tmp_path / "demo.db"
+    assert _cli("demo", "--db", str(db)).returncode == 0
+    base = ["explain", "--db", str(db), "--world", "demo-town", "--resident", "kai"]
+    out = _cli(*base, "--root", "water:well")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout.decode()
+    assert text.startswith("Kai (kai) on water:well")
+    assert (
+        "hearsay from Bo" in text and "Old Tom announced:" in text and "tom announced" not in text
+    )
+    names = json.loads(_cli(*base, "--root", "water:well", "--json").stdout)["names"]
+    assert names == {"bo": "Bo", "kai": "Kai", "tom": "Old Tom"}

@@ -164,3 +164,39 @@ def test_cli_graph(village: Path, tmp_path: Path) -> None:
     _check_shape(json.loads(js.stdout))
     bad = _cli(*base, "--resident", "nobody", "--format", "json")
     assert bad.returncode == 2 and "unknown" in bad.stderr.decode()
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo town (registered names, a rumour corrected by sightings), made by the real CLI."""
+    path = tmp_path_factory.mktemp("demo") / "demo.db"
+    done = subprocess.run([sys.executable, "-m", "sidecar.cli", "demo", "--db", str(path)],
+                          capture_output=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return path
+
+
+def test_corrected_belief_graph_links_each_telling_to_its_speaker(demo_db: Path) -> None:
+    """The rumour a correction overturned keeps said_by edges from its tellings to the speakers."""
+    g = graph(open_reader(demo_db), "demo-town", resident="mira", root="water:well")
+    _check_shape(g)
+    said = {(e["source"], e["target"]) for e in g["edges"] if e["type"] == "said_by"}
+    assert said == {("event:demo-2", "person:bo"), ("event:demo-4", "person:tom")}
+    assert not [e for e in g["edges"] if e["type"] == "heard_from"]  # she believes otherwise now
+
+
+def test_cli_graph_shows_registered_names(demo_db: Path) -> None:
+    """`credence graph` labels people and the holder's cluster with their registered names."""
+    base = ["graph", "--db", str(demo_db), "--world", "demo-town", "--resident", "mira"]
+    dot = subprocess.run([sys.executable, "-m", "sidecar.cli", *base, "--root", "water:well"],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert dot.returncode == 0, dot.stderr
+    assert '"person:tom" [label="Old Tom"' in dot.stdout
+    assert 'label="beliefs of Mira"' in dot.stdout
+    assert '"event:demo-4" -> "person:tom" [label="said_by"' in dot.stdout
+    js = subprocess.run([sys.executable, "-m", "sidecar.cli", *base, "--format", "json"],
+                        capture_output=True, text=True, timeout=60)  # fmt: skip
+    people = {
+        n["name"]: n["label"] for n in json.loads(js.stdout)["nodes"] if n["type"] == "person"
+    }
+    assert people["bo"] == "Bo" and people["mira"] == "Mira"

@@ -350,7 +350,7 @@ def test_cli_narrative_errors(village: Path, tmp_path: Path) -> None:
         (["--db", str(village), "--world", WORLD, "--resident", "nobody"], "unknown"),
         (
             ["--db", str(village), "--world", WORLD, "--resident", "alice", "--budget", "10"],
-            "at least",
+            "must be an integer from 200 to 50000, not 10",
         ),
     ]
     for args, message in cases:

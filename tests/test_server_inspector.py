@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import chromium
-from wsclient import WsClient, observe, running, say
+from wsclient import WsClient, observe, running
 
-TOKENS = {"writer_tokens": ["town=w-secret"], "reader_tokens": ["town=r-secret"]}
+from sidecar.demo import run_demo
+from sidecar.engine import parse_event
+from sidecar.store import Writer
+
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
@@ -39,54 +45,345 @@ async def test_inspector_files_are_served_and_other_paths_stay_health(tmp_path: 
             assert status == 200 and ctype == "application/json" and b'"status":"ok"' in body
 
 
-async def test_inspector_shows_a_belief_a_test_event_just_formed(tmp_path: Path) -> None:
-    """The page, connected with a reader token, shows a belief formed after it opened."""
+#: Set to a directory to keep the screenshots (README's come from here: tools/images/).
+SHOTS = os.environ.get("CREDENCE_SCREENSHOTS")
+
+#: In the page: the text boxes of the graph's node labels, pairwise disjoint (or a pair that is not).
+LABELS_OVERLAP = """
+const boxes = [...document.querySelectorAll('#graph g[data-node] text')].map((t) => t.getBoundingClientRect());
+for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+  const a = boxes[i], b = boxes[j];
+  if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) return [i, j];
+}
+return boxes.length ? null : 'no labels';
+"""
+NO_SIDEWAYS_OVERFLOW = "return document.documentElement.scrollWidth <= window.innerWidth"
+
+
+def shoot(b: chromium.Browser, name: str) -> None:
+    png = b.screenshot()
+    assert png.startswith(b"\x89PNG") and len(png) > 10_000
+    if SHOTS:
+        Path(SHOTS, name).write_bytes(png)
+
+
+async def demo_town(url: str) -> None:
+    """The demo story, played into the running sidecar over the wire (credence demo --url)."""
+    lines: list[str] = []
+    intents = await run_demo(lines.append, url=url, token="w-secret", pace=0)
+    assert intents[-1] == "fetch_water"
+
+
+async def test_inspector_shows_the_demo_town_read_only_with_names_days_and_narrative(
+    tmp_path: Path,
+) -> None:
+    """At 1,024 px: names, the narrative, readable days, live seq, graph, stream; read-only."""
     chromium.need(chromium.available())
-    async with running(tmp_path, **TOKENS) as sc:
-        async with WsClient(sc.url, token="w-secret") as writer:
-            await writer.event("say", 1, **say("bo", ["mira"], "water:well", "poisoned"))
-        page = f"http://127.0.0.1:{sc.port}/inspect?world=town&token=r-secret&resident=mira"
+    async with running(tmp_path, writer_tokens=["w-secret"], reader_tokens=["r-secret"]) as sc:
+        await demo_town(sc.url)
+        page = f"http://127.0.0.1:{sc.port}/inspect?world=demo-town&token=r-secret&resident=mira"
         loop = asyncio.get_running_loop()
 
-        async def send_event() -> None:
-            async with WsClient(sc.url, token="w-secret") as writer:
+        async def later_event(day: float, witnesses: list[str], value: str) -> dict[str, Any]:
+            async with WsClient(sc.url, "demo-town", token="w-secret") as writer:
                 ack = await writer.event(
-                    "observe", 3, **observe(["mira"], "lamp:square", "lit", "The lamp is lit")
+                    "observe",
+                    day,
+                    **observe(witnesses, "lamp:square", value, f"the lamp is {value}"),
                 )
-                assert ack["type"] == "ack" and ack["changes"] == 1
+                assert ack["type"] == "ack" and ack["changes"] >= 1
+                return ack
 
-        def drive() -> tuple[str, str, bytes]:
-            with chromium.browser() as b:
+        def send(day: float, witnesses: list[str], value: str) -> dict[str, Any]:
+            return asyncio.run_coroutine_threadsafe(
+                later_event(day, witnesses, value), loop
+            ).result(60)
+
+        def drive() -> dict[str, Any]:
+            got: dict[str, Any] = {}
+            with chromium.browser(1024, 768) as b:
                 b.get(page)
-                b.wait_for("return document.body.dataset.connected === 'true'", "the welcome")
-                b.wait_for(
-                    "return document.querySelector('#beliefs tbody tr[data-root=\"water:well\"]')",
-                    "the earlier belief",
+                b.wait_for("return document.body.dataset.ready === 'true'", "the page to open")
+                got["role"] = b.run("return document.body.dataset.role")
+                got["fork_tools_hidden"] = b.run(
+                    "return document.querySelector('#fork-tools').hidden"
                 )
-                asyncio.run_coroutine_threadsafe(send_event(), loop).result(60)
-                row = b.wait_for(
-                    "const r = document.querySelector('#beliefs tbody tr[data-root=\"lamp:square\"]');"
-                    "return r && r.innerText;",
-                    "the belief the event just formed",
+                got["status"] = b.run("return document.querySelector('#status').innerText")
+                got["residents"] = b.run("return document.querySelector('#residents').innerText")
+                got["narrative"] = b.wait_for(
+                    "return document.querySelector('#narrative-text').innerText", "the narrative"
                 )
-                stream = b.wait_for(
-                    "return [...document.querySelectorAll('#stream li')]"
-                    ".map(li => li.innerText).find(t => t.includes('lamp:square'));",
-                    "its live notification",
+                got["narrative_meta"] = b.run(
+                    "return document.querySelector('#narrative-meta').innerText"
+                )
+                got["overflow_ok"] = b.run(NO_SIDEWAYS_OVERFLOW)
+                shoot(b, "inspector_narrative.png")
+                b.run(
+                    "const s = document.querySelector('#lang'); s.value = 'zh-Hant';"
+                    "s.dispatchEvent(new Event('change', {bubbles: true}));"
+                    "document.querySelector('#narrative-form').dispatchEvent(new Event('input'));"
+                )
+                got["narrative_zh"] = b.wait_for(
+                    "const t = document.querySelector('#narrative-text').innerText;"
+                    "return /[\u4e00-\u9fff]/.test(t) && t;",
+                    "the zh-Hant narrative",
                 )
                 b.run(
-                    "document.querySelector('#beliefs tbody tr[data-root=\"lamp:square\"]').click()"
+                    "const s = document.querySelector('#lang'); s.value = 'en';"
+                    "s.dispatchEvent(new Event('change', {bubbles: true}));"
+                )
+                seq_before = int(b.run("return document.body.dataset.seq"))
+                ack = send(4.3093, ["mira", "kai"], "lit")
+                got["seq_live"] = b.wait_for(
+                    f"const s = +document.body.dataset.seq; return s >= {ack['seq']} && s;",
+                    "live seq",
+                )
+                got["seq_before"], got["ack_seq"] = seq_before, ack["seq"]
+                got["header"] = b.run("return document.querySelector('#live').innerText")
+                b.run("document.querySelector('.tabs [data-tab=stream]').click()")
+                got["stream"] = b.wait_for(
+                    "return [...document.querySelectorAll('#stream li')].map(li => li.innerText)"
+                    ".find(t => t.includes('lamp:square'));",
+                    "the live notification",
+                )
+                b.run(
+                    "const f = document.querySelector('#stream-filter'); f.value = 'kai';"
+                    "f.dispatchEvent(new Event('change'));"
+                )
+                got["filtered"] = b.run(
+                    "return [...document.querySelectorAll('#stream li')].map(li => li.dataset.resident)"
+                )
+                b.run("document.querySelector('#stream-pause').click()")
+                count = b.run("return document.querySelectorAll('#stream li').length")
+                send(4.5, ["kai"], "dim")
+                got["held"] = b.wait_for(
+                    "const t = document.querySelector('#stream-held').innerText;"
+                    "return /[1-9] held/.test(t) && t;",
+                    "the held notification",
+                )
+                got["paused_count_same"] = count == b.run(
+                    "return document.querySelectorAll('#stream li').length"
+                )
+                b.run("document.querySelector('#stream-pause').click()")
+                got["resumed"] = b.wait_for(
+                    f"return document.querySelectorAll('#stream li').length > {count}", "the resume"
+                )
+                b.run(
+                    "document.querySelector('#beliefs tbody tr[data-root=\"water:well\"]').click()"
                 )
                 b.wait_for(
-                    "return document.querySelector('#timeline li[data-change=\"formed\"]')"
-                    " && document.querySelector('#graph svg rect')"
+                    "return document.querySelector('#timeline li[data-change=corrected]')"
+                    " && document.querySelector('#graph g[data-node]')"
                     " && document.querySelector('#distribution .dist-row');",
                     "the explain timeline, graph and distribution",
                 )
-                return row, stream, b.screenshot()
+                got["timeline"] = b.run("return document.querySelector('#timeline').innerText")
+                got["graph_text"] = b.run(
+                    "return [...document.querySelectorAll('#graph g[data-node]')].map(g => g.textContent).join(' | ')"
+                )
+                got["said_by"] = b.run(
+                    "return document.querySelectorAll('#graph path[data-edge=said_by]').length"
+                )
+                got["overlap"] = b.run(LABELS_OVERLAP)
+                zoom = float(b.run("return document.body.dataset.graphZoom"))
+                b.run("document.querySelector('#zoom-in').click()")
+                got["zoomed"] = float(b.run("return document.body.dataset.graphZoom")) / zoom
+                b.run("document.querySelector('#zoom-fit').click()")
+                got["overflow_ok_belief"] = b.run(NO_SIDEWAYS_OVERFLOW)
+                shoot(b, "inspector.png")
+                b.run("document.querySelector('.tabs [data-tab=events]').click()")
+                got["events"] = b.wait_for(
+                    "const t = document.querySelector('#events tbody').innerText;"
+                    "return t.includes('07:25') && t;",
+                    "the event log with the live events",
+                )
+                got["fork_buttons"] = b.run(
+                    "return document.querySelectorAll('#events button').length"
+                )
+                b.get(f"http://127.0.0.1:{sc.port}/inspect?world=demo-twon&token=r-secret")
+                b.wait_for("return document.body.dataset.missing === 'true'", "the missing world")
+                got["missing_status"] = b.run("return document.querySelector('#status').innerText")
+                got["missing_notice"] = b.run("return document.querySelector('#notice').innerText")
+                got["missing_connected"] = b.run("return document.body.dataset.connected")
+                got["picker"] = b.run(
+                    "return [...document.querySelectorAll('#world-pick option')].map(o => o.value)"
+                )
+            return got
 
-        row, stream, png = await asyncio.to_thread(drive)
-    assert "lit" in row and "78" in row and "influencing" in row and "firsthand" in row
-    assert "mira" in stream and "formed" in stream
-    assert png.startswith(b"\x89PNG") and len(png) > 10_000
-    (tmp_path / "inspector.png").write_bytes(png)
+        got = await asyncio.to_thread(drive)
+    assert got["role"] == "reader" and got["fork_tools_hidden"] is True
+    assert "read-only" in got["status"] and "demo-town" in got["status"]
+    assert "Old Tom" in got["residents"] and "Mira" in got["residents"]
+    assert "I fetched water" in got["narrative"] and "Bo" in got["narrative"]
+    assert "bo " not in got["narrative"] and "What Mira's LLM reads" in got["narrative_meta"]
+    assert "米拉" not in got["narrative_zh"] and "阿博" in got["narrative_zh"]
+    assert got["overflow_ok"] and got["overflow_ok_belief"]
+    assert got["seq_live"] >= got["ack_seq"] > got["seq_before"]
+    assert f"seq {got['seq_live']}" in got["header"] and "day 4 07:25" in got["header"]
+    assert "day 4 07:25" in got["stream"] and "25.3093" not in got["stream"]
+    assert got["filtered"] and set(got["filtered"]) == {"kai"}
+    assert "1 held" in got["held"] and got["paused_count_same"] and got["resumed"]
+    assert "day 1" in got["timeline"] and "from Old Tom" in got["timeline"]
+    assert "Old Tom" in got["graph_text"] and "Mira: clean (72)" in got["graph_text"]
+    assert got["said_by"] == 2 and got["overlap"] is None
+    assert got["zoomed"] > 1.1
+    assert "day 4 07:25" in got["events"] and "Old Tom" in got["events"]
+    assert got["fork_buttons"] == 0
+    assert got["missing_status"] == "no world 'demo-twon'" and got["missing_connected"] == "false"
+    assert "does not exist" in got["missing_notice"] and "demo-town" in got["missing_notice"]
+    assert "demo-town" in got["picker"]
+
+
+async def test_inspector_is_read_only_in_open_mode_unless_a_writer_token_is_given(
+    tmp_path: Path,
+) -> None:
+    """No tokens configured: the page is a reader (and learns names registered meanwhile); with
+    ?writer= it forks at an event's seq."""
+    chromium.need(chromium.available())
+    async with running(tmp_path) as sc:
+        async with WsClient(sc.url, "town") as game:
+            for day in (1, 2, 3):
+                await game.event("observe", day, **observe(["mira"], f"lamp:{day}", "lit"))
+        base = f"http://127.0.0.1:{sc.port}/inspect?world=town&resident=mira"
+        loop = asyncio.get_running_loop()
+
+        async def register(names: list[dict[str, Any]]) -> None:
+            async with WsClient(sc.url, "town") as game:
+                ack = await game.event("register", 3, residents=names)
+                assert ack["type"] == "ack" and ack["changes"] == 0
+
+        def drive() -> dict[str, Any]:
+            got: dict[str, Any] = {}
+            with chromium.browser(1024, 768) as b:
+                b.get(base)
+                b.wait_for("return document.body.dataset.ready === 'true'", "the reader page")
+                got["reader"] = b.run("return document.body.dataset.role")
+                names = [{"resident": "mira", "names": {"en": "Mira Vale"}}]
+                asyncio.run_coroutine_threadsafe(register(names), loop).result(60)
+                got["renamed"] = b.wait_for(
+                    "const t = document.querySelector('#residents').innerText;"
+                    "return t.includes('Mira Vale') && t;",
+                    "the registered name (no notification)",
+                )
+                b.get(base + "&writer=anything&tab=events")
+                b.wait_for("return document.body.dataset.ready === 'true'", "the writer page")
+                got["writer"] = b.run("return document.body.dataset.role")
+                b.run(
+                    "document.querySelector('#fork-into').value = 'town-at-2';"
+                    "document.querySelector('#events tr[data-seq=\"2\"] button').click()"
+                )
+                got["forked"] = b.wait_for(
+                    "const t = document.querySelector('#fork-result').innerText;"
+                    "return t.startsWith('forked') && t;",
+                    "the fork",
+                )
+            return got
+
+        got = await asyncio.to_thread(drive)
+        async with WsClient(sc.url, "town-at-2") as c:
+            events = await c.request({"type": "events"})
+        async with WsClient(sc.url, "town") as c:
+            source = await c.request({"type": "events", "limit": 2})
+    assert got["reader"] == "reader" and got["writer"] == "writer"
+    assert "Mira Vale" in got["renamed"]
+    assert "town-at-2: 2 events" in got["forked"]
+    assert [e["event_id"] for e in events["events"]] == [e["event_id"] for e in source["events"]]
+    assert events["last"] == 2
+
+
+def big_world(path: Path, events: int = 20_000) -> None:
+    """A long game: 50 residents, talk and sightings, 55 events a game day (about a year)."""
+    writer = Writer(path)
+    people = [f"r{n:02d}" for n in range(50)]
+    batch = []
+    for n in range(1, events + 1):
+        a, b, c = people[n % 50], people[(n * 7 + 3) % 50], people[(n * 13 + 5) % 50]
+        if n % 3 == 0:
+            fields = {
+                "kind": "observe",
+                "witnesses": [a, b],
+                "claim": {"root": f"spot:{n % 400}", "value": n % 5},
+                "subject": f"spot {n}",
+            }
+        else:
+            fields = {
+                "kind": "say",
+                "speaker": a,
+                "listeners": [b, c],
+                "claim": {"root": f"rumour:{n % 300}", "value": n % 4},
+                "subject": f"rumour {n}",
+            }
+        batch.append(("big", parse_event({"event_id": f"e{n}", "day": n / 55, **fields})))
+        if len(batch) == 500:
+            writer.apply(batch)
+            batch = []
+    writer.apply(batch)
+    writer.close()
+
+
+async def test_inspector_opens_a_20000_event_world_without_replaying_it(tmp_path: Path) -> None:
+    """A 20,000-event world opens from its latest seq (no history replay), timed in the browser."""
+    chromium.need(chromium.available())
+    db = tmp_path / "big.db"
+    await asyncio.to_thread(big_world, db)
+    async with running(tmp_path, db=db) as sc:
+        page = f"http://127.0.0.1:{sc.port}/inspect?world=big&resident=r07"
+
+        def drive() -> list[tuple[int, int, int, int]]:
+            runs = []
+            with chromium.browser(1024, 768) as b:
+                for n in range(4):  # the first also starts the browser's own caches
+                    b.get(f"{page}&run={n}")
+                    b.wait_for("return document.body.dataset.ready === 'true'", "the big world")
+                    runs.append(
+                        tuple(
+                            b.run(
+                                "const d = document.body.dataset; return [+d.readyMs, +d.openMs,"
+                                " document.querySelectorAll('#residents li').length,"
+                                " document.querySelectorAll('#stream li').length]"
+                            )
+                        )
+                    )
+            return runs
+
+        started = time.monotonic()
+        runs = await asyncio.to_thread(drive)
+        wall = time.monotonic() - started
+    warm = sorted(r[0] for r in runs[1:])
+    print(
+        f"\n20,000-event world: page ready {[r[0] for r in runs]} ms after navigation "
+        f"({[r[1] for r in runs]} ms after connecting); warm median {warm[1]} ms; {wall:.1f} s in all"
+    )
+    assert all(r[2] == 50 and r[3] == 0 for r in runs)  # every resident listed, nothing replayed
+    assert warm[1] < 3000  # generous: the target is under a second (printed above)
+
+
+async def test_inspector_draws_a_bounded_graph_of_a_much_told_belief(tmp_path: Path) -> None:
+    """A belief told by 400 residents: the latest tellings and their speakers, labels apart."""
+    chromium.need(chromium.available())
+    db = tmp_path / "told.db"
+    writer = Writer(db)
+    tellings = [
+        ("town", parse_event({
+            "event_id": f"s{n}", "day": n / 10, "kind": "say", "speaker": f"teller{n:03d}",
+            "listeners": ["mira"], "claim": {"root": "water:well", "value": "poisoned"},
+            "subject": f"telling {n}",
+        }))
+        for n in range(1, 401)
+    ]  # fmt: skip
+    writer.apply(tellings)
+    writer.close()
+    async with running(tmp_path, db=db) as sc:
+        page = f"http://127.0.0.1:{sc.port}/inspect?world=town&resident=mira&root=water:well&tab=belief"
+
+        def drive() -> tuple[int, str, object, bool]:
+            with chromium.browser(1024, 768) as b:
+                b.get(page)
+                b.wait_for("return document.querySelector('#graph g[data-node]')", "the graph")
+                drawn = int(b.run("return document.querySelectorAll('#graph g[data-node]').length"))
+                legend = str(b.run("return document.querySelector('#graph-legend').innerText"))
+                return drawn, legend, b.run(LABELS_OVERLAP), bool(b.run(NO_SIDEWAYS_OVERFLOW))
+
+        drawn, legend, overlap, fits = await asyncio.to_thread(drive)
+    assert 20 <= drawn <= 160 and "not drawn" in legend
+    assert "said by" in legend and overlap is None and fits

@@ -77,3 +77,27 @@ async def test_non_integral_floats_are_refused_clearly(tmp_path: Path) -> None:
             # The connection survives both refusals.
             ack = await c.event(day=1.0, event_id="g-3", **GODOT_OBSERVE)
             assert ack["type"] == "ack" and ack["changes"] == 1
+
+
+async def test_godot_json_fork_at_an_integral_float(tmp_path: Path) -> None:
+    """fork.at 1.0 over JSON text forks at event seq 1 (it was refused before)."""
+    async with running(tmp_path) as sc, WsClient(sc.url, json=True) as c:
+        for day in (1.0, 2.0):
+            ack = await c.event(day=day, **GODOT_OBSERVE)
+            assert ack["type"] == "ack", ack
+        reply = await c.request({"type": "fork", "into": "slot", "at": 1.0})
+        assert reply["type"] == "forked", reply
+        assert reply["events"] == 1 and reply["day"] == 1.0
+
+
+async def test_a_star_in_a_resident_list_is_refused_over_the_wire(tmp_path: Path) -> None:
+    """subscribe ["*"] is answered invalid_frame and the connection stays open."""
+    async with running(tmp_path) as sc:
+        async with WsClient(sc.url, json=True) as c:
+            reply = await c.request({"type": "subscribe", "residents": ["*"]})
+            assert reply["type"] == "error" and reply["code"] == "invalid_frame"
+            reply = await c.request({"type": "subscribe", "residents": "*"})
+            assert reply["type"] == "subscribed"
+        async with WsClient(sc.url, json=True, subscribe=["*"]) as c:
+            assert c.hello_error is not None and c.hello_error["code"] == "invalid_frame"
+            assert await c.wait_closed() == 4011

@@ -410,3 +410,26 @@ def test_aging_reads_due_beliefs_through_the_beliefs_due_index(writer: Writer) -
     assert len(aged) == 40
     assert all(c.source_kind is SourceKind.HEARSAY for c in aged)
     r.close()
+
+
+def test_resident_and_event_pages_read_one_primary_key_range(writer: Writer) -> None:
+    """The residents and events listings search their primary keys: no scan of the world."""
+    put(writer, *(say(i, "bo", [f"r{i}"], f"root{i}", i) for i in range(30)))
+    r = reader(writer.path)
+    statements: list[str] = []
+    r.conn.set_trace_callback(statements.append)
+    try:
+        page = r.resident_page("w", after="r1", limit=5)
+        events = r.event_page("w", start=10, limit=5)
+    finally:
+        r.conn.set_trace_callback(None)
+    assert [p[0] for p in page] == ["r10", "r11", "r12", "r13", "r14"]
+    assert [e["seq"] for e in events] == [10, 11, 12, 13, 14] and events[0]["by"] == "bo"
+    listings = [s for s in statements if " FROM residents " in s or " FROM events " in s]
+    assert len(listings) == 2, statements
+    for sql in listings:
+        plan = r.conn.execute(f"EXPLAIN QUERY PLAN {sql}").fetchall()
+        details = " | ".join(row["detail"] for row in plan)
+        assert "USING PRIMARY KEY" in details or "USING INDEX sqlite_autoindex" in details, details
+        assert not any(row["detail"].startswith("SCAN") for row in plan), details
+        assert "TEMP B-TREE" not in details, details  # the key's own order: no sort

@@ -135,6 +135,8 @@ def test_vectors_cover_every_kind_code_and_frame() -> None:
         "worlds",
         "forked",
         "deleted",
+        "residents",
+        "events",
     }
     errors = {
         v["json"]["code"]

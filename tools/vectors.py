@@ -318,6 +318,7 @@ def build() -> tuple[list[Frame], list[Step]]:
             _worlds(v)
             _roots(v)
             _memory(v)
+            _listings(v)
             _subscriptions(v)
             _resume(v)
             _literal_errors(v)
@@ -474,6 +475,24 @@ def _handshakes(v: _Vectors) -> None:
         "handshake.subscribe_not_list",
         'subscribe is a list of resident ids or "*".',
         {"type": "hello", "protocol": 1, "world": WORLD, "subscribe": "mira"},
+        error=bad.INVALID_FRAME,
+    )
+    h(
+        "client.hello.read_only",
+        "A viewer (the inspector) asks for a read-only connection: role reader, whatever the "
+        "token grants (role writer would insist on a writer token).",
+        {"type": "hello", "protocol": 1, "world": WORLD, "role": "reader", "subscribe": "*"},
+    )
+    h(
+        "handshake.role_unknown",
+        "role is reader or writer.",
+        {"type": "hello", "protocol": 1, "world": WORLD, "role": "admin"},
+        error=bad.INVALID_FRAME,
+    )
+    h(
+        "handshake.subscribe_star_in_list",
+        '"*" is never a resident id: subscribe ["*"] is refused (send "*" itself for everyone).',
+        {"type": "hello", "protocol": 1, "world": WORLD, "subscribe": ["*"]},
         error=bad.INVALID_FRAME,
     )
     h(
@@ -1166,6 +1185,13 @@ def _refusals(v: _Vectors) -> None:
         {"type": "subscribe", "residents": "*", "crossing": 101, "rid": 24},
         error=f,
     )
+    s(
+        "invalid.subscribe_star_in_list",
+        '"*" is never a resident id: residents ["*"] would match nothing, so it is refused '
+        '(send "*" itself for every resident).',
+        {"type": "subscribe", "residents": ["*"], "rid": "star"},
+        error=f,
+    )
     e = ErrorCode.INVALID_EVENT
     good = {"witnesses": ["ana"], "claim": _claim("r", "v"), "subject": "s"}
     out = s(
@@ -1513,6 +1539,59 @@ def _memory(v: _Vectors) -> None:
         "server.narrative.focus",
         "A focused narrative: registered names, the focus echoed, each entry's why.",
         out[0],
+    )
+    out = s(
+        "client.narrative.empty",
+        "Lena is registered but nothing has happened to her yet: her narrative is not not_found.",
+        {"type": "narrative", "resident": "lena", "rid": 46},
+    )
+    v.server(
+        "server.narrative.empty",
+        "The narrative of a known resident without beliefs: a fixed sentence, nine empty sections.",
+        out[0],
+    )
+
+
+def _listings(v: _Vectors) -> None:
+    """Issue 19: the residents and the event log, a page at a time (the inspector, ``credence
+    log``)."""
+    s = v.session
+    out = s(
+        "client.residents",
+        "The world's residents in id order, two per page here (limit 1–1000, default 500).",
+        {"type": "residents", "limit": 2, "rid": 46},
+    )
+    v.server(
+        "server.residents",
+        "A page of residents with their registered names; next is the after of the next page.",
+        out[0],
+    )
+    out = s(
+        "client.residents.after",
+        "A later page: residents whose id sorts after kai (the next of an earlier page).",
+        {"type": "residents", "after": "kai", "limit": 2, "rid": 47},
+    )
+    v.server(
+        "server.residents.after",
+        "Registered residents carry their display names per language.",
+        out[0],
+    )
+    out = s(
+        "client.events",
+        "The world's event log from event seq 4, three events (limit 1–1000, default 100).",
+        {"type": "events", "from": 4, "limit": 3, "rid": 48},
+    )
+    v.server(
+        "server.events",
+        "Each event's seq, id, day, kind, speaker or actor and subject; next is the from of the "
+        "next page, last the log's length.",
+        out[0],
+    )
+    s(
+        "invalid.events.limit",
+        "A page holds at most 1000 entries.",
+        {"type": "events", "limit": 5000, "rid": 49},
+        error=ErrorCode.INVALID_FRAME,
     )
 
 

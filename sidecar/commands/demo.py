@@ -8,6 +8,7 @@ from functools import partial
 from pathlib import Path
 
 import anyio
+from websockets.exceptions import WebSocketException
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -15,14 +16,52 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--db", type=Path, help="keep the demo's database here (default: a temporary file)"
     )
+    p.add_argument(
+        "--url", help="play into this running sidecar (ws://host:port) instead, to watch it in "
+        "its inspector (/inspect); the world must have no events yet",
+    )  # fmt: skip
+    p.add_argument("--world", default="demo-town", help="world to play in (default demo-town)")
+    p.add_argument("--token", help="a writer token for that world, if the sidecar needs one")
+    p.add_argument(
+        "--pace", type=_seconds, default=None,
+        help="seconds between story steps (default 1.5 with --url, else 0)",
+    )  # fmt: skip
     p.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..demo import run_demo
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 <= value <= 60:
+        raise argparse.ArgumentTypeError(f"{value} is not between 0 and 60 seconds")
+    return value
 
+
+def run(args: argparse.Namespace) -> int:
+    from ..demo import DemoRefused, run_demo
+
+    if args.url is not None and args.db is not None:
+        print("credence demo: give --db or --url, not both", file=sys.stderr)
+        return 2
+    if args.url is not None and not args.url.startswith(("ws://", "wss://")):
+        print(f"credence demo: --url must be ws://HOST:PORT or wss://…, not {args.url!r}",
+              file=sys.stderr)  # fmt: skip
+        return 2
     if args.db is not None and args.db.exists():
         print(f"credence demo: {args.db} exists; give a new path", file=sys.stderr)
         return 2
-    anyio.run(partial(run_demo, db=args.db))
+    pace = args.pace if args.pace is not None else (1.5 if args.url else 0.0)
+    play = partial(
+        run_demo, db=args.db, url=args.url, world=args.world, token=args.token, pace=pace
+    )
+    try:
+        anyio.run(play)
+    except DemoRefused as exc:
+        print(f"credence demo: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, WebSocketException) as exc:  # nothing (or no sidecar) listening there
+        print(f"credence demo: cannot reach {args.url}: {exc}", file=sys.stderr)
+        return 2
     return 0

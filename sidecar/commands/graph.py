@@ -6,6 +6,7 @@ import argparse
 import json
 
 from ..read.graph import graph, to_dot
+from ..read.registry import load_registry
 from ._reading import add_common, emit, with_reader
 
 
@@ -23,11 +24,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    code, g = with_reader(
-        "graph", args, lambda r: graph(r, args.world, resident=args.resident, root=args.root)
+    code, found = with_reader(
+        "graph",
+        args,
+        lambda r: (
+            graph(r, args.world, resident=args.resident, root=args.root),
+            load_registry(r, args.world),
+        ),
     )
-    if g is None:
+    if found is None:
         return code
-    text = to_dot(g) if args.format == "dot" else json.dumps(g, ensure_ascii=False, indent=2)
+    g, names = found
+    text = to_dot(g, names) if args.format == "dot" else json.dumps(g, ensure_ascii=False, indent=2)
     emit(text, args.out)
     return 0

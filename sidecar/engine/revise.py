@@ -391,8 +391,9 @@ def _intervene(belief: Belief | None, ev: Evidence, rules: Rules) -> tuple[Belie
             source_resident_id=None,
             intervention=Intervention.IMPLANTED,
             formed_day=ev.day if belief is None else belief.formed_day,
-            updated_day=ev.day,
-            last_evidence_day=ev.day,
+            # A late implant (rules.late_event_days) never moves these days back.
+            updated_day=ev.day if belief is None else max(belief.updated_day, ev.day),
+            last_evidence_day=ev.day if belief is None else max(belief.last_evidence_day, ev.day),
             origins=(ev.origin,) if ev.origin else (),
             value_since=ev.day,
             evidence_refs=(ev.evidence_id,)

@@ -1,24 +1,41 @@
-// Credence live inspector: plain JavaScript, no build step. It connects to the sidecar that
-// served this page (same host and port) with JSON text frames, a reader (or writer) token typed
-// in or given as ?token=, subscribes to every resident and replays the world's history
-// (hello.resume 0) to learn its residents. URL parameters: world, token, resident, root.
+// Credence inspector: plain JavaScript, no build step. It connects to the sidecar that served
+// this page (same host and port) with JSON text frames and speaks the ordinary wire protocol
+// (protocol/SPEC.md). It asks only for what it shows: the `worlds` list (the picker, and to
+// tell a typo from a world), a page of `residents` (with their registered names), the
+// selected resident's `beliefs`, `narrative`, `trust`, the latest page of `events`, and
+// subscribes to live notifications from the current seq (never a replay of the history).
+// The connection is read-only (`hello.role: "reader"`) unless a writer token is given.
+// URL parameters: world, token, writer, resident, root, tab.
 "use strict";
 (() => {
   const $ = (sel) => document.querySelector(sel);
   const params = new URLSearchParams(location.search);
   const PAGED = {
     beliefs: ["beliefs"], explanation: ["evidence", "history"], distribution: ["residents"],
-    narrative: ["sections"], graph: ["nodes", "edges"], trust: ["entries"],
+    narrative: ["sections"], graph: ["nodes", "edges"], trust: ["entries"], residents: ["residents"],
+    events: ["events"], worlds: ["worlds"],
   };
   const STREAM_MAX = 300;
+  const EVENTS_PAGE = 50;
+  const RESIDENTS_PAGE = 500;
+  const RESIDENTS_SHOWN = 5000; // beyond that, "more residents…" pages on demand
+  const PROBE_WORLD = "~inspector-probe"; // a hello needs a world; this one only lists worlds
+  const GRAPH_NODES_MAX = 160;
+  const BELIEFS_SHOWN = 400; // rows drawn at once; "more beliefs…" draws the next ones
 
   let ws = null;
   let nextRid = 1;
   const pending = new Map();
-  const residents = new Set();
-  let selected = params.get("resident") || "";
-  let selectedRoot = params.get("root") || "";
-  let refreshTimer = null;
+  const state = {
+    world: "", role: "reader", seq: 0, day: 0, exists: false,
+    residents: new Map(), // id -> names ({} when none registered)
+    residentsNext: null, selected: params.get("resident") || "", root: params.get("root") || "",
+    beliefs: [], beliefsShown: BELIEFS_SHOWN, stream: [], held: [], paused: false, unseen: 0,
+    events: [], eventsLast: 0, eventsOldest: null, tab: params.get("tab") || "narrative",
+  };
+  const timers = {};
+
+  // ------------------------------------------------------------------ small helpers
 
   // Build DOM nodes; text always goes through textContent (never parsed as HTML).
   function el(tag, attrs, ...children) {
@@ -27,7 +44,7 @@
       if (k === "class") node.className = v;
       else if (k === "style") Object.assign(node.style, v);
       else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-      else node.setAttribute(k, v);
+      else if (v !== undefined && v !== null) node.setAttribute(k, v);
     }
     for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(String(c ?? "")));
     return node;
@@ -39,11 +56,12 @@
     return node;
   };
   const show = (v) => (typeof v === "string" ? v : JSON.stringify(v));
-  const chip = (state) => el("span", { class: `chip ${state}` }, state);
-  function bar(confidence, state) {
+  const chip = (s) => el("span", { class: `chip ${s}` }, s);
+  function bar(confidence, s) {
     return el("span", {}, el("span", { class: "bar" },
-      el("span", { class: state || "influencing", style: { width: `${confidence}%` } })), el("b", {}, confidence));
+      el("span", { class: s || "influencing", style: { width: `${confidence}%` } })), el("b", {}, confidence));
   }
+  // The sidecar's order (SPEC §10.1: by code point; JavaScript's < compares UTF-16 units).
   const byCodePoint = (a, b) => {
     const x = [...a], y = [...b];
     for (let i = 0; i < Math.min(x.length, y.length); i++) {
@@ -52,33 +70,74 @@
     }
     return x.length - y.length;
   };
+  const debounce = (key, ms, fn) => { clearTimeout(timers[key]); timers[key] = setTimeout(fn, ms); };
+
+  // A game day as a person reads it: "day 25", or "day 25 07:25" for a fraction of a day.
+  function dayText(day) {
+    if (typeof day !== "number" || !isFinite(day)) return "day —";
+    let whole = Math.floor(day);
+    let minutes = Math.round((day - whole) * 1440);
+    if (minutes >= 1440) { whole += 1; minutes = 0; }
+    if (!minutes) return `day ${whole}`;
+    const hh = String(Math.floor(minutes / 60)).padStart(2, "0"), mm = String(minutes % 60).padStart(2, "0");
+    return `day ${whole} ${hh}:${mm}`;
+  }
+  // A resident's registered name in the page's language (else English, else its id).
+  function nameOf(id) {
+    if (id === null || id === undefined) return "";
+    const names = state.residents.get(id) || {};
+    return names[$("#lang").value] || names.en || id;
+  }
+  const list = (text) => text.split(",").map((s) => s.trim()).filter(Boolean);
 
   function setStatus(text, kind) {
     const s = $("#status");
     s.textContent = text;
     s.className = `status ${kind}`;
   }
+  function setLive() {
+    $("#live").textContent = `seq ${state.seq} · ${dayText(state.day)}`;
+    document.body.dataset.seq = String(state.seq);
+  }
+  function notice(...children) {
+    const box = $("#notice");
+    box.hidden = children.length === 0;
+    box.replaceChildren(...children);
+  }
 
-  // ---------------------------------------------------------------- the connection
+  // ------------------------------------------------------------------ the connection
 
-  function connect(world, token) {
-    if (ws) ws.close();
+  function connect(world, token, writer) {
+    if (ws) { const old = ws; ws = null; old.close(); }
+    clearInterval(timers.poll);
+    for (const p of pending.values()) p.reject(new Error("reconnecting"));
     pending.clear();
-    residents.clear();
-    $("#stream").replaceChildren();
+    Object.assign(state, { world, exists: false, seq: 0, day: 0, residentsNext: null, beliefs: [],
+      stream: [], held: [], events: [], eventsOldest: null, unseen: 0 });
+    state.residents = new Map();
+    document.body.dataset.connected = "false";
+    delete document.body.dataset.ready;
+    renderResidents(); renderStream(); notice();
     const scheme = location.protocol === "https:" ? "wss" : "ws";
+    state.connectedAt = performance.now();
     const socket = new WebSocket(`${scheme}://${location.host}/`);
     ws = socket;
     setStatus("connecting…", "wait");
     socket.onopen = () => {
-      const hello = { type: "hello", protocol: 1, world, client: "credence-inspector", subscribe: "*", resume: 0 };
-      if (token) hello.token = token;
+      const hello = {
+        type: "hello", protocol: 1, world: world || PROBE_WORLD, client: "credence-inspector",
+        role: writer ? "writer" : "reader",
+      };
+      if (world) hello.subscribe = "*"; // live from now on: no resume, no replay of the history
+      if (writer || token) hello.token = writer || token;
       socket.send(JSON.stringify(hello));
     };
-    socket.onmessage = (ev) => handle(JSON.parse(ev.data));
+    socket.onmessage = (ev) => { if (ws === socket) handle(JSON.parse(ev.data)); };
     socket.onclose = (ev) => {
       if (ws !== socket) return;
-      setStatus(`closed ${ev.code}${ev.reason ? " " + ev.reason : ""}`, "off");
+      document.body.dataset.connected = "false";
+      if ($("#status").className !== "status off") setStatus(`closed ${ev.code}${ev.reason ? " " + ev.reason : ""}`, "off");
+      if (!state.world) notice(el("span", {}, "Type a world id (and its token) above and press Open."));
       for (const p of pending.values()) p.reject(new Error("connection closed"));
       pending.clear();
     };
@@ -87,6 +146,7 @@
   function request(frame) {
     const rid = `i${nextRid++}`;
     return new Promise((resolve, reject) => {
+      if (!ws || ws.readyState !== WebSocket.OPEN) return reject(new Error("not connected"));
       pending.set(rid, { resolve, reject, parts: [] });
       ws.send(JSON.stringify({ ...frame, rid }));
     });
@@ -94,17 +154,8 @@
 
   function handle(frame) {
     switch (frame.type) {
-      case "welcome":
-        setStatus(`connected · ${frame.world} · ${frame.role} · seq ${frame.seq}`, "on");
-        document.body.dataset.connected = "true";
-        if (selected) selectResident(selected);
-        return;
-      case "belief":
-        onBelief(frame);
-        return;
-      case "resumed":
-        document.body.dataset.resumed = String(frame.seq);
-        return;
+      case "welcome": return onWelcome(frame);
+      case "belief": return onBelief(frame);
     }
     const p = frame.rid === undefined ? undefined : pending.get(frame.rid);
     if (!p) {
@@ -121,75 +172,248 @@
     pending.delete(frame.rid);
     const joined = { ...frame };
     for (const key of PAGED[frame.type] || []) joined[key] = p.parts.flatMap((part) => part[key] || []);
+    if (frame.type === "narrative") joined.text = p.parts.map((part) => part.text || "").join(""); // SPEC §11
     p.resolve(joined);
   }
 
-  // ---------------------------------------------------------------- live notifications
+  async function onWelcome(w) {
+    state.role = w.role;
+    state.seq = w.seq;
+    setLive();
+    document.body.dataset.role = w.role;
+    $("#fork-tools").hidden = w.role !== "writer";
+    let worlds = [];
+    try {
+      worlds = (await request({ type: "worlds" })).worlds;
+    } catch (err) {
+      setStatus(`worlds: ${err.message}`, "off");
+    }
+    fillPicker(worlds);
+    if (!state.world) {
+      setStatus("pick a world", "wait");
+      notice(el("span", {}, worlds.length ? "Pick a world above." : "This sidecar has no worlds yet."));
+      return;
+    }
+    const info = worlds.find((x) => x.world === state.world);
+    if (!info) return missingWorld(worlds);
+    openWorld(info);
+  }
+
+  function missingWorld(worlds) {
+    state.exists = false;
+    document.body.dataset.missing = "true";
+    setStatus(`no world '${state.world}'`, "off");
+    const others = worlds.slice(0, 20).map((x) => el("button", { type: "button", onclick: () => go(x.world) }, x.world));
+    notice(el("b", {}, `World '${state.world}' does not exist`),
+      ` on this sidecar (no event has been sent to it). `,
+      others.length ? el("span", {}, "Open one of: ", ...others) : "This sidecar has no worlds yet.",
+      el("span", { class: "muted" }, " This page shows the world once its first event arrives."));
+  }
+
+  async function openWorld(info) {
+    state.exists = true;
+    delete document.body.dataset.missing;
+    notice();
+    state.day = Math.max(state.day, info.day);
+    state.eventsLast = info.events;
+    setLive();
+    setStatus(`connected · ${state.world} · ${state.role}${state.role === "reader" ? " (read-only)" : ""}`, "on");
+    document.body.dataset.connected = "true";
+    await loadResidents();
+    if (!state.selected && state.residents.size) state.selected = [...state.residents.keys()][0];
+    const work = [loadEvents()];
+    if (state.selected) work.push(selectResident(state.selected));
+    await Promise.allSettled(work);
+    // How long the page took to show the world: since navigation, and since it connected.
+    document.body.dataset.readyMs = String(Math.round(performance.now()));
+    // Events that change no belief (registrations, ticks, refused-nothing acts) send no
+    // notification: the log is also polled, a cheap primary-key range from the newest seq.
+    clearInterval(timers.poll);
+    timers.poll = setInterval(() => { if (!document.hidden && state.exists) loadNewEvents().catch(() => {}); }, 3000);
+    document.body.dataset.openMs = String(Math.round(performance.now() - state.connectedAt));
+    document.body.dataset.ready = "true";
+  }
+
+  function fillPicker(worlds) {
+    const pick = $("#world-pick");
+    pick.replaceChildren(el("option", { value: "" }, worlds.length ? `worlds (${worlds.length})…` : "no worlds"),
+      ...worlds.map((x) => el("option", { value: x.world, selected: x.world === state.world ? "" : undefined },
+        `${x.world} · ${x.events} events · ${dayText(x.day)}`)));
+  }
+
+  function go(world) {
+    $("#world").value = world;
+    const url = new URL(location.href);
+    url.searchParams.set("world", world);
+    for (const k of ["resident", "root"]) url.searchParams.delete(k);
+    history.replaceState(null, "", url);
+    state.selected = ""; state.root = "";
+    connect(world, $("#token").value, $("#writer").value);
+  }
+
+  // ------------------------------------------------------------------ residents
+
+  async function loadResidents(more) {
+    let after = more ? state.residentsNext : undefined;
+    let loaded = 0;
+    do {
+      const reply = await request({ type: "residents", limit: RESIDENTS_PAGE, ...(after ? { after } : {}) });
+      for (const r of reply.residents) state.residents.set(r.resident, r.names || {});
+      loaded += reply.residents.length;
+      after = reply.next;
+    } while (after && loaded < RESIDENTS_SHOWN);
+    state.residentsNext = after || null;
+    renderResidents();
+  }
+
+  function addResident(id) {
+    if (!id || state.residents.has(id)) return;
+    state.residents.set(id, {});
+    debounce("residents", 300, renderResidents);
+  }
+
+  function renderResidents() {
+    const filter = $("#resident-filter").value.trim().toLowerCase();
+    const ids = [...state.residents.keys()].sort(byCodePoint);
+    const shown = ids.filter((id) => !filter || id.toLowerCase().includes(filter) ||
+      Object.values(state.residents.get(id)).some((n) => n.toLowerCase().includes(filter)));
+    $("#residents").replaceChildren(...shown.map((id) => {
+      const name = nameOf(id);
+      return el("li", { class: id === state.selected ? "selected" : "", "data-resident": id, title: id,
+        onclick: () => selectResident(id) }, name, name !== id ? el("span", { class: "id" }, id) : "");
+    }));
+    $("#resident-count").textContent = `${state.residents.size}${state.residentsNext ? "+" : ""}`;
+    $("#residents-more").hidden = !state.residentsNext;
+    $("#resident-ids").replaceChildren(...ids.slice(0, 500).map((id) => el("option", { value: id }, nameOf(id))));
+    const pick = $("#stream-filter"), keep = pick.value;
+    pick.replaceChildren(el("option", { value: "" }, "everyone"),
+      ...ids.slice(0, 1000).map((id) => el("option", { value: id }, nameOf(id))));
+    pick.value = keep;
+  }
+
+  // ------------------------------------------------------------------ live notifications
 
   function onBelief(b) {
+    state.seq = Math.max(state.seq, b.seq);
+    state.day = Math.max(state.day, b.day);
+    setLive();
     addResident(b.resident);
     if (b.source_kind === "hearsay" && b.source) addResident(b.source);
-    const prev = b.prev_confidence === null ? "—" : b.prev_confidence;
-    const item = el("li", { class: "fresh", "data-seq": b.seq },
-      el("span", { class: "muted" }, `#${b.seq} day ${b.day} `),
-      el("b", {}, b.resident), " ", b.root, " = ", show(b.value), " ",
-      el("i", {}, b.change), ` ${prev} → ${b.confidence} `, chip(b.state));
-    const stream = $("#stream");
-    stream.prepend(item);
-    while (stream.children.length > STREAM_MAX) stream.lastChild.remove();
-    if (b.resident === selected) scheduleRefresh();
+    if (!state.exists && state.world) { // the world's first event just arrived
+      debounce("reopen", 200, () => connect(state.world, $("#token").value, $("#writer").value));
+      return;
+    }
+    if (state.paused) {
+      state.held.push(b);
+      $("#stream-held").textContent = `paused · ${state.held.length} held`;
+    } else pushStream([b]);
+    if (b.resident === state.selected) debounce("refresh", 250, refreshSelected);
+    debounce("events", 600, loadNewEvents);
   }
 
-  function addResident(name) {
-    if (!name || residents.has(name) || name.startsWith("\u0000")) return;
-    residents.add(name);
-    const list = $("#residents");
-    const items = [...residents].sort(byCodePoint);
-    list.replaceChildren(...items.map((r) =>
-      el("li", { class: r === selected ? "selected" : "", "data-resident": r, onclick: () => selectResident(r) }, r)));
+  function pushStream(items) {
+    state.stream.push(...items);
+    if (state.stream.length > STREAM_MAX) state.stream.splice(0, state.stream.length - STREAM_MAX);
+    if (state.tab !== "stream") {
+      state.unseen += items.length;
+      const badge = $("#stream-badge");
+      badge.hidden = false;
+      badge.textContent = String(state.unseen);
+    }
+    renderStream(items.length);
   }
 
-  function scheduleRefresh() {
-    clearTimeout(refreshTimer);
-    refreshTimer = setTimeout(() => {
-      refreshBeliefs();
-      if (selectedRoot) selectBelief(selectedRoot);
-    }, 150);
+  function renderStream(fresh = 0) {
+    const who = $("#stream-filter").value;
+    const items = state.stream.filter((b) => !who || b.resident === who || b.source === who);
+    const lastFresh = new Set(state.stream.slice(state.stream.length - fresh));
+    $("#stream").replaceChildren(...items.slice().reverse().map((b) => {
+      const prev = b.prev_confidence === null ? "—" : b.prev_confidence;
+      return el("li", { class: lastFresh.has(b) ? "fresh" : "", "data-seq": b.seq, "data-resident": b.resident },
+        el("span", { class: "muted" }, `#${b.seq} ${dayText(b.day)} `),
+        el("b", {}, nameOf(b.resident)), " ", b.root, " = ", show(b.value), " ",
+        el("i", {}, b.change), ` ${prev} → ${b.confidence} `, chip(b.state),
+        b.source ? el("span", { class: "muted" }, ` from ${nameOf(b.source)}`) : "");
+    }));
+    $("#stream-held").textContent = state.paused ? `paused · ${state.held.length} held` : "";
   }
 
-  // ---------------------------------------------------------------- panels
+  // ------------------------------------------------------------------ the selected resident
 
-  function selectResident(name) {
-    selected = name;
-    $("#resident-name").textContent = name;
-    for (const li of $("#residents").children) li.classList.toggle("selected", li.dataset.resident === name);
+  async function selectResident(id) {
+    if (id !== state.selected) state.beliefsShown = BELIEFS_SHOWN;
+    state.selected = id;
+    $("#resident-name").textContent = nameOf(id);
+    for (const li of $("#residents").children) li.classList.toggle("selected", li.dataset.resident === id);
+    const url = new URL(location.href);
+    url.searchParams.set("resident", id);
+    history.replaceState(null, "", url);
+    if (state.root) selectBelief(state.root, false); // not awaited: a large graph must not hold the page
+    await Promise.allSettled([refreshBeliefs(), refreshNarrative(), refreshTrust()]);
+  }
+
+  function refreshSelected() {
     refreshBeliefs();
-    refreshTrust();
-    if (selectedRoot) selectBelief(selectedRoot);
+    refreshNarrative();
+    if (state.root) selectBelief(state.root, false);
   }
 
   async function refreshBeliefs() {
-    const tbody = $("#beliefs tbody");
+    const who = state.selected;
     try {
-      const reply = await request({ type: "beliefs", resident: selected });
-      tbody.replaceChildren(...reply.beliefs.map((b) => el("tr", {
-        class: b.root === selectedRoot ? "selected" : "", "data-root": b.root, onclick: () => selectBelief(b.root),
-      },
-      el("td", {}, b.root), el("td", {}, show(b.value)), el("td", {}, bar(b.confidence, b.state)),
-      el("td", {}, chip(b.state)),
-      el("td", {}, b.source_kind + (b.source ? ` · ${b.source}` : "") + (b.intervention ? ` · ${b.intervention}` : "")),
-      el("td", {}, b.subject))));
+      const reply = await request({ type: "beliefs", resident: who });
+      if (who !== state.selected) return;
+      state.beliefs = reply.beliefs;
+      renderBeliefs();
     } catch (err) {
-      tbody.replaceChildren(el("tr", {}, el("td", { colspan: 6, class: "muted" }, err.message)));
+      $("#beliefs tbody").replaceChildren(el("tr", {}, el("td", { colspan: 4, class: "muted" }, err.message)));
+    }
+  }
+
+  function renderBeliefs() {
+    const filter = $("#belief-filter").value.trim().toLowerCase();
+    const rows = state.beliefs.filter((b) => !filter ||
+      [b.root, show(b.value), b.subject || ""].some((t) => t.toLowerCase().includes(filter)));
+    $("#belief-count").textContent = `(${rows.length}${rows.length !== state.beliefs.length ? ` of ${state.beliefs.length}` : ""})`;
+    $("#beliefs-more").hidden = rows.length <= state.beliefsShown;
+    $("#beliefs-more").textContent = `${rows.length - state.beliefsShown} more beliefs…`;
+    $("#beliefs tbody").replaceChildren(...rows.slice(0, state.beliefsShown).map((b) => el("tr", {
+      class: b.root === state.root ? "selected" : "", "data-root": b.root, title: b.subject || "",
+      onclick: () => { selectBelief(b.root, true); },
+    },
+    el("td", { class: "root" }, b.root), el("td", {}, show(b.value)),
+    el("td", { class: "conf" }, bar(b.confidence, b.state), " ", chip(b.state)),
+    el("td", {}, b.source_kind + (b.source ? ` · ${nameOf(b.source)}` : "") + (b.intervention ? ` · ${b.intervention}` : "")))));
+  }
+
+  async function refreshNarrative() {
+    const who = state.selected;
+    if (!who) return;
+    const focus = {
+      people: list($("#focus-people").value), places: list($("#focus-places").value),
+      roots: list($("#focus-roots").value), topics: list($("#focus-topics").value),
+    };
+    for (const k of Object.keys(focus)) if (!focus[k].length) delete focus[k];
+    const budget = Math.min(50000, Math.max(200, parseInt($("#budget").value, 10) || 2000));
+    try {
+      const n = await request({ type: "narrative", resident: who, lang: $("#lang").value, budget, focus });
+      if (who !== state.selected) return;
+      $("#narrative-text").textContent = n.text;
+      $("#narrative-meta").textContent = `What ${nameOf(who)}'s LLM reads: ${[...n.text].length} of ${n.budget} characters` +
+        ` · ${n.lang} · ${n.omitted} memor${n.omitted === 1 ? "y" : "ies"} left out` +
+        `${n.compressed ? " · compressed" : ""} · ranked at ${dayText(n.day)}`;
+    } catch (err) {
+      $("#narrative-text").textContent = "";
+      $("#narrative-meta").textContent = err.message;
     }
   }
 
   async function refreshTrust() {
     const tbody = $("#trust tbody");
     try {
-      const reply = await request({ type: "trust", resident: selected });
-      const rows = reply.entries.map((e) => el("tr", {}, el("td", {}, e.source), el("td", {}, e.topic ?? "general"),
-        el("td", {}, e.value.toFixed(2)), el("td", {}, e.history.map((h) => h.detail).join(", "))));
+      const reply = await request({ type: "trust", resident: state.selected });
+      const rows = reply.entries.map((e) => el("tr", {}, el("td", {}, nameOf(e.source)), el("td", {}, e.topic ?? "general"),
+        el("td", {}, e.value.toFixed(2)), el("td", {}, e.history.map((h) => `${h.detail} (${dayText(h.day)})`).join(", "))));
       rows.push(el("tr", {}, el("td", { class: "muted" }, "anyone else"), el("td", {}, ""),
         el("td", {}, reply.default.toFixed(2)), el("td", {}, "")));
       tbody.replaceChildren(...rows);
@@ -198,14 +422,15 @@
     }
   }
 
-  async function selectBelief(root) {
-    selectedRoot = root;
-    $("#belief-name").textContent = `${selected} · ${root}`;
+  async function selectBelief(root, focusTab) {
+    state.root = root;
+    if (focusTab) setTab("belief");
+    $("#belief-name").textContent = `${nameOf(state.selected)} · ${root}`;
     for (const tr of $("#beliefs tbody").children) tr.classList.toggle("selected", tr.dataset.root === root);
     const [explanation, distribution, graph] = await Promise.allSettled([
-      request({ type: "explain", resident: selected, root }),
+      request({ type: "explain", resident: state.selected, root }),
       request({ type: "distribution", root }),
-      request({ type: "graph", resident: selected, root }),
+      request({ type: "graph", resident: state.selected, root }),
     ]);
     renderTimeline(explanation);
     renderDistribution(distribution);
@@ -213,21 +438,21 @@
   }
 
   function renderTimeline(result) {
-    const list = $("#timeline");
-    if (result.status !== "fulfilled") return list.replaceChildren(el("li", { class: "muted" }, result.reason.message));
+    const box = $("#timeline");
+    if (result.status !== "fulfilled") return box.replaceChildren(el("li", { class: "muted" }, result.reason.message));
     const x = result.value;
     const evidence = new Map(x.evidence.map((e) => [e.evidence_id, e]));
-    list.replaceChildren(...x.history.map((h) => {
+    box.replaceChildren(...x.history.map((h) => {
       const e = evidence.get(h.evidence_id);
       const from = h.prev_confidence === null ? "" : `${h.prev_confidence} → `;
       const valueChange = h.prev_value !== null && show(h.prev_value) !== show(h.value) ? ` (${show(h.prev_value)} → ${show(h.value)})` : "";
       return el("li", { "data-change": h.change },
-        el("span", { class: "day" }, `day ${h.day}`), el("b", {}, h.change), ` ${from}${h.confidence} `, chip(h.state),
+        el("span", { class: "day" }, dayText(h.day)), " ", el("b", {}, h.change), ` ${from}${h.confidence} `, chip(h.state),
         ` ${show(h.value)}${valueChange}`,
-        e ? el("div", { class: "ev" }, `${e.event_kind} ${e.event_id} · ${e.source_kind}${e.source ? " from " + e.source : ""}` +
-          ` · ${e.relation}${e.hops && e.hops.length ? " · via " + e.hops.join(" → ") : ""}` +
-          `${e.trust !== null && e.trust !== undefined ? " · trust " + e.trust : ""}: ${e.subject}`) :
-          el("div", { class: "ev" }, h.detail ? `detail ${h.detail}` : "aging"));
+        e ? el("div", { class: "ev" }, `${e.event_kind} ${e.event_id} · ${e.source_kind}${e.source ? " from " + nameOf(e.source) : ""}` +
+          ` · ${e.relation}${e.hops && e.hops.length > 1 ? " · via " + e.hops.map(nameOf).join(" → ") : ""}` +
+          `${e.trust !== null && e.trust !== undefined ? " · trust " + e.trust.toFixed(2) : ""}: ${e.subject}`) :
+          el("div", { class: "ev" }, h.detail ? `detail ${h.detail}` : "time passed"));
     }));
   }
 
@@ -237,78 +462,313 @@
     const d = result.value;
     const total = d.residents.length || 1;
     const rows = d.values.map((v) => el("div", { class: "dist-row" },
-      el("span", { class: "label" }, show(v.value)),
+      el("span", { class: "label", title: show(v.value) }, show(v.value)),
       el("span", { class: "bar" }, el("span", { class: "influencing", style: { width: `${(100 * v.residents) / total}%` } })),
       el("span", {}, `${v.residents} · mean ${v.mean_confidence} · ${v.independent_origins} origin(s)`)));
     if (d.observed_value !== undefined) {
       rows.push(el("p", { class: "muted" }, `the world observed ${show(d.observed_value)}; false share ${d.false_share}`));
     }
-    rows.push(el("p", { class: "muted" }, d.residents.map((r) => `${r.resident}: ${show(r.value)} (${r.confidence})`).join(" · ")));
+    rows.push(el("p", { class: "muted" }, d.residents.slice(0, 200).map((r) => `${nameOf(r.resident)}: ${show(r.value)} (${r.confidence})`).join(" · ") +
+      (d.residents.length > 200 ? ` · and ${d.residents.length - 200} more` : "")));
     box.replaceChildren(...rows);
   }
 
+  // ------------------------------------------------------------------ the belief graph
+
   const EDGE_COLOURS = {
     supports: "#2e7d32", contradicts: "#c62828", heard_from: "#1565c0", witnessed: "#999",
-    corrected_by: "#8e24aa", inferred_from: "#333", about: "#bbb",
+    corrected_by: "#8e24aa", inferred_from: "#333", said_by: "#6a1b9a", about: "#bbb",
   };
   const STATE_COLOURS = {
     influencing: "#2e7d32", doubtful: "#e6a100", anomalous: "#8e24aa", corrected: "#1565c0", past: "#8a8a8a",
   };
-  const COLUMN = { event: 0, claim: 1, person: 2, place: 2 };
+  // Columns left to right: people | events | claims and places. Tellers and witnesses sit
+  // next to the events they said or saw; the belief next to the evidence behind it.
+  const COLUMN = { person: 0, event: 1, claim: 2, place: 2 };
+  const BOX = { w: 168, h: 28, gapY: 10, gapX: 44 };
+  const MIN_FIT = 0.7; // a larger graph opens at this zoom (pan to see the rest)
+  const view = { x: 0, y: 0, k: 1, width: 0, height: 0, key: "" };
+
+  function nodeLabel(n) {
+    if (n.type === "claim") return `${nameOf(n.resident)}: ${show(n.value)} (${n.confidence})`;
+    if (n.type === "person") return nameOf(n.name);
+    if (n.type === "event") {
+      const subject = n.label.replace(/^\S+ \S+: /, ""); // the label is "<kind> <event id>: <subject>"
+      return `${dayText(n.day)} · ${n.speaker ? nameOf(n.speaker) : n.kind}: ${subject}`;
+    }
+    return n.label;
+  }
+
+  // A deterministic layered layout: nodes in columns by type, events by day, then two
+  // barycentre passes (each node moved towards the mean row of its neighbours) to uncross
+  // edges; ties by id. Boxes never overlap: one box per row slot.
+  function layout(nodes, edges) {
+    const cols = [[], [], []];
+    for (const n of nodes) cols[COLUMN[n.type] ?? 2].push(n);
+    cols[1].sort((a, b) => (a.day - b.day) || byCodePoint(a.id, b.id));
+    for (const c of [cols[0], cols[2]]) c.sort((a, b) => byCodePoint(a.type, b.type) || byCodePoint(a.id, b.id));
+    const neighbours = new Map(nodes.map((n) => [n.id, []]));
+    for (const e of edges) {
+      if (neighbours.has(e.source) && neighbours.has(e.target)) {
+        neighbours.get(e.source).push(e.target);
+        neighbours.get(e.target).push(e.source);
+      }
+    }
+    const row = new Map();
+    const index = () => cols.forEach((c) => c.forEach((n, i) => row.set(n.id, i)));
+    index();
+    for (let pass = 0; pass < 2; pass++) {
+      for (const ci of [0, 2]) {
+        const score = (n) => {
+          const rows = neighbours.get(n.id).map((m) => row.get(m)).filter((r) => r !== undefined);
+          return rows.length ? rows.reduce((a, b) => a + b, 0) / rows.length : row.get(n.id);
+        };
+        const scored = cols[ci].map((n) => [score(n), n]);
+        scored.sort((a, b) => (a[0] - b[0]) || byCodePoint(a[1].id, b[1].id));
+        cols[ci] = scored.map((s) => s[1]);
+        index();
+      }
+    }
+    const used = cols.map((c, i) => [c, i]).filter(([c]) => c.length);
+    const tallest = Math.max(1, ...used.map(([c]) => c.length));
+    const height = tallest * (BOX.h + BOX.gapY) + BOX.gapY;
+    const at = new Map();
+    used.forEach(([c], slot) => {
+      const x = BOX.gapY + slot * (BOX.w + BOX.gapX);
+      const top = (height - c.length * (BOX.h + BOX.gapY)) / 2 + BOX.gapY / 2;
+      c.forEach((n, i) => at.set(n.id, { x, y: top + i * (BOX.h + BOX.gapY) }));
+    });
+    return { at, width: BOX.gapY * 2 + used.length * BOX.w + (used.length - 1) * BOX.gapX, height };
+  }
 
   function renderGraph(result) {
     const box = $("#graph");
     if (result.status !== "fulfilled") return box.replaceChildren(el("p", { class: "muted" }, result.reason.message));
-    const { nodes, edges } = result.value;
-    const columns = [[], [], []];
-    for (const n of nodes) columns[COLUMN[n.type] ?? 2].push(n);
-    const width = 900, rowHeight = 46, colX = [150, 450, 750];
-    const height = Math.max(120, rowHeight * Math.max(...columns.map((c) => c.length)) + 40);
-    const at = new Map();
-    columns.forEach((col, ci) => col.forEach((n, i) => at.set(n.id, [colX[ci], 30 + i * rowHeight + (height - 40 - col.length * rowHeight) / 2])));
-    const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img" });
+    let { nodes, edges } = result.value;
+    let dropped = 0;
+    if (nodes.length > GRAPH_NODES_MAX) { // a belief with thousands of evidence events
+      // Keep the beliefs and places, the latest events, and the people linked to those.
+      const keep = new Set(nodes.filter((n) => n.type === "claim" || n.type === "place").map((n) => n.id));
+      const events = nodes.filter((n) => n.type === "event").sort((a, b) => a.day - b.day);
+      for (const n of events.slice(-Math.max(10, Math.floor((GRAPH_NODES_MAX - keep.size) / 2)))) keep.add(n.id);
+      const typeOf = new Map(nodes.map((n) => [n.id, n.type])); // ids are opaque: go by type
+      const kept = new Set(keep); // the people who said or saw a kept event
+      for (const e of edges) {
+        const from = typeOf.get(e.source), to = typeOf.get(e.target);
+        if (from === "person" && to === "event" && kept.has(e.target)) keep.add(e.source);
+        if (to === "person" && from === "event" && kept.has(e.source)) keep.add(e.target);
+      }
+      dropped = nodes.length - keep.size;
+      nodes = nodes.filter((n) => keep.has(n.id));
+      edges = edges.filter((e) => keep.has(e.source) && keep.has(e.target));
+    }
+    const { at, width, height } = layout(nodes, edges);
+    const root = svg("svg", { role: "img", "aria-label": "belief graph" });
     const defs = svg("defs");
-    const marker = svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
-    marker.append(svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#777" }));
-    defs.append(marker);
+    for (const [type, colour] of Object.entries(EDGE_COLOURS)) {
+      const marker = svg("marker", { id: `arrow-${type}`, viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
+      marker.append(svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: colour }));
+      defs.append(marker);
+    }
     root.append(defs);
+    const stage = svg("g", { id: "graph-stage" });
+    root.append(stage);
     for (const e of edges) {
       const a = at.get(e.source), b = at.get(e.target);
       if (!a || !b) continue;
       const colour = EDGE_COLOURS[e.type] || "#777";
-      // From border to border of the two boxes (240 × 30), so the arrow head shows.
-      const dx = b[0] - a[0], dy = b[1] - a[1];
-      const cut = Math.min(dx ? 121 / Math.abs(dx) : Infinity, dy ? 16 / Math.abs(dy) : Infinity, 0.5);
-      root.append(svg("line", {
-        x1: a[0] + dx * cut, y1: a[1] + dy * cut, x2: b[0] - dx * cut, y2: b[1] - dy * cut,
-        stroke: colour, "stroke-width": 1.6, "marker-end": "url(#arrow)",
-      }));
-      root.append(svg("text", { x: (a[0] + b[0]) / 2, y: (a[1] + b[1]) / 2 - 4, fill: colour, "text-anchor": "middle" }, e.type));
+      // Leave the right or left side of one box for the other; a curve keeps same-column edges apart.
+      const forward = a.x <= b.x;
+      const x1 = forward ? a.x + BOX.w : a.x, x2 = forward ? (a.x === b.x ? b.x + BOX.w : b.x) : b.x + BOX.w;
+      const y1 = a.y + BOX.h / 2, y2 = b.y + BOX.h / 2;
+      const bend = a.x === b.x ? 40 : Math.abs(x2 - x1) / 2;
+      const c1 = forward ? x1 + bend : x1 - bend, c2 = forward ? x2 + (a.x === b.x ? bend : -bend) : x2 + bend;
+      const path = svg("path", {
+        d: `M ${x1} ${y1} C ${c1} ${y1}, ${c2} ${y2}, ${x2} ${y2}`, fill: "none", stroke: colour,
+        "stroke-width": e.type === "about" ? 1 : 1.6, "stroke-dasharray": e.type === "about" ? "3 3" : "",
+        "marker-end": e.type === "about" ? "" : `url(#arrow-${e.type})`, "data-edge": e.type,
+      });
+      path.append(svg("title", {}, `${e.type}${e.count > 1 ? " ×" + e.count : ""}${e.day !== undefined ? " · " + dayText(e.day) : ""}`));
+      stage.append(path);
     }
+    const labels = [];
     for (const n of nodes) {
-      const [x, y] = at.get(n.id);
-      const fill = n.type === "claim" ? STATE_COLOURS[n.state] || "#2e7d32" : n.type === "event" ? "#f0ede4" : "#e6eef8";
-      root.append(svg("rect", { x: x - 120, y: y - 15, width: 240, height: 30, rx: 6, fill, stroke: "#999", "data-node": n.id }));
-      const label = n.type === "claim" ? `${n.resident}: ${show(n.value)} (${n.confidence})` : n.label;
-      root.append(svg("text", { x, y: y + 4, "text-anchor": "middle", fill: n.type === "claim" ? "#fff" : "#222" },
-        label.length > 40 ? label.slice(0, 39) + "…" : label));
+      const p = at.get(n.id);
+      const fill = n.type === "claim" ? STATE_COLOURS[n.state] || "#2e7d32" : n.type === "event" ? "#f0ede4" : n.type === "person" ? "#e6eef8" : "#eaf7e6";
+      const g = svg("g", { "data-node": n.id, "data-type": n.type });
+      g.append(svg("rect", { x: p.x, y: p.y, width: BOX.w, height: BOX.h, rx: n.type === "person" ? 15 : 5, fill, stroke: "#999" }));
+      const full = nodeLabel(n);
+      const text = svg("text", { x: p.x + 8, y: p.y + BOX.h / 2 + 4, fill: n.type === "claim" ? "#fff" : "#222" }, full);
+      g.append(svg("title", {}, n.type === "claim" ? `${full}\n${n.root} · ${n.state}\n${n.subject}` : full));
+      g.append(text);
+      stage.append(g);
+      labels.push([text, full]);
     }
     box.replaceChildren(root);
+    // Clip each label to its box (measured, so no label runs into a neighbour).
+    for (const [text, full] of labels) {
+      if (text.getComputedTextLength() <= BOX.w - 14) continue;
+      let lo = 0, hi = full.length;
+      while (lo < hi) {
+        const mid = Math.ceil((lo + hi) / 2);
+        text.textContent = full.slice(0, mid) + "…";
+        if (text.getComputedTextLength() <= BOX.w - 14) lo = mid; else hi = mid - 1;
+      }
+      text.textContent = full.slice(0, lo) + "…";
+    }
+    // A live refresh of the same belief keeps the user's pan and zoom; a new belief is fitted.
+    const key = `${state.selected}\u0000${state.root}`;
+    Object.assign(view, { width, height });
+    if (view.key === key) applyView();
+    else { view.key = key; fitGraph(); }
+    $("#graph-legend").replaceChildren(
+      ...[...new Set(edges.map((e) => e.type))].map((t) => el("span", {}, el("i", { style: { background: EDGE_COLOURS[t] } }), t.replace("_", " "))),
+      dropped ? el("span", { class: "muted" }, `${dropped} older events and people not drawn`) : "");
   }
 
-  // ---------------------------------------------------------------- wiring
+  function applyView() {
+    const stage = document.getElementById("graph-stage");
+    if (stage) stage.setAttribute("transform", `translate(${view.x} ${view.y}) scale(${view.k})`);
+    document.body.dataset.graphZoom = view.k.toFixed(3);
+  }
+  function fitGraph() {
+    const box = $("#graph").getBoundingClientRect();
+    if (!view.width || !box.width) return;
+    view.k = Math.max(MIN_FIT, Math.min(1.3, box.width / view.width, box.height / view.height));
+    view.x = Math.max(0, (box.width - view.width * view.k) / 2);
+    view.y = 8;
+    applyView();
+  }
+  function zoom(factor, cx, cy) {
+    const box = $("#graph").getBoundingClientRect();
+    const x = cx ?? box.width / 2, y = cy ?? box.height / 2;
+    const k = Math.min(8, Math.max(0.1, view.k * factor));
+    view.x = x - ((x - view.x) * k) / view.k;
+    view.y = y - ((y - view.y) * k) / view.k;
+    view.k = k;
+    applyView();
+  }
+  function wireGraph() {
+    const box = $("#graph");
+    let drag = null;
+    box.addEventListener("pointerdown", (ev) => {
+      drag = { x: ev.clientX, y: ev.clientY, vx: view.x, vy: view.y };
+      box.classList.add("dragging");
+      box.setPointerCapture(ev.pointerId);
+    });
+    box.addEventListener("pointermove", (ev) => {
+      if (!drag) return;
+      view.x = drag.vx + ev.clientX - drag.x;
+      view.y = drag.vy + ev.clientY - drag.y;
+      applyView();
+    });
+    const end = () => { drag = null; box.classList.remove("dragging"); };
+    box.addEventListener("pointerup", end);
+    box.addEventListener("pointercancel", end);
+    box.addEventListener("wheel", (ev) => {
+      ev.preventDefault();
+      const r = box.getBoundingClientRect();
+      zoom(ev.deltaY < 0 ? 1.15 : 1 / 1.15, ev.clientX - r.left, ev.clientY - r.top);
+    }, { passive: false });
+    $("#zoom-in").addEventListener("click", () => zoom(1.25));
+    $("#zoom-out").addEventListener("click", () => zoom(0.8));
+    $("#zoom-fit").addEventListener("click", fitGraph);
+  }
 
+  // ------------------------------------------------------------------ the event log
+
+  async function loadEvents() {
+    const from = Math.max(1, state.eventsLast - EVENTS_PAGE + 1);
+    const reply = await request({ type: "events", from, limit: EVENTS_PAGE });
+    state.events = reply.events;
+    state.eventsLast = reply.last;
+    state.eventsOldest = reply.events.length ? reply.events[0].seq : null;
+    renderEvents();
+  }
+  async function loadOlderEvents() {
+    if (!state.eventsOldest || state.eventsOldest <= 1) return;
+    const from = Math.max(1, state.eventsOldest - EVENTS_PAGE);
+    const reply = await request({ type: "events", from, limit: state.eventsOldest - from });
+    state.events = reply.events.concat(state.events);
+    state.eventsOldest = from;
+    renderEvents();
+  }
+  async function loadNewEvents() {
+    if (!state.exists) return;
+    const newest = state.events.length ? state.events[state.events.length - 1].seq : 0;
+    const reply = await request({ type: "events", from: newest + 1, limit: 1000 });
+    if (!reply.events.length && reply.last === state.eventsLast) return;
+    state.events = state.events.concat(reply.events).slice(-20 * EVENTS_PAGE); // bounded
+    if (state.events.length) state.eventsOldest = state.events[0].seq;
+    // A registration changes no belief (no notification): its names arrive with the log.
+    if (reply.events.some((e) => e.kind === "register")) loadResidents().then(() => {
+      renderBeliefs(); renderStream(); renderEvents();
+      if (state.selected) $("#resident-name").textContent = nameOf(state.selected);
+    });
+    state.eventsLast = reply.last;
+    if (state.eventsOldest === null && reply.events.length) state.eventsOldest = reply.events[0].seq;
+    renderEvents();
+  }
+  function renderEvents() {
+    const writer = state.role === "writer";
+    $("#events-meta").textContent = `${state.eventsLast} events in the log; showing seq ${state.eventsOldest ?? "—"}` +
+      ` to ${state.events.length ? state.events[state.events.length - 1].seq : "—"}` +
+      (writer ? " · fork: a new world with the log up to that event" : " · read-only (give a writer token to fork)");
+    $("#events tbody").replaceChildren(...state.events.slice().reverse().map((e) => el("tr", { "data-seq": e.seq },
+      el("td", { class: "seq" }, e.seq), el("td", {}, dayText(e.day)), el("td", {}, e.kind),
+      el("td", {}, e.by ? nameOf(e.by) : ""), el("td", { title: e.event_id }, e.subject || el("span", { class: "muted" }, e.event_id)),
+      el("td", {}, writer ? el("button", { type: "button", onclick: () => fork(e.seq) }, "fork here") : ""))));
+    $("#events-older").hidden = !state.eventsOldest || state.eventsOldest <= 1;
+  }
+  async function fork(seq) {
+    const into = $("#fork-into").value.trim() || `${state.world}-at-${seq}`;
+    const out = $("#fork-result");
+    out.textContent = `forking at seq ${seq}…`;
+    try {
+      const f = await request({ type: "fork", into, at: seq });
+      out.replaceChildren(`forked into ${f.world}: ${f.events} events, ${f.beliefs} beliefs, ${dayText(f.day)} `,
+        el("button", { type: "button", onclick: () => go(f.world) }, "open it"));
+    } catch (err) {
+      out.textContent = `fork refused: ${err.code || ""} ${err.message}`;
+    }
+  }
+
+  // ------------------------------------------------------------------ tabs and wiring
+
+  function setTab(name) {
+    state.tab = name;
+    document.body.dataset.tab = name;
+    for (const b of document.querySelectorAll(".tabs button")) b.classList.toggle("on", b.dataset.tab === name);
+    for (const t of document.querySelectorAll(".tab")) t.classList.toggle("on", t.id === `tab-${name}`);
+    if (name === "stream") { state.unseen = 0; $("#stream-badge").hidden = true; }
+    if (name === "belief") requestAnimationFrame(fitGraph);
+  }
+
+  for (const b of document.querySelectorAll(".tabs button")) b.addEventListener("click", () => setTab(b.dataset.tab));
+  setTab(state.tab);
+  wireGraph();
   $("#world").value = params.get("world") || "";
   $("#token").value = params.get("token") || "";
-  $("#resident-input").value = selected;
-  $("#connect").addEventListener("submit", (ev) => {
-    ev.preventDefault();
-    connect($("#world").value.trim(), $("#token").value);
+  $("#writer").value = params.get("writer") || "";
+  $("#connect").addEventListener("submit", (ev) => { ev.preventDefault(); go($("#world").value.trim()); });
+  $("#world-pick").addEventListener("change", (ev) => { if (ev.target.value) go(ev.target.value); });
+  $("#resident-filter").addEventListener("input", renderResidents);
+  $("#residents-more").addEventListener("click", () => loadResidents(true));
+  $("#belief-filter").addEventListener("input", renderBeliefs);
+  $("#beliefs-more").addEventListener("click", () => { state.beliefsShown += BELIEFS_SHOWN; renderBeliefs(); });
+  $("#events-older").addEventListener("click", loadOlderEvents);
+  $("#narrative-form").addEventListener("input", () => debounce("narrative", 300, refreshNarrative));
+  $("#narrative-form").addEventListener("submit", (ev) => { ev.preventDefault(); refreshNarrative(); });
+  $("#lang").addEventListener("change", () => { renderResidents(); renderBeliefs(); renderStream(); renderEvents();
+    if (state.selected) $("#resident-name").textContent = nameOf(state.selected); });
+  $("#stream-filter").addEventListener("change", () => renderStream());
+  $("#stream-pause").addEventListener("click", () => {
+    state.paused = !state.paused;
+    $("#stream-pause").textContent = state.paused ? "resume" : "pause";
+    document.body.dataset.paused = String(state.paused);
+    if (!state.paused && state.held.length) { const held = state.held; state.held = []; pushStream(held); }
+    renderStream();
   });
-  $("#pick").addEventListener("submit", (ev) => {
-    ev.preventDefault();
-    const name = $("#resident-input").value.trim();
-    if (name && ws) selectResident(name);
-  });
-  if (params.get("world")) connect(params.get("world"), params.get("token") || "");
+  window.addEventListener("resize", () => debounce("fit", 150, fitGraph));
+  connect(params.get("world") || "", params.get("token") || "", params.get("writer") || "");
 })();

@@ -18,6 +18,7 @@ from ..engine import Belief, Change
 from ..store import Reader
 from ..store.rows import load_json
 from .queries import NotFound, resident_known
+from .registry import load_registry
 
 __all__ = ["belief_dict", "change_dict", "evidence_summary", "explain", "render_explain"]
 
@@ -67,12 +68,22 @@ def explain(reader: Reader, world: str, resident: str, root: str) -> dict[str, A
     belief = reader.belief(world, resident, root)
     if belief is None:
         raise NotFound(f"{resident!r} holds no belief on {root!r}")
+    evidence = [evidence_summary(e) for e in reader.evidence(world, resident, root)]
+    mentioned = {resident, belief.source_resident_id} | {e["source"] for e in evidence}
+    mentioned |= {hop for e in evidence for hop in e["hops"] or ()}
+    registry = load_registry(reader, world)
     return {
         "resident": resident,
         "root": root,
         "belief": belief_dict(belief),
-        "evidence": [evidence_summary(e) for e in reader.evidence(world, resident, root)],
+        "evidence": evidence,
         "history": [change_dict(c) for c in reader.history(world, resident, root)],
+        # The registered (English) names of the residents mentioned, for the timeline.
+        "names": {
+            r: registry.name(r, "en")
+            for r in sorted(m for m in mentioned if m)
+            if r in registry.names
+        },
     }
 
 
@@ -83,14 +94,14 @@ def _day(day: float) -> str:
     return f"day {day:g}"
 
 
-def _what(ev: dict[str, Any]) -> str:
+def _what(ev: dict[str, Any], names: dict[str, str]) -> str:
     kind, source, subject = ev["event_kind"], ev["source"], ev["subject"]
     if kind in ("say", "announce"):
         verb = "said" if kind == "say" else "announced"
-        heard = f"{source} {verb}: {subject}"
+        heard = f"{names.get(source, source)} {verb}: {subject}"
         hops = ev.get("hops") or []
         if len(hops) > 1:
-            heard += f" [via {' → '.join(hops)}]"
+            heard += f" [via {' → '.join(names.get(h, h) for h in hops)}]"
         if ev.get("trust") is not None:
             heard += f" [trust {ev['trust']:.2f}]"
         return heard
@@ -117,10 +128,14 @@ def _effect(c: dict[str, Any]) -> str:
 def render_explain(data: dict[str, Any]) -> str:
     """A readable timeline: one line per piece of evidence or aging step, oldest first."""
     b = data["belief"]
-    source = b["source_kind"] + (f" from {b['source']}" if b["source"] else "")
+    names: dict[str, str] = data.get("names") or {}
+    source = b["source_kind"] + (
+        f" from {names.get(b['source'], b['source'])}" if b["source"] else ""
+    )
     extra = f", intervention: {b['intervention']}" if b["intervention"] else ""
+    who = data["resident"]
     lines = [
-        f"{data['resident']} on {data['root']}",
+        f"{names[who]} ({who}) on {data['root']}" if who in names else f"{who} on {data['root']}",
         f"now: {b['subject']!r} (value {b['value']!r}), confidence {b['confidence']}, "
         f"{b['state']}, {source}{extra}",
         "",
@@ -130,7 +145,7 @@ def render_explain(data: dict[str, Any]) -> str:
     for n, ev in enumerate(data["evidence"]):
         change = by_evidence.get(ev["evidence_id"])
         effect = _effect(change) if change else "→ no change (same source again)"
-        head = f"{_day(ev['day']):<9}{ev['source_kind']:<11}{_what(ev)}"
+        head = f"{_day(ev['day']):<9}{ev['source_kind']:<11}{_what(ev, names)}"
         text = f"{head}  ({ev['relation']})  {effect}"
         timeline.append((ev["day"], 1, n, text))
     for n, c in enumerate(data["history"]):

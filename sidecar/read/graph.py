@@ -8,7 +8,8 @@ JSON form (the ``graph`` reply's ``nodes``/``edges`` lists; see ``GRAPH_FORMAT.m
 A **claim** node is one resident's belief on one root (``resident``, ``root``, ``value``,
 ``subject``, ``confidence``, ``state``, ``source_kind``, ``source``, ``intervention``); an
 **event** node is a world event (``event_id``, ``kind``, ``day``, and ``speaker`` for what
-was said); **person** and **place** nodes carry ``name``. Edges describe each belief as it
+was said); **person** and **place** nodes carry ``name`` (the id; a person's ``label`` is
+its registered English name where the game registered one). Edges describe each belief as it
 is *now* (``relation`` keeps how the evidence bore on the belief when it arrived):
 
 - ``inferred_from`` claim → event: the event formed the belief, or an intervention set it;
@@ -18,6 +19,8 @@ is *now* (``relation`` keeps how the evidence bore on the belief when it arrived
   (``value_before``, ``subject_before``);
 - ``heard_from`` claim → person: someone told the resident the current value;
 - ``witnessed`` person → event: the resident saw the event (firsthand evidence);
+- ``said_by`` event → person: who said or announced it (every telling, also one that the
+  belief no longer agrees with, e.g. the rumour a correction overturned);
 - ``about`` claim → place or person: the belief concerns this place or person.
 
 Every edge has ``count`` (how many pieces of evidence it stands for) and, except ``about``,
@@ -36,6 +39,7 @@ from ..engine import Belief, same_value
 from ..store import Reader
 from .phrasing import clip_text
 from .queries import NotFound, corrections, evidence_rows, resident_known
+from .registry import Registry, load_registry
 
 __all__ = ["EDGE_TYPES", "NODE_TYPES", "claim_id", "graph", "to_dot"]
 
@@ -47,6 +51,7 @@ EDGE_TYPES = (
     "witnessed",
     "inferred_from",
     "corrected_by",
+    "said_by",
     "about",
 )
 
@@ -62,9 +67,10 @@ def claim_id(resident: str, root: str) -> str:
 class _Builder:
     """Collects nodes and edges once each, in first-seen order."""
 
-    def __init__(self) -> None:
+    def __init__(self, names: Registry) -> None:
         self.nodes: dict[str, dict[str, Any]] = {}
         self.edges: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.names = names
 
     def node(self, node_id: str, node_type: str, label: str, **fields: Any) -> str:
         if node_id not in self.nodes:
@@ -72,7 +78,7 @@ class _Builder:
         return node_id
 
     def person(self, name: str) -> str:
-        return self.node(f"person:{name}", "person", name, name=name)
+        return self.node(f"person:{name}", "person", self.names.name(name, "en"), name=name)
 
     def edge(self, source: str, target: str, edge_type: str, **fields: Any) -> None:
         key = (source, target, edge_type)
@@ -127,7 +133,7 @@ def graph(
     nobody in scope believes anything about.
     """
     beliefs = _beliefs(reader, world, resident, root)
-    g = _Builder()
+    g = _Builder(load_registry(reader, world))
     current: dict[tuple[str, str], Belief] = {}
     for b in beliefs:
         g.claim(b)
@@ -165,6 +171,7 @@ def graph(
             g.edge(g.person(row["resident"]), event, "witnessed", **when)
         elif row["source_kind"] == "hearsay":
             g.nodes[event].setdefault("speaker", row["source_resident"])
+            g.edge(event, g.person(row["source_resident"]), "said_by", **when)
             if agrees:  # a speaker who said otherwise is no source of this belief
                 g.edge(cid, g.person(row["source_resident"]), "heard_from", **when)
     for b in beliefs:
@@ -198,6 +205,7 @@ _EDGE_STYLE = {
     "witnessed": 'color="gray40"',
     "inferred_from": 'color="black"',
     "corrected_by": 'color="blue", penwidth=2',
+    "said_by": 'color="purple"',
     "about": 'color="gray60", style=dotted, arrowhead=none',
 }
 
@@ -208,20 +216,22 @@ def _q(text: object) -> str:
     return '"' + s.replace("\n", "\\n") + '"'
 
 
-def _node_line(node: dict[str, Any]) -> str:
+def _node_line(node: dict[str, Any], names: Registry | None = None) -> str:
     label = node["label"]
     style = _NODE_STYLE[node["type"]]
     if node["type"] == "claim":
         detail = f"{node['confidence']} {node['state']} · {node['source_kind']}"
         if node.get("source"):
-            detail += f" ({node['source']})"
+            source = node["source"] if names is None else names.name(node["source"], "en")
+            detail += f" ({source})"
         label = f"{label}\n{node['root']} = {node['value']!r}\n{detail}"
         style += f', color="{_STATE_COLOR.get(node["state"], "black")}"'
     return f"    {_q(node['id'])} [label={_q(label)}, {style}];"
 
 
-def to_dot(g: dict[str, list[dict[str, Any]]]) -> str:
-    """Graphviz DOT for a graph from :func:`graph`: each holder's beliefs in a cluster."""
+def to_dot(g: dict[str, list[dict[str, Any]]], names: Registry | None = None) -> str:
+    """Graphviz DOT for a graph from :func:`graph`: each holder's beliefs in a cluster,
+    labelled with the holder's registered name when ``names`` has one."""
     lines = ["digraph credence {", "    rankdir=LR;", '    node [fontname="Helvetica"];',
              '    edge [fontname="Helvetica", fontsize=10];']  # fmt: skip
     holders: dict[str, list[dict[str, Any]]] = {}
@@ -232,8 +242,9 @@ def to_dot(g: dict[str, list[dict[str, Any]]]) -> str:
             lines.append(_node_line(node))
     for n, (resident, claims) in enumerate(holders.items()):
         lines.append(f"    subgraph cluster_{n} {{")
-        lines.append(f"        label={_q('beliefs of ' + resident)};")
-        lines.extend("    " + _node_line(node) for node in claims)
+        holder = resident if names is None else names.name(resident, "en")
+        lines.append(f"        label={_q('beliefs of ' + holder)};")
+        lines.extend("    " + _node_line(node, names) for node in claims)
         lines.append("    }")
     for e in g["edges"]:
         label = e["type"] if e.get("count", 1) == 1 else f"{e['type']} ×{e['count']}"

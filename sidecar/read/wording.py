@@ -145,7 +145,10 @@ class Words:
                 if rest.startswith(" "):
                     return self.self_name + rest
             elif head == name and len(text) > len(name) and not text[len(name)].isspace():
-                return self.self_name + text[len(name) :]  # 米拉的繩子 → 我的繩子
+                rest = text[len(name) :]
+                if rest.startswith("'s "):  # an English subject in a zh-Hant narrative
+                    return self.self_name + "的" + rest[3:]  # Mira's bucket → 我的bucket
+                return self.self_name + rest  # 米拉的繩子 → 我的繩子
         return text
 
     def own(self, text: str) -> bool:

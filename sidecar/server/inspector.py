@@ -1,8 +1,8 @@
 """``GET /inspect``: the live belief inspector, static files served on the sidecar's own port.
 
 The page (``sidecar/inspector/``: plain HTML, CSS and JavaScript, shipped as package data, no
-build step) connects back to the same port over WebSocket with JSON text frames and a token
-typed in or given as ``?token=``. This module only maps the few known file names to their
+build step) connects back to the same port over WebSocket with JSON text frames, read-only
+(``hello.role: "reader"``) unless a writer token is typed in or given as ``?writer=``. This module only maps the few known file names to their
 bytes; any other path under ``/inspect/`` is 404, and every other path stays the health check.
 """
 

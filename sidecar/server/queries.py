@@ -20,10 +20,12 @@ from protocol import (
     BeliefsQuery,
     DistributionQuery,
     ErrorCode,
+    EventsQuery,
     ExplainQuery,
     GraphQuery,
     NarrativeQuery,
     ProtocolError,
+    ResidentsQuery,
     TrustQuery,
     belief_summary,
     change_summary,
@@ -280,6 +282,26 @@ def _trust(reader: Reader, world: str, q: TrustQuery) -> list[dict[str, Any]]:
     return paginate(head, {"entries": rows})
 
 
+def _residents(reader: Reader, world: str, q: ResidentsQuery) -> list[dict[str, Any]]:
+    # One row more than asked says whether another page follows (``next``: pass as ``after``).
+    rows = reader.resident_page(world, after=q.after, limit=q.limit + 1)
+    more = len(rows) > q.limit
+    rows = rows[: q.limit]
+    head = {"type": "residents", "rid": q.rid, "next": rows[-1][0] if more else None}
+    return paginate(head, {"residents": [{"resident": r, "names": n} for r, n in rows]})
+
+
+def _events(reader: Reader, world: str, q: EventsQuery) -> list[dict[str, Any]]:
+    rows = reader.event_page(world, start=q.start, limit=q.limit + 1)
+    more = len(rows) > q.limit
+    rows = rows[: q.limit]
+    head = {
+        "type": "events", "rid": q.rid, "from": q.start, "last": reader.event_count(world),
+        "next": rows[-1]["seq"] + 1 if more else None,
+    }  # fmt: skip
+    return paginate(head, {"events": rows})
+
+
 _HANDLERS: dict[type, Callable[[Reader, str, Any], list[dict[str, Any]]]] = {
     TrustQuery: _trust,
     BeliefsQuery: _beliefs,
@@ -287,6 +309,8 @@ _HANDLERS: dict[type, Callable[[Reader, str, Any], list[dict[str, Any]]]] = {
     DistributionQuery: _distribution,
     NarrativeQuery: _narrative,
     GraphQuery: _graph,
+    ResidentsQuery: _residents,
+    EventsQuery: _events,
 }
 
 

@@ -224,6 +224,14 @@ class Session:
             raise ProtocolError(
                 ErrorCode.UNAUTHORIZED, f"token not valid for world {hello.world!r}", rid=hello.rid
             )
+        if hello.role == "writer" and role is not Role.WRITER:
+            raise ProtocolError(
+                ErrorCode.UNAUTHORIZED,
+                f"hello.role 'writer': this token may only read world {hello.world!r}",
+                rid=hello.rid,
+            )
+        if hello.role == "reader":  # a viewer (the inspector) that must never write
+            role = Role.READER
         # The hello's filters exist before the backlog is read (SPEC §9), within the same
         # bounds as ``subscribe`` frames; breaking one refuses the hello.
         specs = list(hello.filters)

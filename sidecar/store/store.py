@@ -50,6 +50,7 @@ from ..engine import (
     Relation,
     RootSchema,
     Rules,
+    RulesError,
     SourceKind,
     State,
     WorldEvent,
@@ -85,6 +86,7 @@ __all__ = [
     "SchemaTooNew",
     "StorageFailure",
     "StoreError",
+    "WorldRulesInvalid",
     "Writer",
     "connect",
 ]
@@ -104,6 +106,21 @@ class SchemaTooNew(StoreError):
 
 class DatabaseInUse(StoreError):
     """Another process (a second ``credence serve``) holds the database's writer lock."""
+
+
+class WorldRulesInvalid(CannotOpen):
+    """A world's stored rules fail the rules' checks (a damaged or hand-edited database): that
+    world refuses to open, with this one line; every other world is served as usual."""
+
+    code = "internal_error"
+
+
+def stored_rules(world: str, text: str | bytes) -> Rules:
+    """A world's rules from its row, checked like every other source of rules."""
+    try:
+        return rules_from_stored(load_json(text), f"world {world!r:.60}: stored rules")
+    except (RulesError, ValueError) as exc:  # (ValueError: the JSON itself is damaged)
+        raise WorldRulesInvalid(f"{exc}; the world cannot be opened") from None
 
 
 class StorageFailure(StoreError):
@@ -706,7 +723,7 @@ class Writer:
                 row["day"],
                 row["event_seq"],
                 row["change_seq"],
-                rules_from_stored(load_json(row["rules"])),
+                stored_rules(world, row["rules"]),
             )
             state.residents = {
                 r[0] for r in conn.execute(
@@ -763,7 +780,7 @@ class Writer:
                 staged, results = self._try_batched(batch, snapshot)
             if staged is None:
                 results = [self._apply_one(world, event) for world, event in batch]
-            dirty = dict.fromkeys(world for world, _ in batch)
+            dirty = dict.fromkeys(world for world, _ in batch if world in self._worlds)
             for world in dirty:
                 s = self._worlds[world]
                 self.conn.execute(
@@ -869,7 +886,7 @@ class Writer:
             self.fallbacks += 1
             return None
         counters = []
-        for world in dict.fromkeys(world for world, _ in batch):
+        for world in dict.fromkeys(world for world, _ in batch if world in self._worlds):
             s = self._worlds[world]
             counters.append((s.day, s.event_seq, s.change_seq, world))
         try:
@@ -977,8 +994,12 @@ class Writer:
         before = () if prev is None else prev.event_ids
         results: list[EventResult] = []
         for world, event in batch:
-            state = self._world(world, prepared)
             event_id = event.event_id
+            try:
+                state = self._world(world, prepared)
+            except WorldRulesInvalid as exc:  # this world only: its events are refused
+                results.append(EventResult(world, event_id, ResultStatus.REJECTED, error=exc))
+                continue
             if (
                 (world, event_id) in staged.event_ids
                 or (world, event_id) in before
@@ -1130,7 +1151,10 @@ class Writer:
         common case) costs no duplicate-check read. Anything unusual (the row fails: a
         duplicate, or SQLite refuses it; or the row cannot be built) rolls that back and takes
         :meth:`_apply_checked`, the read-check-write path, so outcomes stay exactly its own."""
-        state = self._world(world)
+        try:
+            state = self._world(world)
+        except WorldRulesInvalid as exc:  # this world only: its events are refused
+            return EventResult(world, event.event_id, ResultStatus.REJECTED, error=exc)
         conn = self.conn
         try:
             event_row = _event_row(world, state.event_seq + 1, event)
@@ -1575,6 +1599,42 @@ class Reader:
             "actions": {r[0]: load_json(r[1]) for r in labels},
         }
 
+    def resident_page(
+        self, world: str, *, after: str | None = None, limit: int = 500
+    ) -> list[tuple[str, dict[str, str]]]:
+        """Up to ``limit`` residents after ``after`` in id order, each with its registered
+        names (``{}`` when none): the ``residents`` query, one primary-key range scan."""
+        # residents.names came with 0005_i10_memory (as the labels table did).
+        named = self._rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'labels'")
+        rows = self._rows(
+            f"SELECT resident, {'names' if named else 'NULL'} FROM residents "
+            "WHERE world = ? AND resident > ? ORDER BY resident LIMIT ?",
+            (world, after or "", limit),
+        )
+        return [(r[0], load_json(r[1]) if r[1] else {}) for r in rows]
+
+    def event_page(self, world: str, *, start: int = 1, limit: int = 100) -> list[dict[str, Any]]:
+        """Up to ``limit`` events of the log from seq ``start`` on: seq, id, day, kind, and
+        who spoke or acted and the game's subject (clipped to 200 characters), read from
+        the stored body; one primary-key range scan (the ``events`` query, ``credence log``)."""
+        rows = self._rows(
+            "SELECT seq, event_id, day, kind, "
+            "coalesce(json_extract(body, '$.speaker'), json_extract(body, '$.actor')), "
+            "substr(json_extract(body, '$.subject'), 1, 200) "
+            "FROM events WHERE world = ? AND seq >= ? ORDER BY seq LIMIT ?",
+            (world, start, limit),
+        )
+        return [
+            {"seq": r[0], "event_id": r[1], "day": float(r[2]), "kind": r[3], "by": r[4],
+             "subject": r[5]}
+            for r in rows
+        ]  # fmt: skip
+
+    def event_count(self, world: str) -> int:
+        """The world's last event seq (the length of its log)."""
+        rows = self._rows("SELECT event_seq FROM worlds WHERE world = ?", (world,))
+        return int(rows[0][0]) if rows else 0
+
     def fact(self, world: str, root: str) -> tuple[bool, Any]:
         """What the world itself observed on ``root`` (found, value)."""
         rows = self._rows("SELECT value FROM facts WHERE world = ? AND root = ?", (world, root))
@@ -1594,4 +1654,4 @@ class Reader:
 
     def rules(self, world: str) -> Rules:
         rows = self._rows("SELECT rules FROM worlds WHERE world = ?", (world,))
-        return rules_from_stored(load_json(rows[0][0])) if rows else DEFAULT_RULES
+        return stored_rules(world, rows[0][0]) if rows else DEFAULT_RULES

@@ -224,6 +224,7 @@ export interface Welcome {
   role: "writer" | "reader";
   auth: "open" | "token";
   max_frame: number;
+  max_residents: number;
 }
 
 export interface Ack {
