@@ -12,6 +12,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from wsclient import db_rows
 
 from sidecar.engine import EngineError, MemoryWorld, parse_event
 from sidecar.engine.rules import Rules
@@ -189,6 +190,45 @@ def test_load_json_reports_every_figure() -> None:
         assert 0 < p["p50"] <= p["p95"] <= p["p99"] <= p["max"], (key, p)
     assert isinstance(fig["sidecar_peak_rss_mib"], float)
     assert fig["sidecar_peak_rss_mib"] >= fig["sidecar_rss_mib"] > 0
+
+
+def test_load_against_default_rules_and_a_clock_ahead_is_never_refused(tmp_path: Path) -> None:
+    """credence load --url at a sidecar with the default rules (late events refused), into a
+    world whose clock is at day 500: every event acked, none refused or a duplicate, all dated
+    after that clock; a second run into the same world is acked whole again."""
+    import asyncio
+
+    import msgpack
+    from websockets.asyncio.client import connect
+
+    from tools.harness import ServerProcess
+
+    async def tick_to(url: str, day: float) -> None:
+        async with connect(url, proxy=None) as ws:
+            await ws.send(msgpack.packb({"type": "hello", "protocol": 1, "world": "ahead"}))
+            assert msgpack.unpackb(await ws.recv())["type"] == "welcome"
+            await ws.send(msgpack.packb({"type": "event", "event_id": "t", "day": day,
+                                         "kind": "tick"}))  # fmt: skip
+            assert msgpack.unpackb(await ws.recv())["type"] == "ack"
+
+    db = tmp_path / "x.db"
+    with ServerProcess(db) as server:
+        asyncio.run(tick_to(server.url, 500.0))
+        runs = [
+            credence("load", "--url", server.url, "--world", "ahead", "--events", "1200",
+                     "--json", timeout=180)
+            for _ in range(2)
+        ]  # fmt: skip
+    for done in runs:
+        assert done.returncode == 0, done.stderr
+        fig = orjson.loads(done.stdout)
+        assert fig["errors"] == {}, fig["errors"]
+        assert fig["events_sent"] == fig["events_acked"] == 1200
+        assert fig["duplicates"] == 0 and fig["changes_acked"] > 0
+    first_day, events = db_rows(db, "SELECT min(day), count(*) FROM events WHERE event_id != 't'")[
+        0
+    ]
+    assert first_day >= 500.0 and events == 2400
 
 
 def test_load_against_a_url_with_a_wrong_token_fails_cleanly(tmp_path: Path) -> None:
