@@ -1,0 +1,335 @@
+"""``python -m tools.longgame``: a year of a 50-resident town against a real sidecar.
+
+Does every answer still come as fast after a year of game days as after a month? The soak
+starts ``credence serve`` as a child process (default rules, a real SQLite file, an ephemeral
+loopback port), names the residents with a ``register`` event, and plays a
+:class:`~tools.town.Town` over the wire with :func:`tools.load.drive`: sightings (some with
+interpretations), conversations that pass rumours on from teller to teller, lies,
+announcements, acts with their outcomes (completed, rejected, interrupted, replaced), player
+implants and distortions, ticks, the world's truth changing now and then, and every game day
+new things happening (``news:<place>:<n>``) that are talked about while they are recent. One
+more connection subscribes to every resident, as a game would. The events go out in rounds
+dated after the world's clock (:class:`~tools.load.ClockedSource`), so none is refused.
+
+At each checkpoint (day 30, 90 and 365; ``--quick``: a smaller town over fewer days) it stops
+sending and prints: the events in the world's log, the database size (file + WAL), the
+sidecar's RSS, the ack latency since the last checkpoint, p50/p99 of every query kind for a
+seeded sample of residents (``narrative``, one ``beliefs`` page, one ``explain`` page,
+``distribution``, ``trust``, ``graph``, ``worlds``; a page is the first frame of a reply, and
+every reply is read to its end before the next request), and how long ``credence rebuild
+--check`` takes on the live file. At the end, per query kind, the p99 at the last checkpoint
+over the p99 at the first: the goal is at most 2. Figures are printed, never asserted.
+
+Everything is seeded (the town, the sample, the roots asked about) and bounded: a fixed
+number of events and requests, every wait with a timeout, loopback only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgpack
+from websockets.asyncio.client import ClientConnection
+
+from .harness import ServerProcess, percentiles
+from .load import ClockedSource, DriveResult, drive, open_client, world_clock
+from .town import Town
+
+__all__ = ["QUERY_KINDS", "Checkpoint", "SoakConfig", "main", "render", "run_soak"]
+
+WORLD = "longgame"
+
+#: The query kinds measured, in the order printed.
+QUERY_KINDS = ("narrative", "beliefs", "explain", "distribution", "trust", "graph", "worlds")
+
+#: The goal: every query's p99 at the last checkpoint within this factor of the first.
+TARGET_GROWTH = 2.0
+
+REPLY_TIMEOUT = 120.0
+
+
+@dataclass(slots=True)
+class SoakConfig:
+    residents: int = 50
+    days: float = 365.0
+    checkpoints: tuple[float, ...] = (30.0, 90.0, 365.0)
+    events_per_day: float = 110.0
+    news_per_day: float = 2.0
+    clients: int = 2
+    window: int = 32
+    #: Rounds of a quarter of a game day: the events of one round share its day.
+    rounds_per_day: float = 4.0
+    sample: int = 10
+    repeats: int = 4
+    budget: int = 2000
+    seed: int = 1
+    quick: bool = False
+
+    @classmethod
+    def quick_config(cls) -> SoakConfig:
+        return cls(
+            residents=16, days=40.0, checkpoints=(10.0, 20.0, 40.0), events_per_day=40.0,
+            news_per_day=1.0, sample=4, repeats=2, quick=True,
+        )  # fmt: skip
+
+
+@dataclass(slots=True)
+class Checkpoint:
+    """What one checkpoint measured (times in seconds, sizes in MiB)."""
+
+    day: float
+    events: int
+    sent: int
+    acked: int
+    refused: dict[str, int]
+    seconds: float
+    db_mib: float
+    rss_mib: float
+    peak_rss_mib: float
+    ack: dict[str, float]
+    queries: dict[str, list[float]] = field(default_factory=dict)
+    query_errors: dict[str, int] = field(default_factory=dict)
+    beliefs_sampled: int = 0
+    rebuild_s: float = 0.0
+    rebuild_ok: bool = False
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def register_frame(town: Town) -> dict[str, Any]:
+    """Display names for the town's residents (the narrative reads names, not ids)."""
+    residents = []
+    for i, rid in enumerate(town.residents):
+        base = rid.rstrip("0123456789").title()
+        name = base if rid == rid.rstrip("0123456789") else f"{base} {i // 20 + 1}"
+        residents.append({"resident": rid, "names": {"en": name}})
+    return {"type": "register", "event_id": "names", "day": 0.0, "residents": residents}
+
+
+class QueryClient:
+    """One connection asking one question at a time and reading its reply to the end."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.rid = 0
+
+    async def ask(self, frame: dict[str, Any]) -> tuple[float, list[dict[str, Any]]]:
+        """``(seconds to the first frame of the reply, every frame of it)``."""
+        self.rid += 1
+        rid = self.rid
+        t0 = time.perf_counter()
+        await self.ws.send(msgpack.packb({**frame, "rid": rid}))
+        parts: list[dict[str, Any]] = []
+        first = 0.0
+        while True:
+            got = msgpack.unpackb(await asyncio.wait_for(self.ws.recv(), REPLY_TIMEOUT), raw=False)
+            if got.get("rid") != rid:
+                continue  # not ours (nothing else is expected on this connection)
+            if not parts:
+                first = time.perf_counter() - t0
+            parts.append(got)
+            if got.get("type") == "error" or not got.get("more"):
+                return first, parts
+
+
+def _mib(paths: Sequence[Path]) -> float:
+    return sum(p.stat().st_size for p in paths if p.exists()) / (1024 * 1024)
+
+
+async def measure_queries(
+    url: str, residents: list[str], config: SoakConfig, rng: random.Random, cp: Checkpoint
+) -> None:
+    """p50/p99 samples of every query kind for the sampled residents, ``repeats`` rounds."""
+    ws = await open_client(url, WORLD, None, client="credence-longgame-queries")
+    q = QueryClient(ws)
+    times: dict[str, list[float]] = {kind: [] for kind in QUERY_KINDS}
+    errors: dict[str, int] = {}
+
+    def note(kind: str, took: float, parts: list[dict[str, Any]]) -> None:
+        if parts[-1].get("type") == "error":
+            key = f"{kind}: {parts[-1].get('code')}"
+            errors[key] = errors.get(key, 0) + 1
+        else:
+            times[kind].append(took)
+
+    try:
+        for _ in range(config.repeats):
+            for resident in residents:
+                took, parts = await q.ask(
+                    {"type": "narrative", "resident": resident, "budget": config.budget}
+                )
+                note("narrative", took, parts)
+                took, parts = await q.ask({"type": "beliefs", "resident": resident})
+                note("beliefs", took, parts)
+                roots = sorted(
+                    b["root"] for part in parts for b in part.get("beliefs") or () if "root" in b
+                )
+                cp.beliefs_sampled = max(cp.beliefs_sampled, len(roots))
+                root = rng.choice(roots) if roots else "weather"
+                took, parts = await q.ask({"type": "explain", "resident": resident, "root": root})
+                note("explain", took, parts)
+                took, parts = await q.ask({"type": "distribution", "root": root})
+                note("distribution", took, parts)
+                took, parts = await q.ask({"type": "trust", "resident": resident})
+                note("trust", took, parts)
+                took, parts = await q.ask({"type": "graph", "resident": resident})
+                note("graph", took, parts)
+                took, parts = await q.ask({"type": "worlds"})
+                note("worlds", took, parts)
+    finally:
+        await ws.close()
+    cp.queries = times
+    cp.query_errors = errors
+
+
+def rebuild_check(db: Path) -> tuple[float, bool]:
+    """Seconds ``credence rebuild --check`` takes on ``db``, and whether it matched."""
+    t0 = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "sidecar.cli", "rebuild", "--db", str(db), "--check"],
+        capture_output=True, text=True, timeout=1800, check=False,
+    )  # fmt: skip
+    return time.perf_counter() - t0, done.returncode == 0
+
+
+async def run_soak(config: SoakConfig, db_dir: Path) -> list[Checkpoint]:
+    """Play the year against a sidecar on ``db_dir / "longgame.db"``; one entry per checkpoint."""
+    db = db_dir / "longgame.db"
+    town = Town(
+        config.residents, seed=config.seed, clients=config.clients,
+        day_step=1.0 / config.events_per_day, tick_days=0.25, news_per_day=config.news_per_day,
+        id_prefix="y",
+    )  # fmt: skip
+    rng = random.Random(config.seed)
+    sample = sorted(rng.sample(town.residents, min(config.sample, len(town.residents))))
+    round_events = max(1, round(config.events_per_day / config.rounds_per_day))
+    out: list[Checkpoint] = []
+    with ServerProcess(db) as server:
+        names = await open_client(server.url, WORLD, None, client="credence-longgame")
+        try:
+            await names.send(msgpack.packb(register_frame(town)))
+            reply = msgpack.unpackb(await asyncio.wait_for(names.recv(), 30), raw=False)
+            if reply.get("type") != "ack":
+                raise RuntimeError(f"register refused: {reply}")
+        finally:
+            await names.close()
+        source = ClockedSource(town, None, round_events=round_events)
+        for day in config.checkpoints:
+            source.until_day = day
+            t0 = time.perf_counter()
+            _log(f"longgame: playing to day {day:g} …")
+            result: DriveResult = await drive(
+                server.url, source, clients=config.clients, world=WORLD,
+                window=config.window, timeout=3600.0,
+            )  # fmt: skip
+            seconds = time.perf_counter() - t0
+            _, events = await world_clock(server.url, WORLD, None)
+            peak, rss = server.memory() or (0.0, 0.0)
+            cp = Checkpoint(
+                day=day, events=events, sent=result.sent, acked=result.acked,
+                refused=dict(sorted(result.errors.items())), seconds=seconds,
+                db_mib=_mib([db, db.with_name(db.name + "-wal")]), rss_mib=rss,
+                peak_rss_mib=peak,
+                ack={k: v * 1000 for k, v in percentiles(result.ack_latency).items()},
+            )  # fmt: skip
+            _log(f"longgame: day {day:g}: {events} events; queries …")
+            await measure_queries(server.url, sample, config, rng, cp)
+            _log(f"longgame: day {day:g}: rebuild --check …")
+            cp.rebuild_s, cp.rebuild_ok = rebuild_check(db)
+            out.append(cp)
+            print(render_checkpoint(cp), flush=True)
+    return out
+
+
+def _p(samples: list[float], key: str) -> float:
+    return percentiles(samples)[key] * 1000 if samples else 0.0
+
+
+def render_checkpoint(cp: Checkpoint) -> str:
+    refused = ", ".join(f"{k} {v}" for k, v in cp.refused.items()) or "none refused"
+    lines = [
+        f"day {cp.day:g}",
+        f"  {'events in the log':<28}{cp.events:>10}",
+        f"  {'events since last':<28}{cp.acked:>10} acked of {cp.sent} in {cp.seconds:.1f} s"
+        f" ({refused})",
+        f"  {'database (file + WAL)':<28}{cp.db_mib:>10.2f} MiB",
+        f"  {'sidecar RSS':<28}{cp.rss_mib:>10.1f} MiB (peak {cp.peak_rss_mib:.1f} MiB)",
+        f"  {'ack p50 / p99':<28}{cp.ack['p50']:>10.2f} / {cp.ack['p99']:.2f} ms",
+        f"  {'rebuild --check':<28}{cp.rebuild_s:>10.2f} s "
+        f"({'matches' if cp.rebuild_ok else 'DIFFERS'})",
+        f"  {'query':<16}{'p50 ms':>10}{'p99 ms':>10}{'n':>6}",
+    ]
+    for kind in QUERY_KINDS:
+        s = cp.queries.get(kind, [])
+        lines.append(f"  {kind:<16}{_p(s, 'p50'):>10.2f}{_p(s, 'p99'):>10.2f}{len(s):>6}")
+    lines.append(f"  {'most beliefs in the sample':<28}{cp.beliefs_sampled:>10}")
+    errors = ", ".join(f"{k} {v}" for k, v in cp.query_errors.items())
+    lines.append(f"  {'query errors':<28}{errors or 'none':>10}")
+    return "\n".join(lines)
+
+
+def render(config: SoakConfig, checkpoints: list[Checkpoint], seconds: float) -> str:
+    """The closing table: p99 at the last checkpoint over the first, per query kind."""
+    first, last = checkpoints[0], checkpoints[-1]
+    lines = [
+        f"p99 at day {last.day:g} / day {first.day:g} (goal ≤ {TARGET_GROWTH:g})",
+    ]
+    for kind in QUERY_KINDS:
+        a, b = _p(first.queries[kind], "p99"), _p(last.queries[kind], "p99")
+        ratio = b / a if a > 0 else float("inf")
+        verdict = "ok" if ratio <= TARGET_GROWTH else "missed"
+        lines.append(f"  {kind:<16}{a:>10.2f} → {b:>10.2f} ms  ratio {ratio:6.2f}  {verdict}")
+    lines.append(f"(longgame took {seconds:.0f} s)")
+    return "\n".join(lines)
+
+
+def header(config: SoakConfig) -> str:
+    return (
+        f"credence longgame: {config.residents} residents, {config.days:g} days, "
+        f"{config.events_per_day:g} events/day, {config.news_per_day:g} news/day, "
+        f"{config.clients} clients (window {config.window}), seed {config.seed}, "
+        f"queries: {config.sample} residents × {config.repeats}, narrative budget "
+        f"{config.budget}; checkpoints at day {', '.join(f'{d:g}' for d in config.checkpoints)}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tools.longgame", description=__doc__)
+    p.add_argument("--quick", action="store_true", help="a small town over 40 days (~1 min)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the story (default 1)")
+    p.add_argument("--keep", type=Path, help="keep the database in this (new) directory")
+    args = p.parse_args(argv)
+    config = SoakConfig.quick_config() if args.quick else SoakConfig()
+    config.seed = args.seed
+    print(header(config), flush=True)
+    t0 = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        if args.keep is not None:
+            args.keep.mkdir(parents=True, exist_ok=False)
+            where = args.keep
+        else:
+            where = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="longgame-")))
+        try:
+            checkpoints = asyncio.run(run_soak(config, where))
+        except (OSError, RuntimeError, TimeoutError) as exc:
+            print(f"longgame: {exc}", file=sys.stderr)
+            return 2
+    print(render(config, checkpoints, time.perf_counter() - t0))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
