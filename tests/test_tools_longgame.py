@@ -62,6 +62,8 @@ def test_quick_soak_prints_consistent_figures() -> None:
         assert 0 < p50 <= p99
         (rebuild,) = figure(block, rf"rebuild --check\s+{NUMBER} s \(matches\)")
         assert rebuild > 0
+        (asked,) = figure(block, rf"\(all took {NUMBER} s\)")
+        assert asked > 0
         row: dict[str, float] = {}
         for kind in QUERY_KINDS:
             q50, q99, n = figure(block, rf"\n  {kind}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\n")

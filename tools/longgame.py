@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import contextlib
 import random
+import signal
 import subprocess
 import sys
 import tempfile
@@ -70,8 +71,8 @@ class SoakConfig:
     window: int = 32
     #: Rounds of a quarter of a game day: the events of one round share its day.
     rounds_per_day: float = 4.0
-    sample: int = 10
-    repeats: int = 4
+    sample: int = 8
+    repeats: int = 3
     budget: int = 2000
     seed: int = 1
     quick: bool = False
@@ -101,6 +102,7 @@ class Checkpoint:
     queries: dict[str, list[float]] = field(default_factory=dict)
     query_errors: dict[str, int] = field(default_factory=dict)
     beliefs_sampled: int = 0
+    query_s: float = 0.0
     rebuild_s: float = 0.0
     rebuild_ok: bool = False
 
@@ -246,7 +248,9 @@ async def run_soak(config: SoakConfig, db_dir: Path) -> list[Checkpoint]:
                 ack={k: v * 1000 for k, v in percentiles(result.ack_latency).items()},
             )  # fmt: skip
             _log(f"longgame: day {day:g}: {events} events; queries …")
+            t0 = time.perf_counter()
             await measure_queries(server.url, sample, config, rng, cp)
+            cp.query_s = time.perf_counter() - t0
             _log(f"longgame: day {day:g}: rebuild --check …")
             cp.rebuild_s, cp.rebuild_ok = rebuild_check(db)
             out.append(cp)
@@ -270,7 +274,7 @@ def render_checkpoint(cp: Checkpoint) -> str:
         f"  {'ack p50 / p99':<28}{cp.ack['p50']:>10.2f} / {cp.ack['p99']:.2f} ms",
         f"  {'rebuild --check':<28}{cp.rebuild_s:>10.2f} s "
         f"({'matches' if cp.rebuild_ok else 'DIFFERS'})",
-        f"  {'query':<16}{'p50 ms':>10}{'p99 ms':>10}{'n':>6}",
+        f"  {'query':<16}{'p50 ms':>10}{'p99 ms':>10}{'n':>6}   (all took {cp.query_s:.1f} s)",
     ]
     for kind in QUERY_KINDS:
         s = cp.queries.get(kind, [])
@@ -306,6 +310,10 @@ def header(config: SoakConfig) -> str:
     )
 
 
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM: unwind, so the sidecar child is stopped too
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tools.longgame", description=__doc__)
     p.add_argument("--quick", action="store_true", help="a small town over 40 days (~1 min)")
@@ -314,6 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     config = SoakConfig.quick_config() if args.quick else SoakConfig()
     config.seed = args.seed
+    signal.signal(signal.SIGTERM, _stop)
     print(header(config), flush=True)
     t0 = time.perf_counter()
     with contextlib.ExitStack() as stack:
