@@ -57,8 +57,6 @@ QUERY_KINDS = ("narrative", "beliefs", "explain", "distribution", "trust", "grap
 #: The goal: every query's p99 at the last checkpoint within this factor of the first.
 TARGET_GROWTH = 2.0
 
-REPLY_TIMEOUT = 120.0
-
 
 @dataclass(slots=True)
 class SoakConfig:
@@ -74,6 +72,9 @@ class SoakConfig:
     sample: int = 8
     repeats: int = 3
     budget: int = 2000
+    #: A reply not ended by then is a timeout; a kind is asked for this long at most.
+    query_timeout: float = 60.0
+    kind_budget: float = 60.0
     seed: int = 1
     quick: bool = False
 
@@ -101,6 +102,7 @@ class Checkpoint:
     ack: dict[str, float]
     queries: dict[str, list[float]] = field(default_factory=dict)
     query_errors: dict[str, int] = field(default_factory=dict)
+    query_timeouts: dict[str, int] = field(default_factory=dict)
     beliefs_sampled: int = 0
     query_s: float = 0.0
     rebuild_s: float = 0.0
@@ -124,20 +126,33 @@ def register_frame(town: Town) -> dict[str, Any]:
 class QueryClient:
     """One connection asking one question at a time and reading its reply to the end."""
 
-    def __init__(self, ws: ClientConnection) -> None:
-        self.ws = ws
+    def __init__(self, url: str, timeout: float) -> None:
+        self.url = url
+        self.timeout = timeout
+        self.ws: ClientConnection | None = None
         self.rid = 0
 
-    async def ask(self, frame: dict[str, Any]) -> tuple[float, list[dict[str, Any]]]:
-        """``(seconds to the first frame of the reply, every frame of it)``."""
+    async def ask(self, frame: dict[str, Any]) -> tuple[float, list[dict[str, Any]]] | None:
+        """``(seconds to the first frame of the reply, every frame of it)``, or None when the
+        reply did not end within ``timeout`` (the connection is then dropped: replies on a
+        connection come in order, so the next question gets a new one)."""
+        if self.ws is None:
+            self.ws = await open_client(self.url, WORLD, None, client="credence-longgame-queries")
         self.rid += 1
         rid = self.rid
         t0 = time.perf_counter()
+        deadline = t0 + self.timeout
         await self.ws.send(msgpack.packb({**frame, "rid": rid}))
         parts: list[dict[str, Any]] = []
         first = 0.0
         while True:
-            got = msgpack.unpackb(await asyncio.wait_for(self.ws.recv(), REPLY_TIMEOUT), raw=False)
+            left = deadline - time.perf_counter()
+            try:
+                data = await asyncio.wait_for(self.ws.recv(), max(left, 0.001))
+            except TimeoutError:
+                await self.close()
+                return None
+            got = msgpack.unpackb(data, raw=False)
             if got.get("rid") != rid:
                 continue  # not ours (nothing else is expected on this connection)
             if not parts:
@@ -145,6 +160,12 @@ class QueryClient:
             parts.append(got)
             if got.get("type") == "error" or not got.get("more"):
                 return first, parts
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            with contextlib.suppress(Exception):
+                await self.ws.close()
+            self.ws = None
 
 
 def _mib(paths: Sequence[Path]) -> float:
@@ -154,46 +175,59 @@ def _mib(paths: Sequence[Path]) -> float:
 async def measure_queries(
     url: str, residents: list[str], config: SoakConfig, rng: random.Random, cp: Checkpoint
 ) -> None:
-    """p50/p99 samples of every query kind for the sampled residents, ``repeats`` rounds."""
-    ws = await open_client(url, WORLD, None, client="credence-longgame-queries")
-    q = QueryClient(ws)
-    times: dict[str, list[float]] = {kind: [] for kind in QUERY_KINDS}
-    errors: dict[str, int] = {}
+    """p50/p99 samples of every query kind for the sampled residents, ``repeats`` rounds.
 
-    def note(kind: str, took: float, parts: list[dict[str, Any]]) -> None:
+    Bounded: a reply that has not ended after ``query_timeout`` seconds counts as a timeout
+    (and that kind is asked no more at this checkpoint), and a kind stops being asked once
+    its replies took ``kind_budget`` seconds in all. The questions asked (residents, roots)
+    do not depend on which were skipped.
+    """
+    q = QueryClient(url, config.query_timeout)
+    times: dict[str, list[float]] = {kind: [] for kind in QUERY_KINDS}
+    spent = dict.fromkeys(QUERY_KINDS, 0.0)
+    timeouts = dict.fromkeys(QUERY_KINDS, 0)
+    errors: dict[str, int] = {}
+    roots_of: dict[str, list[str]] = {}
+
+    async def ask(kind: str, frame: dict[str, Any]) -> list[dict[str, Any]] | None:
+        if timeouts[kind] or spent[kind] >= config.kind_budget:
+            return None
+        t0 = time.perf_counter()
+        got = await q.ask(frame)
+        spent[kind] += time.perf_counter() - t0
+        if got is None:
+            timeouts[kind] += 1
+            return None
+        took, parts = got
         if parts[-1].get("type") == "error":
             key = f"{kind}: {parts[-1].get('code')}"
             errors[key] = errors.get(key, 0) + 1
         else:
             times[kind].append(took)
+        return parts
 
     try:
         for _ in range(config.repeats):
             for resident in residents:
-                took, parts = await q.ask(
-                    {"type": "narrative", "resident": resident, "budget": config.budget}
-                )
-                note("narrative", took, parts)
-                took, parts = await q.ask({"type": "beliefs", "resident": resident})
-                note("beliefs", took, parts)
-                roots = sorted(
-                    b["root"] for part in parts for b in part.get("beliefs") or () if "root" in b
-                )
-                cp.beliefs_sampled = max(cp.beliefs_sampled, len(roots))
-                root = rng.choice(roots) if roots else "weather"
-                took, parts = await q.ask({"type": "explain", "resident": resident, "root": root})
-                note("explain", took, parts)
-                took, parts = await q.ask({"type": "distribution", "root": root})
-                note("distribution", took, parts)
-                took, parts = await q.ask({"type": "trust", "resident": resident})
-                note("trust", took, parts)
-                took, parts = await q.ask({"type": "graph", "resident": resident})
-                note("graph", took, parts)
-                took, parts = await q.ask({"type": "worlds"})
-                note("worlds", took, parts)
+                await ask("narrative", {"type": "narrative", "resident": resident,
+                                        "budget": config.budget})  # fmt: skip
+                parts = await ask("beliefs", {"type": "beliefs", "resident": resident})
+                if parts is not None:
+                    roots_of[resident] = sorted(
+                        b["root"] for part in parts for b in part.get("beliefs") or ()
+                    )
+                    cp.beliefs_sampled = max(cp.beliefs_sampled, len(roots_of[resident]))
+                roots = roots_of.get(resident) or ["weather"]
+                root = rng.choice(roots)
+                await ask("explain", {"type": "explain", "resident": resident, "root": root})
+                await ask("distribution", {"type": "distribution", "root": root})
+                await ask("trust", {"type": "trust", "resident": resident})
+                await ask("graph", {"type": "graph", "resident": resident})
+                await ask("worlds", {"type": "worlds"})
     finally:
-        await ws.close()
+        await q.close()
     cp.queries = times
+    cp.query_timeouts = timeouts
     cp.query_errors = errors
 
 
@@ -254,7 +288,7 @@ async def run_soak(config: SoakConfig, db_dir: Path) -> list[Checkpoint]:
             _log(f"longgame: day {day:g}: rebuild --check …")
             cp.rebuild_s, cp.rebuild_ok = rebuild_check(db)
             out.append(cp)
-            print(render_checkpoint(cp), flush=True)
+            print(render_checkpoint(cp, config.query_timeout), flush=True)
     return out
 
 
@@ -262,7 +296,16 @@ def _p(samples: list[float], key: str) -> float:
     return percentiles(samples)[key] * 1000 if samples else 0.0
 
 
-def render_checkpoint(cp: Checkpoint) -> str:
+def _effective(cp: Checkpoint, kind: str, timeout: float) -> list[float]:
+    """A kind's samples, each timeout counted as the timeout (so its p99 is a lower bound)."""
+    return cp.queries.get(kind, []) + [timeout] * cp.query_timeouts.get(kind, 0)
+
+
+def _ms(value: float, bound: bool) -> str:
+    return ("≥" if bound else "") + f"{value:.2f}"
+
+
+def render_checkpoint(cp: Checkpoint, timeout: float) -> str:
     refused = ", ".join(f"{k} {v}" for k, v in cp.refused.items()) or "none refused"
     lines = [
         f"day {cp.day:g}",
@@ -274,11 +317,16 @@ def render_checkpoint(cp: Checkpoint) -> str:
         f"  {'ack p50 / p99':<28}{cp.ack['p50']:>10.2f} / {cp.ack['p99']:.2f} ms",
         f"  {'rebuild --check':<28}{cp.rebuild_s:>10.2f} s "
         f"({'matches' if cp.rebuild_ok else 'DIFFERS'})",
-        f"  {'query':<16}{'p50 ms':>10}{'p99 ms':>10}{'n':>6}   (all took {cp.query_s:.1f} s)",
+        f"  {'query':<16}{'p50 ms':>10}{'p99 ms':>11}{'n':>6}{'timeouts':>10}"
+        f"   (all took {cp.query_s:.1f} s)",
     ]
     for kind in QUERY_KINDS:
-        s = cp.queries.get(kind, [])
-        lines.append(f"  {kind:<16}{_p(s, 'p50'):>10.2f}{_p(s, 'p99'):>10.2f}{len(s):>6}")
+        s = _effective(cp, kind, timeout)
+        bound = cp.query_timeouts.get(kind, 0) > 0
+        lines.append(
+            f"  {kind:<16}{_ms(_p(s, 'p50'), bound):>10}{_ms(_p(s, 'p99'), bound):>11}"
+            f"{len(cp.queries.get(kind, [])):>6}{cp.query_timeouts.get(kind, 0):>10}"
+        )
     lines.append(f"  {'most beliefs in the sample':<28}{cp.beliefs_sampled:>10}")
     errors = ", ".join(f"{k} {v}" for k, v in cp.query_errors.items())
     lines.append(f"  {'query errors':<28}{errors or 'none':>10}")
@@ -286,16 +334,21 @@ def render_checkpoint(cp: Checkpoint) -> str:
 
 
 def render(config: SoakConfig, checkpoints: list[Checkpoint], seconds: float) -> str:
-    """The closing table: p99 at the last checkpoint over the first, per query kind."""
+    """The closing table: p99 at the last checkpoint over the first, per query kind (a
+    timeout at the last makes the ratio a lower bound: ≥)."""
     first, last = checkpoints[0], checkpoints[-1]
-    lines = [
-        f"p99 at day {last.day:g} / day {first.day:g} (goal ≤ {TARGET_GROWTH:g})",
-    ]
+    timeout = config.query_timeout
+    lines = [f"p99 at day {last.day:g} / day {first.day:g} (goal ≤ {TARGET_GROWTH:g})"]
     for kind in QUERY_KINDS:
-        a, b = _p(first.queries[kind], "p99"), _p(last.queries[kind], "p99")
+        a = _p(_effective(first, kind, timeout), "p99")
+        b = _p(_effective(last, kind, timeout), "p99")
+        bound = last.query_timeouts.get(kind, 0) > 0
         ratio = b / a if a > 0 else float("inf")
-        verdict = "ok" if ratio <= TARGET_GROWTH else "missed"
-        lines.append(f"  {kind:<16}{a:>10.2f} → {b:>10.2f} ms  ratio {ratio:6.2f}  {verdict}")
+        verdict = "missed" if ratio > TARGET_GROWTH else ("ok" if not bound else "unknown")
+        lines.append(
+            f"  {kind:<16}{_ms(a, first.query_timeouts.get(kind, 0) > 0):>10} → "
+            f"{_ms(b, bound):>10} ms  ratio {_ms(ratio, bound):>7}  {verdict}"
+        )
     lines.append(f"(longgame took {seconds:.0f} s)")
     return "\n".join(lines)
 
