@@ -1,6 +1,7 @@
 """The SQLite store: schema and migrations, the single group-commit writer, readers, rebuild."""
 
 from .lock import WriterLock, lock_path
+from .pool import Availability, HandlePool
 from .rebuild import RebuildReport, rebuild
 from .schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
 from .store import (
@@ -18,6 +19,7 @@ from .store import (
     connect,
 )
 from .worlds import (
+    DEFAULT_MAX_OPEN_WORLDS,
     DataDir,
     SingleFile,
     WorldInfo,
@@ -31,14 +33,17 @@ from .worlds import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_OPEN_WORLDS",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "ApplyFailure",
+    "Availability",
     "BeliefFilter",
     "CannotOpen",
     "DataDir",
     "DatabaseInUse",
     "EventResult",
+    "HandlePool",
     "Reader",
     "RebuildReport",
     "ResultStatus",

@@ -24,7 +24,10 @@ and the count, then replays the events into a new world with the stored rules.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
+import logging
 import os
 import shutil
 import sqlite3
@@ -33,7 +36,6 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote, unquote
 
 import orjson
 
@@ -46,7 +48,11 @@ from ..engine import (
     rules_from_stored,
     rules_to_stored,
 )
+from .filenames import SUFFIX, NameKind, classify, encode_name
+from .pool import Availability, HandlePool
+from .renames import TOMBSTONE, clear_leftovers, migrate_names, needs_migration
 from .store import (
+    CannotOpen,
     EventResult,
     Reader,
     ResultStatus,
@@ -57,6 +63,7 @@ from .store import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_OPEN_WORLDS",
     "EXPORT_FORMAT",
     "DataDir",
     "SingleFile",
@@ -73,6 +80,8 @@ __all__ = [
 EXPORT_FORMAT = "credence-world"
 EXPORT_VERSION = 1
 REPLAY_BATCH = 500
+
+log = logging.getLogger("credence.store")
 
 
 class WorldsError(StoreError):
@@ -268,48 +277,106 @@ class SingleFile:
 
 # --------------------------------------------------------------------------- one file per world
 
-_SUFFIX = ".db"
+#: How many world files a data directory keeps open at once, unless told otherwise.
+DEFAULT_MAX_OPEN_WORLDS = 64
 
 
 def world_file(data_dir: Path, world: str) -> Path:
-    """The file of ``world`` under ``data_dir``: its id percent-encoded, so any id is safe.
-
-    An id whose encoding would make too long a file name (ids are at most 200 characters,
-    but encoding can make them nine times longer) gets ``~`` and a SHA-256 of the id instead;
-    the id itself is always inside the file.
-    """
-    name = quote(world, safe="-_")
-    if name.startswith("."):
-        name = "%2E" + name[1:]
-    if len(name) > 200:
-        name = "~" + hashlib.sha256(world.encode()).hexdigest()
-    return data_dir / (name + _SUFFIX)
+    """The file of ``world`` under ``data_dir`` (see :mod:`.filenames`: readable where it can
+    be, never shared with another id, even on a case-insensitive file system)."""
+    return data_dir / (encode_name(world) + SUFFIX)
 
 
 class DataDir:
-    """Each world in its own SQLite file under ``data_dir`` (the ``--data-dir`` mode)."""
+    """Each world in its own SQLite file under ``data_dir`` (the ``--data-dir`` mode).
+
+    At most ``max_open_worlds`` world files are open at once (a least-recently-used pool on the
+    writer's thread; see :mod:`.pool`): a data directory of 10,000 worlds costs the handles
+    and memory of that many, not of every world ever used. Opening it first finishes what an
+    interrupted delete or migration left, and renames files of the earlier naming scheme
+    (:mod:`.renames`): ``lock_held`` says the caller already holds the directory's writer
+    lock; otherwise it is taken for the renaming, which is refused while another process
+    holds it.
+    """
 
     def __init__(
-        self, data_dir: Path, *, rules: Rules = DEFAULT_RULES, synchronous: str = "FULL"
-    ) -> None:
+        self, data_dir: Path, *, rules: Rules = DEFAULT_RULES, synchronous: str = "FULL",
+        max_open_worlds: int = DEFAULT_MAX_OPEN_WORLDS, lock_held: bool = False,
+    ) -> None:  # fmt: skip
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._prepare(lock_held)
         #: An empty, migrated database: what a world without a file yet reads as.
         self.empty_db = self.data_dir / ".empty.db"
         Writer(self.empty_db, rules=rules).close()
         self.rules_default = rules
         self.synchronous = synchronous
-        self._files: dict[str, SingleFile] = {}
+        #: Worlds whose file could not be opened lately (the health check's ``degraded``).
+        self.availability = Availability()
+        self._pool: HandlePool[str, SingleFile] = HandlePool(
+            max_open_worlds, self._open_file, SingleFile.close
+        )
+        self._hashed: dict[str, str] = {}  # hashed file name -> the id inside it
+
+    def _prepare(self, lock_held: bool) -> None:
+        clear_leftovers(self.data_dir)
+        if not needs_migration(self.data_dir):
+            return
+        from .lock import WriterLock
+
+        lock = None if lock_held else WriterLock(self.data_dir / ".credence")
+        if lock is not None:
+            lock.acquire()  # DatabaseInUse: a sidecar serves it; it migrates it itself
+        try:
+            migrate_names(self.data_dir)
+        finally:
+            if lock is not None:
+                lock.release()
+
+    @property
+    def max_open_worlds(self) -> int:
+        return self._pool.limit
+
+    @property
+    def open_worlds(self) -> int:
+        """How many world files are open now."""
+        return len(self._pool)
+
+    def _open_file(self, world: str) -> SingleFile:
+        path = world_file(self.data_dir, world)
+        if not path.exists():
+            for extra in ("-wal", "-shm"):  # an orphan would be replayed into the new file
+                with _suppress_missing():
+                    os.remove(f"{path}{extra}")
+        return SingleFile(path, rules=self.rules_default, synchronous=self.synchronous)
 
     def _file(self, world: str) -> SingleFile:
-        store = self._files.get(world)
-        if store is None:
-            store = SingleFile(
-                world_file(self.data_dir, world), rules=self.rules_default,
-                synchronous=self.synchronous,
-            )  # fmt: skip
-            self._files[world] = store
+        """``world``'s open file (opened, and another closed, if need be). Raises
+        :class:`CannotOpen` with the reason if it cannot be opened; the world is then
+        reported unavailable until it opens again."""
+        try:
+            try:
+                store = self._pool.get(world)
+            except (StoreError, sqlite3.Error, OSError):
+                if not len(self._pool):
+                    raise
+                self._pool.shrink(len(self._pool) // 2)  # out of handles? give some back, retry
+                store = self._pool.get(world)
+        except (StoreError, sqlite3.Error, OSError) as exc:
+            reason = f"the file of world {world!r} cannot be opened: {_why(exc)}"
+            self.availability.failed(world, reason)
+            log.error("%s", reason)
+            raise CannotOpen(reason) from exc
+        self.availability.opened(world)
         return store
+
+    @contextlib.contextmanager
+    def pinned(self, world: str) -> Iterator[SingleFile]:
+        """``world``'s open file, which no other world's use closes until the block ends
+        (for an operation that goes on using it while it opens others)."""
+        self._file(world)
+        with self._pool.pinned(world) as store:
+            yield store
 
     def _existing(self, world: str) -> SingleFile:
         if not world_file(self.data_dir, world).exists():
@@ -322,7 +389,10 @@ class DataDir:
         """Nothing is ever in flight here (see :attr:`pipelined`)."""
 
     def apply(self, batch: Sequence[tuple[str, WorldEvent]]) -> list[EventResult]:
-        """Each world's events go to its own file (one transaction per file, in order)."""
+        """Each world's events go to its own file (one transaction per file, in order).
+
+        A file is only closed to make room between two files' transactions (never one with
+        a batch in flight: nothing here is pipelined)."""
         by_world: dict[str, list[tuple[int, WorldEvent]]] = {}
         for i, (world, event) in enumerate(batch):
             by_world.setdefault(world, []).append((i, event))
@@ -330,12 +400,8 @@ class DataDir:
         for world, items in by_world.items():
             try:
                 store = self._file(world)
-            except (
-                StoreError,
-                sqlite3.Error,
-                OSError,
-            ) as exc:  # this world only: refuse its events
-                failure = StorageFailure(f"the file of world {world!r} cannot be opened: {exc}")
+            except CannotOpen as exc:  # this world only: refuse its events
+                failure = StorageFailure(f"{exc}; the event was not stored, retry later")
                 for i, event in items:
                     out[i] = EventResult(
                         world, event.event_id, ResultStatus.REJECTED, error=failure
@@ -347,9 +413,7 @@ class DataDir:
         return [r for r in out if r is not None]
 
     def close(self) -> None:
-        for store in self._files.values():
-            store.close()
-        self._files.clear()
+        self._pool.clear()
 
     def ensure_world(self, world: str, rules: Rules) -> None:
         self._file(world).ensure_world(world, rules)
@@ -358,27 +422,66 @@ class DataDir:
         return world_file(self.data_dir, world)
 
     def world_ids(self) -> list[str]:
+        """Every world with a file here, sorted (from the names; a hashed name's id is read
+        from inside its file once)."""
         ids = []
-        for path in sorted(self.data_dir.glob("*" + _SUFFIX)):
-            if path.name.startswith("."):
-                continue  # (world files never start with a dot: it is encoded)
-            stem = path.name[: -len(_SUFFIX)]
-            if stem.startswith("~"):  # a hashed name: the id is inside
-                reader = Reader(path)
-                try:
-                    ids.extend(reader.worlds())
-                finally:
-                    reader.close()
-            else:
-                ids.append(unquote(stem))
+        seen = set()
+        for entry in os.scandir(self.data_dir):
+            name = entry.name
+            if not name.endswith(SUFFIX) or name.startswith("."):
+                continue
+            seen.add(name)
+            parsed = classify(name[: -len(SUFFIX)])
+            if parsed.kind is NameKind.PLAIN and parsed.world is not None:
+                ids.append(parsed.world)
+            elif parsed.kind is NameKind.HASHED:
+                world = self._hashed.get(name)
+                if world is None:
+                    world = self._id_inside(Path(entry.path))
+                if world is not None:
+                    self._hashed[name] = world
+                    ids.append(world)
+        for gone in set(self._hashed) - seen:
+            del self._hashed[gone]
         return sorted(ids)
 
+    def _id_inside(self, path: Path) -> str | None:
+        try:
+            reader = Reader(path)
+        except StoreError as exc:
+            log.warning("%s", exc)
+            return None
+        try:
+            inside = reader.worlds()
+        finally:
+            reader.close()
+        if len(inside) == 1 and world_file(self.data_dir, inside[0]) == path:
+            return inside[0]
+        log.warning("%s does not hold the one world its name stands for: skipped", path)
+        return None
+
     def worlds(self) -> list[WorldInfo]:
+        """Every world here with its counts. A world whose file is open is read through it;
+        the others through a short-lived connection each (the pool is left as it was)."""
         out = []
         for world in self.world_ids():
-            store = self._file(world)
-            if store.exists(world):
-                out.append(store.info(world))
+            open_file = self._pool.peek(world)
+            if open_file is not None:
+                if open_file.exists(world):
+                    out.append(open_file.info(world))
+                continue
+            try:
+                reader = Reader(world_file(self.data_dir, world))
+            except StoreError as exc:
+                self.availability.failed(world, f"the file of world {world!r}: {exc}")
+                log.error("world %r is not listed: %s", world, exc)
+                continue
+            try:
+                out.append(_info(reader, world))
+            except WorldNotFound:
+                pass  # a file without its world yet
+            finally:
+                reader.close()
         return out
 
     def fork(self, source: str, target: str, at: int | None = None) -> WorldInfo:
@@ -391,15 +494,46 @@ class DataDir:
         return self._file(world).import_events(world, rules, events)
 
     def delete(self, world: str) -> WorldInfo:
+        """Close ``world``'s file and remove it, and only it: renamed to a tombstone first
+        (one atomic step: the world is gone), then removed with its WAL and shared-memory
+        files. A tombstone a crash left behind is removed at the next open."""
         store = self._existing(world)
         info = store.info(world)
-        store.close()
-        del self._files[world]
+        others = [w for w in store.reader.worlds() if w != world]
+        if others:
+            raise WorldsError(
+                f"the file of world {world!r} also holds {others[0]!r}: not deleted "
+                "(restart the sidecar to migrate the data directory)"
+            )
+        self._pool.discard(world)
         path = world_file(self.data_dir, world)
+        tomb = path.with_name(TOMBSTONE + path.name)
+        os.replace(path, tomb)
+        for extra in ("-wal", "-shm"):
+            with _suppress_missing():
+                os.replace(f"{path}{extra}", f"{tomb}{extra}")
         for extra in ("", "-wal", "-shm"):
             with _suppress_missing():
-                os.remove(f"{path}{extra}")
+                os.remove(f"{tomb}{extra}")
+        self._hashed.pop(path.name, None)
+        self.availability.opened(world)
         return info
+
+
+def _why(exc: BaseException) -> str:
+    """An open failure in a few words (``too many open files`` rather than SQLite's
+    ``unable to open database file``, when that is the cause)."""
+    if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
+        return "too many open files"
+    text = str(exc)
+    try:
+        probe = os.open(os.devnull, os.O_RDONLY)
+    except OSError as probe_exc:
+        if probe_exc.errno == errno.EMFILE:
+            return f"too many open files ({text})"
+    else:
+        os.close(probe)
+    return text
 
 
 class _suppress_missing:
