@@ -22,6 +22,7 @@ One file holds everything ``credence serve`` needs; command-line flags override 
     hello_timeout = 10.0
     shutdown_timeout = 10.0
     readers = 2
+    max_open_worlds = 64          # data_dir: world files open at once (per thread)
 
     [rules]                       # rules for worlds created by this process
     file = "rules.toml"           # a rules file, and/or numbers inline
@@ -58,6 +59,7 @@ _LIMITS: dict[str, type] = {
     "hello_timeout": float,
     "shutdown_timeout": float,
     "readers": int,
+    "max_open_worlds": int,
 }
 _WORLD_KEYS = {"rules", "writer_token", "reader_token"}
 

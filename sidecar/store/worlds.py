@@ -29,7 +29,6 @@ import errno
 import hashlib
 import logging
 import os
-import shutil
 import sqlite3
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
@@ -49,6 +48,7 @@ from ..engine import (
     rules_to_stored,
 )
 from .filenames import SUFFIX, NameKind, classify, encode_name
+from .lock import held, lock_path
 from .pool import Availability, HandlePool
 from .renames import TOMBSTONE, clear_leftovers, migrate_names, needs_migration
 from .store import (
@@ -616,15 +616,38 @@ def import_world(store: SingleFile | DataDir, path: Path, world: str | None = No
 
 def backup(source: Path, target: Path) -> None:
     """Copy a live SQLite file consistently with SQLite's online backup API (safe while the
-    sidecar writes: the copy is one committed state)."""
+    sidecar writes: the copy is one committed state).
+
+    Refuses (:class:`WorldsError`, nothing written) a target that is the source itself (also
+    through a symlink or a hard link) or a database a sidecar serves: one whose writer lock
+    (``<target>.lock``, or its data directory's ``.credence.lock``) is held. The copy is
+    written to ``<target>.part`` and renamed over the target once complete; on failure the
+    part is removed.
+    """
+    if target.is_dir():
+        raise WorldsError(f"{target} is a directory: name the file to write")
+    if target.exists() and os.path.samefile(source, target):
+        raise WorldsError(f"{target} is the database being copied: choose another file")
+    for lock in (lock_path(target), target.parent / ".credence.lock"):
+        if held(lock):
+            raise WorldsError(
+                f"{target} is a database a sidecar is serving ({lock} is held): "
+                "refusing to overwrite it"
+            )
     src = connect(source, synchronous="NORMAL")
     tmp = target.with_name(target.name + ".part")
     with _suppress_missing():
         os.remove(tmp)
-    dst = sqlite3.connect(str(tmp))
     try:
-        src.backup(dst)
+        dst = sqlite3.connect(str(tmp))
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+        os.replace(tmp, target)
+    except BaseException:
+        with _suppress_missing():
+            os.remove(tmp)
+        raise
     finally:
-        dst.close()
         src.close()
-    shutil.move(tmp, target)
