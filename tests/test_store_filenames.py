@@ -28,7 +28,9 @@ def old_name(world: str) -> str:
     return name
 
 
-_hashed_by_old = st.text(st.characters(min_codepoint=0x80, exclude_categories=("Cs",)), min_size=67, max_size=200)
+_hashed_by_old = st.text(
+    st.characters(min_codepoint=0x80, exclude_categories=("Cs",)), min_size=67, max_size=200
+)
 ids = st.one_of(
     st.text(min_size=1, max_size=200),
     st.text(st.sampled_from("aAbB~.-_!@%zZ"), min_size=1, max_size=200),
