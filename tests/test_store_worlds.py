@@ -423,3 +423,49 @@ async def test_a_world_that_cannot_open_gets_a_clear_error_and_health_says_degra
             assert again.welcome is not None
             assert (await again.event("tick", 1, event_id="t"))["type"] == "ack"
         assert (await asyncio.to_thread(_health, sc))[0] == 200
+
+
+async def test_backup_refuses_a_database_a_sidecar_serves(tmp_path: Path) -> None:
+    """Issue 17 defect 8: `backup --out` onto a served --db file or a served data dir's
+    world file is one line on stderr, exit 2, and the live database is untouched."""
+    other = tmp_path / "other.db"
+    SingleFile(other).close()
+    live, data = tmp_path / "live.db", tmp_path / "worlds"
+    async with running(tmp_path, db=live) as sc, WsClient(sc.url, "town") as c:
+        await fill(c)
+        async with running(tmp_path / "dd", data_dir=data) as sd, WsClient(sd.url, "town") as d:
+            await fill(d)
+            for target in (live, world_file(data, "town")):
+                before = sorted(os.listdir(target.parent))
+                done = await asyncio.to_thread(
+                    cli, "backup", "--db", str(other), "--out", str(target)
+                )
+                assert done.returncode == 2 and done.stdout == ""
+                assert done.stderr.count("\n") == 1 and "a sidecar is serving" in done.stderr
+                assert sorted(os.listdir(target.parent)) == before
+            assert (await c.event("tick", 30, event_id="t9"))["type"] == "ack"
+            assert (await d.event("tick", 30, event_id="t9"))["type"] == "ack"
+    assert rebuild(live).ok and rebuild(world_file(data, "town")).ok
+    assert db_rows(live, "SELECT count(*) FROM events") == [(6,)]
+
+
+def test_backup_refuses_to_write_onto_its_own_source(tmp_path: Path) -> None:
+    """`backup --out` naming the source itself, a symlink to it or a hard link of it is one
+    line on stderr and exit 2; the source is unchanged and nothing is left behind."""
+    db = tmp_path / "c.db"
+    store = SingleFile(db)
+    try:
+        store.import_events("town", rules_from_mapping({}), _story())
+    finally:
+        store.close()
+    (tmp_path / "link.db").symlink_to(db)
+    os.link(db, tmp_path / "hard.db")
+    before = sorted(os.listdir(tmp_path))
+    content = db.read_bytes()
+    for out in ("c.db", "link.db", "hard.db"):
+        done = cli("backup", "--db", str(db), "--out", str(tmp_path / out))
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert "is the database being copied" in done.stderr
+        assert sorted(os.listdir(tmp_path)) == before and db.read_bytes() == content
+    copy = cli("backup", "--db", str(db), "--out", str(tmp_path / "copy.db"))
+    assert copy.returncode == 0 and rebuild(tmp_path / "copy.db").ok
