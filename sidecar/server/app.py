@@ -352,12 +352,19 @@ class Sidecar:
         """Answer a ``worlds``/``fork``/``delete`` frame; writes run on the writer's thread,
         between batches, after every earlier event of the connection was committed."""
         token = conn.token
-        frames = await self._on_writer(
-            lambda: world_reply(
+
+        def reply() -> list[dict[str, Any]]:
+            return world_reply(
                 self.store, conn.world, frame, role=conn.role,
                 role_for=lambda w: self.auth.role_for(w, token),
-            )
-        )  # fmt: skip
+            )  # fmt: skip
+
+        if isinstance(frame, WorldsQuery) and isinstance(self.store, DataDir):
+            # Listing a data directory only reads (DataDir.worlds is safe on any thread): a
+            # reader thread does it, so 10,000 world files never hold the writer up.
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._read_pool, reply)
+        frames = await self._on_writer(reply)
         if isinstance(frame, DeleteWorld):
             self._reader_epoch += 1
             for other in list(self.hub.get(frame.world, ())):

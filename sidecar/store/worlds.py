@@ -133,7 +133,11 @@ class WorldStore(Protocol):
 # --------------------------------------------------------------------------- reading
 
 
-def _info(reader: Reader, world: str) -> WorldInfo:
+class _Rows(Protocol):
+    def _rows(self, sql: str, params: tuple[Any, ...] = ...) -> list[Any]: ...
+
+
+def _info(reader: _Rows, world: str) -> WorldInfo:
     rows = reader._rows("SELECT day, event_seq, change_seq FROM worlds WHERE world = ?", (world,))
     if not rows:
         raise WorldNotFound(f"no world {world!r}")
@@ -317,6 +321,8 @@ class DataDir:
             max_open_worlds, self._open_file, SingleFile.close
         )
         self._hashed: dict[str, str] = {}  # hashed file name -> the id inside it
+        #: world -> (its files' stat key, its listing entry): what :meth:`worlds` last read.
+        self._infos: dict[str, tuple[tuple[int, ...], WorldInfo | None]] = {}
 
     def _prepare(self, lock_held: bool) -> None:
         clear_leftovers(self.data_dir)
@@ -442,7 +448,7 @@ class DataDir:
                     self._hashed[name] = world
                     ids.append(world)
         for gone in set(self._hashed) - seen:
-            del self._hashed[gone]
+            self._hashed.pop(gone, None)
         return sorted(ids)
 
     def _id_inside(self, path: Path) -> str | None:
@@ -461,28 +467,47 @@ class DataDir:
         return None
 
     def worlds(self) -> list[WorldInfo]:
-        """Every world here with its counts. A world whose file is open is read through it;
-        the others through a short-lived connection each (the pool is left as it was)."""
+        """Every world here with its counts; safe on any thread (a reader's, so that listing
+        10,000 worlds never holds the writer up). Each file is read on a short-lived
+        read-only connection of its own (the pool is left as it was) and its counts are
+        remembered until the file or its WAL changes (size, time or inode)."""
         out = []
         for world in self.world_ids():
-            open_file = self._pool.peek(world)
-            if open_file is not None:
-                if open_file.exists(world):
-                    out.append(open_file.info(world))
-                continue
-            try:
-                reader = Reader(world_file(self.data_dir, world))
-            except StoreError as exc:
-                self.availability.failed(world, f"the file of world {world!r}: {exc}")
-                log.error("world %r is not listed: %s", world, exc)
-                continue
-            try:
-                out.append(_info(reader, world))
-            except WorldNotFound:
-                pass  # a file without its world yet
-            finally:
-                reader.close()
+            info = self._listed(world)
+            if info is not None:
+                out.append(info)
         return out
+
+    def _listed(self, world: str) -> WorldInfo | None:
+        path = world_file(self.data_dir, world)
+        try:
+            key = _stat_key(path)
+        except FileNotFoundError:
+            return None
+        hit = self._infos.get(world)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        try:
+            conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        except sqlite3.Error as exc:
+            self._unlisted(world, exc)
+            return None
+        try:
+            info: WorldInfo | None = _info(_ReadOnly(conn), world)
+        except WorldNotFound:
+            info = None  # a file without its world yet
+        except StoreError as exc:
+            self._unlisted(world, exc)
+            return None
+        finally:
+            conn.close()
+        self._infos[world] = (key, info)
+        return info
+
+    def _unlisted(self, world: str, exc: BaseException) -> None:
+        reason = f"the file of world {world!r} cannot be read: {exc}"
+        self.availability.failed(world, reason)
+        log.error("%s", reason)
 
     def fork(self, source: str, target: str, at: int | None = None) -> WorldInfo:
         src = self._existing(source)
@@ -516,8 +541,38 @@ class DataDir:
             with _suppress_missing():
                 os.remove(f"{tomb}{extra}")
         self._hashed.pop(path.name, None)
+        self._infos.pop(world, None)
         self.availability.opened(world)
         return info
+
+
+def _stat_key(path: Path) -> tuple[int, ...]:
+    """What changes when a world file is written: the file's and its WAL's inode, size, time."""
+    key = []
+    for name in (str(path), f"{path}-wal"):
+        try:
+            st = os.stat(name)
+        except FileNotFoundError:
+            if name == str(path):
+                raise
+            key += [0, 0, 0]
+            continue
+        key += [st.st_ino, st.st_size, st.st_mtime_ns]
+    return tuple(key)
+
+
+class _ReadOnly:
+    """Just enough of a :class:`Reader` for :func:`_info`, on a read-only connection (it never
+    checkpoints when it closes, so reading a file does not change what it is keyed by)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        try:
+            return self.conn.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"query failed: {exc}") from exc
 
 
 def _why(exc: BaseException) -> str:

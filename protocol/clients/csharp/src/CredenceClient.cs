@@ -94,6 +94,7 @@ namespace Credence
             { "narrative", new[] { "sections" } },
             { "graph", new[] { "nodes", "edges" } },
             { "trust", new[] { "entries" } },
+            { "worlds", new[] { "worlds" } },
         };
 
         sealed class Item

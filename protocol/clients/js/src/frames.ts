@@ -382,6 +382,7 @@ export const PAGED_FIELDS: Record<string, readonly string[]> = {
   narrative: ["sections"],
   graph: ["nodes", "edges"],
   trust: ["entries"],
+  worlds: ["worlds"],
 };
 
 /** Close codes after which reconnecting cannot help (SPEC §13). */
