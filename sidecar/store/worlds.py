@@ -133,11 +133,7 @@ class WorldStore(Protocol):
 # --------------------------------------------------------------------------- reading
 
 
-class _Rows(Protocol):
-    def _rows(self, sql: str, params: tuple[Any, ...] = ...) -> list[Any]: ...
-
-
-def _info(reader: _Rows, world: str) -> WorldInfo:
+def _info(reader: Reader, world: str) -> WorldInfo:
     rows = reader._rows("SELECT day, event_seq, change_seq FROM worlds WHERE world = ?", (world,))
     if not rows:
         raise WorldNotFound(f"no world {world!r}")
@@ -488,20 +484,22 @@ class DataDir:
         if hit is not None and hit[0] == key:
             return hit[1]
         try:
-            conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
-        except sqlite3.Error as exc:
+            reader = Reader(path)
+        except StoreError as exc:
             self._unlisted(world, exc)
             return None
         try:
-            info: WorldInfo | None = _info(_ReadOnly(conn), world)
+            info: WorldInfo | None = _info(reader, world)
         except WorldNotFound:
             info = None  # a file without its world yet
         except StoreError as exc:
             self._unlisted(world, exc)
             return None
         finally:
-            conn.close()
-        self._infos[world] = (key, info)
+            reader.close()
+        with contextlib.suppress(FileNotFoundError):
+            if _stat_key(path) == key:  # (not written meanwhile: the entry stays true)
+                self._infos[world] = (key, info)
         return info
 
     def _unlisted(self, world: str, exc: BaseException) -> None:
@@ -555,24 +553,12 @@ def _stat_key(path: Path) -> tuple[int, ...]:
         except FileNotFoundError:
             if name == str(path):
                 raise
-            key += [0, 0, 0]
-            continue
-        key += [st.st_ino, st.st_size, st.st_mtime_ns]
+            st = None
+        if st is None or (name != str(path) and not st.st_size):
+            key += [0, 0, 0]  # no WAL, or an empty one (as any connection leaves it)
+        else:
+            key += [st.st_ino, st.st_size, st.st_mtime_ns]
     return tuple(key)
-
-
-class _ReadOnly:
-    """Just enough of a :class:`Reader` for :func:`_info`, on a read-only connection (it never
-    checkpoints when it closes, so reading a file does not change what it is keyed by)."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        try:
-            return self.conn.execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            raise StoreError(f"query failed: {exc}") from exc
 
 
 def _why(exc: BaseException) -> str:
