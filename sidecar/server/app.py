@@ -45,6 +45,7 @@ from ..store import (
     StoreError,
     Writer,
     WriterLock,
+    open_failure,
 )
 from . import inspector
 from .auth import Auth
@@ -321,10 +322,16 @@ class Sidecar:
             self._local.readers = pool
             self._local.epoch = self._reader_epoch
         try:
-            reader = pool.get(path)
+            try:
+                reader = pool.get(path)
+            except (StoreError, sqlite3.Error, OSError):
+                if not len(pool):
+                    raise
+                pool.shrink(len(pool) // 2)  # out of handles? give some back, retry once
+                reader = pool.get(path)
         except (StoreError, sqlite3.Error, OSError) as exc:
             name = world if world is not None else str(path)
-            reason = f"the file of world {name!r} cannot be opened: {exc}"
+            reason = f"the file of world {name!r} cannot be opened: {open_failure(exc)}"
             self.availability.failed(name, reason)
             log.error("%s", reason)
             raise CannotOpen(reason) from exc

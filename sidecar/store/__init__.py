@@ -1,7 +1,7 @@
 """The SQLite store: schema and migrations, the single group-commit writer, readers, rebuild."""
 
 from .lock import WriterLock, lock_path
-from .pool import Availability, HandlePool
+from .pool import Availability, HandlePool, open_failure
 from .rebuild import RebuildReport, rebuild
 from .schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
 from .store import (
@@ -63,6 +63,7 @@ __all__ = [
     "import_world",
     "lock_path",
     "migrate",
+    "open_failure",
     "rebuild",
     "schema_version",
     "world_file",

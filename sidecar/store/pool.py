@@ -14,12 +14,14 @@ so an entry is only ever closed by the thread that uses it, between two uses.
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
-__all__ = ["Availability", "HandlePool"]
+__all__ = ["Availability", "HandlePool", "open_failure"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -120,3 +122,19 @@ class Availability:
     def __len__(self) -> int:
         with self._lock:
             return len(self._failed)
+
+
+def open_failure(exc: BaseException) -> str:
+    """An open failure in a few words (``too many open files`` rather than SQLite's
+    ``unable to open database file``, when that is the cause)."""
+    if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
+        return "too many open files"
+    text = str(exc)
+    try:
+        probe = os.open(os.devnull, os.O_RDONLY)
+    except OSError as probe_exc:
+        if probe_exc.errno == errno.EMFILE:
+            return f"too many open files ({text})"
+    else:
+        os.close(probe)
+    return text

@@ -25,7 +25,6 @@ and the count, then replays the events into a new world with the stored rules.
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import logging
 import os
@@ -49,7 +48,7 @@ from ..engine import (
 )
 from .filenames import SUFFIX, NameKind, classify, encode_name
 from .lock import held, lock_path
-from .pool import Availability, HandlePool
+from .pool import Availability, HandlePool, open_failure
 from .renames import TOMBSTONE, clear_leftovers, migrate_names, needs_migration
 from .store import (
     CannotOpen,
@@ -365,7 +364,7 @@ class DataDir:
                 self._pool.shrink(len(self._pool) // 2)  # out of handles? give some back, retry
                 store = self._pool.get(world)
         except (StoreError, sqlite3.Error, OSError) as exc:
-            reason = f"the file of world {world!r} cannot be opened: {_why(exc)}"
+            reason = f"the file of world {world!r} cannot be opened: {open_failure(exc)}"
             self.availability.failed(world, reason)
             log.error("%s", reason)
             raise CannotOpen(reason) from exc
@@ -559,22 +558,6 @@ def _stat_key(path: Path) -> tuple[int, ...]:
         else:
             key += [st.st_ino, st.st_size, st.st_mtime_ns]
     return tuple(key)
-
-
-def _why(exc: BaseException) -> str:
-    """An open failure in a few words (``too many open files`` rather than SQLite's
-    ``unable to open database file``, when that is the cause)."""
-    if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
-        return "too many open files"
-    text = str(exc)
-    try:
-        probe = os.open(os.devnull, os.O_RDONLY)
-    except OSError as probe_exc:
-        if probe_exc.errno == errno.EMFILE:
-            return f"too many open files ({text})"
-    else:
-        os.close(probe)
-    return text
 
 
 class _suppress_missing:
