@@ -339,7 +339,13 @@ async def test_deleting_a_world_named_like_another_worlds_old_hash_leaves_that_w
         listed = (await a.request({"type": "worlds"}))["worlds"]
         assert [(w["world"], w["events"]) for w in listed] == [(long, 16)]
     assert sorted(os.listdir(data)) == sorted(
-        [world_file(data, long).name, ".credence.lock", ".credence-names", ".empty.db"]
+        [
+            world_file(data, long).name,
+            ".credence.lock",
+            ".credence-names",
+            ".credence-worlds",
+            ".empty.db",
+        ]
     )
     assert rebuild(world_file(data, long)).ok
 
@@ -469,3 +475,34 @@ def test_backup_refuses_to_write_onto_its_own_source(tmp_path: Path) -> None:
         assert sorted(os.listdir(tmp_path)) == before and db.read_bytes() == content
     copy = cli("backup", "--db", str(db), "--out", str(tmp_path / "copy.db"))
     assert copy.returncode == 0 and rebuild(tmp_path / "copy.db").ok
+
+
+def test_the_worlds_listing_is_remembered_across_opens_until_a_file_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second DataDir lists from `.credence-worlds` without reading unchanged files, and
+    a world written since is read again (its new counts, never the remembered ones)."""
+    from sidecar.store import worlds as worlds_module
+
+    d = DataDir(tmp_path / "d")
+    for world in ("a", "b"):
+        d.import_events(world, rules_from_mapping({}), _story()[:2])
+    d.close()
+    d = DataDir(tmp_path / "d")
+    assert [w.events for w in d.worlds()] == [2, 2]
+    d.apply([("b", e) for e in _story()[2:]])
+    d.close()
+    opened: list[str] = []
+
+    class Counting(Reader):
+        def __init__(self, path: str | Path) -> None:
+            opened.append(Path(path).name)
+            super().__init__(path)
+
+    monkeypatch.setattr(worlds_module, "Reader", Counting)
+    d = DataDir(tmp_path / "d")
+    try:
+        assert [(w.world, w.events) for w in d.worlds()] == [("a", 2), ("b", 4)]
+        assert opened == ["b.db"]
+    finally:
+        d.close()

@@ -61,7 +61,9 @@ def clear_leftovers(data_dir: Path) -> None:
     names = os.listdir(data_dir)
     present = set(names)
     for name in names:
-        if name.startswith((TOMBSTONE, _COPY)):
+        if name.startswith((TOMBSTONE, _COPY)) or (
+            name.startswith(".credence-") and name.endswith(".part")
+        ):
             _remove(data_dir / name)
         elif name.endswith(tuple(SUFFIX + s for s in _SIDE)):
             db = name[: -len(_SIDE[0])]

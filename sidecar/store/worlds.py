@@ -29,6 +29,7 @@ import hashlib
 import logging
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -317,7 +318,12 @@ class DataDir:
         )
         self._hashed: dict[str, str] = {}  # hashed file name -> the id inside it
         #: world -> (its files' stat key, its listing entry): what :meth:`worlds` last read.
-        self._infos: dict[str, tuple[tuple[int, ...], WorldInfo | None]] = {}
+        #: Kept in ``.credence-worlds`` between runs, so that a restart does not read 10,000
+        #: files again for the first listing.
+        self._infos: dict[str, tuple[tuple[int, ...], WorldInfo | None]] = _load_listing(
+            self.data_dir / _LISTING
+        )
+        self._listing_lock = threading.Lock()
 
     def _prepare(self, lock_held: bool) -> None:
         clear_leftovers(self.data_dir)
@@ -467,11 +473,31 @@ class DataDir:
         read-only connection of its own (the pool is left as it was) and its counts are
         remembered until the file or its WAL changes (size, time or inode)."""
         out = []
+        read = 0
         for world in self.world_ids():
+            hit = self._infos.get(world)
             info = self._listed(world)
+            read += hit is None or hit[1] is not info
             if info is not None:
                 out.append(info)
+        if read:
+            self._save_listing()
         return out
+
+    def _save_listing(self) -> None:
+        """Write what :meth:`worlds` knows to ``.credence-worlds`` (whole, by a rename)."""
+        entries = {w: [list(key), None if i is None else i.to_dict()]
+                   for w, (key, i) in list(self._infos.items())}  # fmt: skip
+        path = self.data_dir / _LISTING
+        tmp = path.with_name(f"{path.name}.{threading.get_ident()}.part")
+        with self._listing_lock:
+            try:
+                tmp.write_bytes(orjson.dumps({"version": 1, "worlds": entries}))
+                os.replace(tmp, path)
+            except OSError as exc:  # only a cache: the next listing reads the files again
+                log.warning("cannot save the worlds listing to %s: %s", path, exc)
+                with _suppress_missing():
+                    os.remove(tmp)
 
     def _listed(self, world: str) -> WorldInfo | None:
         path = world_file(self.data_dir, world)
@@ -541,6 +567,25 @@ class DataDir:
         self._infos.pop(world, None)
         self.availability.opened(world)
         return info
+
+
+_LISTING = ".credence-worlds"
+
+
+def _load_listing(path: Path) -> dict[str, tuple[tuple[int, ...], WorldInfo | None]]:
+    """The listing cache :meth:`DataDir._save_listing` wrote, or nothing if it is unreadable
+    (it is only a cache: each entry is used only while its file's stat key still matches)."""
+    try:
+        data = orjson.loads(path.read_bytes())
+        out: dict[str, tuple[tuple[int, ...], WorldInfo | None]] = {}
+        for world, (key, info) in data["worlds"].items():
+            out[world] = (tuple(int(k) for k in key), None if info is None else WorldInfo(**info))
+        return out
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        log.warning("ignoring the worlds listing cache %s: %s", path, exc)
+        return {}
 
 
 def _stat_key(path: Path) -> tuple[int, ...]:
