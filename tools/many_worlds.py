@@ -197,7 +197,7 @@ def measure(
     ]  # fmt: skip
     start = time.perf_counter()
     log = (data_dir.parent / "serve.log").open("wb")
-    proc = subprocess.Popen(  # noqa: S603 - our own CLI
+    proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=log, preexec_fn=lambda: _limit(nofile)
     )
     try:

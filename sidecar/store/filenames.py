@@ -30,6 +30,7 @@ tells its names apart so a data directory can be migrated (see ``DataDir``).
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from enum import Enum
 from urllib.parse import unquote
@@ -58,6 +59,7 @@ _DEVICES = frozenset(
     {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 )
 _HEX = frozenset("0123456789abcdef")
+_SIMPLE = re.compile(rf"[a-z0-9_-][a-z0-9._-]{{0,{READABLE - 1}}}")
 
 
 def _escape(ch: str) -> str:
@@ -146,6 +148,8 @@ def classify(stem: str) -> Parsed:
     writes ``~`` or an upper-case letter outside a ``%XX``; a name with neither is read the
     same way by both, so it names the same id whichever wrote it.
     """
+    if _SIMPLE.fullmatch(stem) and stem.split(".", 1)[0] not in _DEVICES:
+        return Parsed(NameKind.PLAIN, stem)  # (the common case, without decoding)
     if not stem or stem.startswith("."):
         return Parsed(NameKind.FOREIGN)
     if HASH_MARK in stem:

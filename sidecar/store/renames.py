@@ -72,9 +72,8 @@ def clear_leftovers(data_dir: Path) -> None:
 
 
 def _world_files(data_dir: Path) -> list[Path]:
-    return sorted(
-        data_dir / n for n in os.listdir(data_dir) if n.endswith(SUFFIX) and not n.startswith(".")
-    )
+    names = sorted(n for n in os.listdir(data_dir) if n.endswith(SUFFIX) and n[0] != ".")
+    return [data_dir / n for n in names]
 
 
 def needs_migration(data_dir: Path) -> bool:
@@ -82,7 +81,8 @@ def needs_migration(data_dir: Path) -> bool:
     if not (data_dir / MARKER).is_file():
         return True
     old = (NameKind.OLD, NameKind.OLD_HASHED)
-    return any(classify(p.name[: -len(SUFFIX)]).kind in old for p in _world_files(data_dir))
+    names = (n for n in os.listdir(data_dir) if n.endswith(SUFFIX) and n[0] != ".")
+    return any(classify(n[: -len(SUFFIX)]).kind in old for n in names)
 
 
 def _ids_in(path: Path) -> list[str]:
