@@ -22,8 +22,8 @@ import msgpack
 import pytest
 from wsclient import guard
 
-from protocol.vectors import generate
 from sidecar.commands.serve import URL_PREFIX
+from tools import vectors as generate
 
 ROOT = Path(__file__).resolve().parent.parent
 CSHARP = ROOT / "protocol" / "clients" / "csharp"

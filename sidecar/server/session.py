@@ -3,7 +3,7 @@
 A :class:`Session` is fed decoded frames and change records and answers with typed actions
 and encoded outbound frames; it never touches a socket, a clock, the store or asyncio. The
 asyncio :class:`~sidecar.server.connection.Connection` drives one per WebSocket, and the
-vector generator (``protocol/vectors/generate.py``) drives one to compute what a sidecar
+vector generator (``tools/vectors.py``) drives one to compute what a sidecar
 answers, so the two cannot drift apart. It is tested without an event loop.
 
 States and transitions (an illegal transition raises :class:`SessionStateError`, naming the

@@ -7,7 +7,7 @@
 //   mono CredenceTests.exe session URL VECTORS.json [TRANSCRIPT.msgpack]
 //       replay the scripted session of vectors/README.md against a sidecar on an empty
 //       database: every server vector must come back; with the transcript written by
-//       protocol.vectors.generate, every step must bring exactly its frames.
+//       tools.vectors, every step must bring exactly its frames.
 //   mono CredenceTests.exe client URL WRITER_TOKEN READER_TOKEN
 //       the client against a sidecar started with those tokens: auth, acks, refusals,
 //       notifications, window, paging, inbound backpressure, reconnect + resume + resend,
