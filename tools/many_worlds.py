@@ -140,7 +140,8 @@ async def _touch(url: str, world: str, figures: Figures) -> None:
 
 
 async def _drive(url: str, pid: int, figures: Figures, clients: int) -> None:
-    queue = [world_id(i * (figures.worlds // figures.touched)) for i in range(figures.touched)]
+    step = figures.worlds // max(figures.touched, 1)
+    queue = [world_id(i * step) for i in range(figures.touched)]
     sampling = True
 
     async def sample() -> None:
@@ -236,12 +237,21 @@ def main(argv: list[str] | None = None) -> int:
             Path(tmp) / "worlds", worlds=args.worlds, touch=args.touch,
             max_open=args.max_open, nofile=args.nofile, clients=args.clients,
         )  # fmt: skip
+        again = measure(
+            Path(tmp) / "worlds", worlds=args.worlds, touch=0, max_open=args.max_open,
+            nofile=args.nofile, clients=args.clients, make=False,
+        )  # fmt: skip
     print(
         f"credence serve --data-dir, --max-open-worlds {args.max_open}, "
         f"RLIMIT_NOFILE {args.nofile}, {args.clients} clients at a time"
     )
     for line in figures.lines():
         print(line)
+    print(
+        f"after a restart     {again.start_s:.2f} s to start, listing {again.listed} worlds "
+        f"{again.list_cold_s:.2f} s (from .credence-worlds), {again.fds_idle} handles, "
+        f"{again.rss_mib:.0f} MiB"
+    )
     for refusal in figures.refused[:5]:
         print(f"  refused: {refusal}")
     return 0 if not figures.refused else 1
