@@ -53,6 +53,7 @@ from .pool import Availability, HandlePool, open_failure
 from .renames import TOMBSTONE, clear_leftovers, migrate_names, needs_migration
 from .store import (
     CannotOpen,
+    DatabaseInUse,
     EventResult,
     Reader,
     ResultStatus,
@@ -326,16 +327,23 @@ class DataDir:
         self._listing_lock = threading.Lock()
 
     def _prepare(self, lock_held: bool) -> None:
-        clear_leftovers(self.data_dir)
-        if not needs_migration(self.data_dir):
-            return
+        """Clear leftovers and migrate names, under the directory's writer lock (a sidecar
+        serving the directory did both when it opened it: then only a migration still to
+        do is refused, with :class:`DatabaseInUse`)."""
         from .lock import WriterLock
 
         lock = None if lock_held else WriterLock(self.data_dir / ".credence")
         if lock is not None:
-            lock.acquire()  # DatabaseInUse: a sidecar serves it; it migrates it itself
+            try:
+                lock.acquire()
+            except DatabaseInUse:
+                if needs_migration(self.data_dir):
+                    raise
+                return
         try:
-            migrate_names(self.data_dir)
+            clear_leftovers(self.data_dir)
+            if needs_migration(self.data_dir):
+                migrate_names(self.data_dir)
         finally:
             if lock is not None:
                 lock.release()
