@@ -197,7 +197,7 @@ class Connection:
             latest = await self.app.read(lambda r: r.latest_seq(hello.world), hello.world)
         except CannotOpen as exc:  # this world's file only; the health check says degraded
             raise ProtocolError(
-                ErrorCode.INTERNAL_ERROR, f"{exc}; retry later", close=CloseCode.INTERNAL_ERROR
+                ErrorCode.INTERNAL_ERROR, f"{exc}; retry later", close=CloseCode.TRY_AGAIN_LATER
             ) from None
         self._backfill_needed = self.session.welcome(latest, auth_open=self.app.auth.open)
         await self._flush_now()
