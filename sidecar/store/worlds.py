@@ -393,6 +393,12 @@ class DataDir:
         with self._pool.pinned(world) as store:
             yield store
 
+    def close_world(self, world: str) -> None:
+        """Close ``world``'s file now if it is open (before its file is replaced or removed:
+        the next use opens whatever file then has its name)."""
+        self._pool.discard(world)
+        self._infos.pop(world, None)
+
     def _existing(self, world: str) -> SingleFile:
         if not world_file(self.data_dir, world).exists():
             raise WorldNotFound(f"no world {world!r}")
@@ -566,7 +572,7 @@ class DataDir:
                 f"the file of world {world!r} also holds {others[0]!r}: not deleted "
                 "(restart the sidecar to migrate the data directory)"
             )
-        self._pool.discard(world)
+        self.close_world(world)
         path = world_file(self.data_dir, world)
         tomb = path.with_name(TOMBSTONE + path.name)
         os.replace(path, tomb)
