@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from sidecar.engine import ChangeKind, EventKind
+from sidecar.engine import ChangeKind, EventKind, Intervention
 from sidecar.engine.events import MAX_EDITS, MAX_ID_LEN, MAX_LIST_LEN, MAX_TEXT_LEN
 
 from .frames import MAX_FILTER, MAX_RESIDENTS, PROTOCOL_VERSION
@@ -157,6 +157,15 @@ _RESIDENTS = {
     "description": "a list of resident ids, or '*' for every resident",
     "anyOf": [{"const": "*"}, _list(_ref("id"), most=10_000)],
 }
+#: The fields of a notification filter: a ``subscribe`` frame's, and each map of ``hello.filters``.
+_SUBSCRIPTION: Schema = {
+    "residents": _RESIDENTS,
+    "roots": _list({"type": "string"}),
+    "changes": _list(_ref("change_kind")),
+    "crossing": {"type": "number", "minimum": 0, "maximum": 100},
+}
+#: Most filters one connection holds (SPEC §8.2), so at most this many in ``hello.filters``.
+MAX_FILTERS = 64
 _WEIGHT = {"type": "number", "minimum": 0, "maximum": 1e6}
 _TAGS: Schema = {"people": _ID_LIST, "places": _ID_LIST, "topics": _ID_LIST}
 _CLAIM = {
@@ -366,6 +375,18 @@ def client_schema() -> Schema:
                 "client": {"type": "string"},
                 "resume": _ref("seq"),
                 "subscribe": _RESIDENTS,
+                "filters": _list(
+                    {
+                        "type": "object",
+                        "description": "a filter restored before the resume backlog (SPEC §9)",
+                        "properties": {
+                            k: v if k == "residents" else _nullable(v)
+                            for k, v in _SUBSCRIPTION.items()
+                        },
+                        "required": ["residents"],
+                    },
+                    most=MAX_FILTERS,
+                ),
             },
             ["protocol", "world"],
         ),
@@ -373,12 +394,7 @@ def client_schema() -> Schema:
         "subscribe": _frame(
             "subscribe",
             "add a notification filter (SPEC §8.2)",
-            {
-                "residents": _RESIDENTS,
-                "roots": _list({"type": "string"}),
-                "changes": _list(_ref("change_kind")),
-                "crossing": {"type": "number", "minimum": 0, "maximum": 100},
-            },
+            _SUBSCRIPTION,
             ["residents"],
         ),
         "unsubscribe": _frame(
@@ -485,7 +501,7 @@ _BELIEF = {
         "state": _ref("state"),
         "source_kind": _ref("source_kind"),
         "source": {"type": ["string", "null"]},
-        "intervention": {"enum": ["implanted", "distorted", None]},
+        "intervention": {"enum": [*(str(i) for i in Intervention), None]},
         "formed_day": {"type": "number"},
         "updated_day": {"type": "number"},
     },

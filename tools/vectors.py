@@ -373,6 +373,24 @@ def _handshakes(v: _Vectors) -> None:
         RESUME_HELLO,
     )
     h(
+        "client.hello.resume_filters",
+        "A reconnect that restores two filters added with subscribe frames after the first "
+        "hello (one narrowed by an unsubscribe), so the backlog after seq 4 is read through "
+        "them too.",
+        {
+            "type": "hello",
+            "protocol": 1,
+            "world": WORLD,
+            "resume": 4,
+            "subscribe": ["mira"],
+            "filters": [
+                {"residents": ["kai"], "roots": ["water:"], "changes": ["doubted", "corrected"]},
+                {"residents": "*", "crossing": 50},
+            ],
+            "rid": "hello-3",
+        },
+    )
+    h(
         "client.hello.nil_optionals",
         "Every optional field given as nil: the same as leaving it out.",
         {

@@ -370,6 +370,13 @@ def _lean_tables(conn: sqlite3.Connection) -> None:
     conn.execute("DROP INDEX IF EXISTS changes_by_resident")
 
 
+def _intervention_lifecycle(conn: sqlite3.Connection) -> None:
+    """0007 (i18): an intervention has a lifecycle: ``discovered`` once an anomaly exposed it,
+    ``suppressed`` while the player keeps a memory hidden (beliefs.intervention widened)."""
+    for value in ("discovered", "suppressed"):
+        _allow(conn, "beliefs", "intervention", value)
+
+
 Migration = str | Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -380,6 +387,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0005_i10_memory", _i10_memory),
     ("0005_i12_schema_events", _schema_events),
     ("0006_i13_lean_tables", _lean_tables),
+    ("0007_i18_intervention_lifecycle", _intervention_lifecycle),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
