@@ -487,8 +487,12 @@ class DataDir:
         read-only connection of its own (the pool is left as it was) and its counts are
         remembered until the file or its WAL changes (size, time or inode)."""
         out = []
-        read = 0
-        for world in self.world_ids():
+        ids = self.world_ids()
+        gone = set(self._infos) - set(ids)  # (files removed by hand: the cache forgets them)
+        for world in gone:
+            self._infos.pop(world, None)
+        read = len(gone)
+        for world in ids:
             hit = self._infos.get(world)
             info = self._listed(world)
             read += hit is None or hit[1] is not info
