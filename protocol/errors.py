@@ -46,6 +46,7 @@ class CloseCode(IntEnum):
     NORMAL = 1000
     GOING_AWAY = 1001  # server shutting down; reconnect and resume
     MESSAGE_TOO_BIG = 1009  # inbound frame over the size limit
+    TRY_AGAIN_LATER = 1013  # the world's file cannot be opened now (hello); reconnect later
     HELLO_REQUIRED = 4000
     UNAUTHORIZED = 4001
     UNSUPPORTED_PROTOCOL = 4002

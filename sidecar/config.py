@@ -22,6 +22,7 @@ One file holds everything ``credence serve`` needs; command-line flags override 
     hello_timeout = 10.0
     shutdown_timeout = 10.0
     readers = 2
+    max_open_worlds = 64          # data_dir: world files open at once (per thread)
 
     [rules]                       # rules for worlds created by this process
     file = "rules.toml"           # a rules file, and/or numbers inline
@@ -66,9 +67,10 @@ SETTINGS: dict[str, Bound] = {
     "hello_timeout": Bound(float, 0.1, 3600),
     "shutdown_timeout": Bound(float, 0.1, 3600),
     "readers": Bound(int, 1, 64),
+    "max_open_worlds": Bound(int, 1, 100_000),
 }
 _LIMITS = ("max_frame", "outbox_limit", "max_inflight", "hello_timeout", "shutdown_timeout",
-           "readers")  # fmt: skip
+           "readers", "max_open_worlds")  # fmt: skip
 #: Deepest nesting of tables and arrays a config or rules file may have (tomllib itself
 #: recurses: a 5,000-deep table would be a RecursionError).
 MAX_DEPTH = 32

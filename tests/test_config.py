@@ -228,3 +228,19 @@ async def test_a_world_keeps_the_rules_it_was_created_with(tmp_path: Path) -> No
     from sidecar.store import rebuild
 
     assert rebuild(tmp_path / "x.db").ok  # the rebuild replays each world with its own rules
+
+
+def test_max_open_worlds_comes_from_the_file_or_the_flag_and_is_checked(tmp_path: Path) -> None:
+    """`[limits] max_open_worlds` sizes the pool of open world files, --max-open-worlds wins
+    over it; 0, a fraction or a negative count is refused in one line; the default is 64."""
+    cfg = write(tmp_path / "c.toml", "[limits]\nmax_open_worlds = 8\n")
+    assert server_config(serve_args("--config", str(cfg)))[0].max_open_worlds == 8
+    flagged = serve_args("--config", str(cfg), "--max-open-worlds", "3")
+    assert server_config(flagged)[0].max_open_worlds == 3
+    assert server_config(serve_args())[0].max_open_worlds == 64
+    for bad in ("0", "2.5", "-1"):
+        with pytest.raises(ConfigError, match="max_open_worlds must be a") as info:
+            load_config(write(tmp_path / "bad.toml", f"[limits]\nmax_open_worlds = {bad}\n"))
+        assert "\n" not in str(info.value)
+    with pytest.raises(ConfigError, match="--max-open-worlds must be an integer from 1 to"):
+        server_config(serve_args("--max-open-worlds", "0"))

@@ -329,6 +329,7 @@ def test_close_codes_are_the_documented_numbers() -> None:
         "NORMAL": 1000,
         "GOING_AWAY": 1001,
         "MESSAGE_TOO_BIG": 1009,
+        "TRY_AGAIN_LATER": 1013,
         "HELLO_REQUIRED": 4000,
         "UNAUTHORIZED": 4001,
         "UNSUPPORTED_PROTOCOL": 4002,

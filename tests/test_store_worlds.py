@@ -3,6 +3,8 @@ in a data directory with one SQLite file per world."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -295,5 +297,212 @@ def test_data_dir_refuses_only_the_events_of_a_world_whose_file_cannot_open(
         results = d.apply([("ok", events[0]), ("broken", events[0]), ("ok", events[1])])
         assert [r.status.value for r in results] == ["applied", "rejected", "applied"]
         assert results[1].error is not None and "cannot be opened" in str(results[1].error)
+    finally:
+        d.close()
+
+
+def _health(sc: Any) -> tuple[int, dict[str, Any]]:
+    import json
+    import urllib.error
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(sc.url.replace("ws://", "http://") + "/", timeout=5) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+async def test_deleting_a_world_named_like_another_worlds_old_hash_leaves_that_world_whole(
+    tmp_path: Path,
+) -> None:
+    """Issue 17 defect 3: `~` + SHA-256 of a long id is its own world; deleting it closes only
+    its file, the long world keeps acking, and after a restart every acked event is there."""
+    import hashlib
+
+    data = tmp_path / "worlds"
+    long = "台北" * 40
+    twin = "~" + hashlib.sha256(long.encode()).hexdigest()
+    assert world_file(data, long) != world_file(data, twin)
+    async with running(tmp_path, data_dir=data) as sc, WsClient(sc.url, long) as a:
+        async with WsClient(sc.url, twin) as b:
+            await b.event("observe", 1, event_id="b1", **observe(["bo"], "k", 1))
+            await a.event("observe", 1, event_id="a0", **observe(["ann"], "k", 0))
+            gone = await b.request({"type": "delete", "world": twin})
+            assert gone["type"] == "deleted" and gone["events"] == 1
+        for i in range(1, 16):
+            ack = await a.event("observe", i, event_id=f"a{i}", **observe(["ann"], "k", i))
+            assert ack["type"] == "ack"
+        assert not world_file(data, twin).exists()
+    async with running(tmp_path, data_dir=data) as sc, WsClient(sc.url, long) as a:
+        listed = (await a.request({"type": "worlds"}))["worlds"]
+        assert [(w["world"], w["events"]) for w in listed] == [(long, 16)]
+    assert sorted(os.listdir(data)) == sorted(
+        [
+            world_file(data, long).name,
+            ".credence.lock",
+            ".credence-names",
+            ".credence-worlds",
+            ".empty.db",
+        ]
+    )
+    assert rebuild(world_file(data, long)).ok
+
+
+def test_delete_removes_the_file_through_a_tombstone_and_only_that_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A delete interrupted after its first step (the rename to a tombstone) has deleted the
+    world; the next open clears the tombstone; no other world's file is touched."""
+    from sidecar.store import worlds as worlds_module
+
+    d = DataDir(tmp_path / "d")
+    for world in ("keep", "Keep", "drop"):
+        d.import_events(world, rules_from_mapping({}), _story())
+    real = os.replace
+    steps: list[str] = []
+
+    def once(src: Any, dst: Any) -> None:
+        steps.append(Path(dst).name)
+        real(src, dst)
+        raise KeyboardInterrupt  # the process dies right after the atomic step
+
+    monkeypatch.setattr(worlds_module.os, "replace", once)
+    with pytest.raises(KeyboardInterrupt):
+        d.delete("drop")
+    monkeypatch.undo()
+    assert steps == [".deleted-drop.db"]
+    d.close()
+    d = DataDir(tmp_path / "d")
+    try:
+        assert [w.world for w in d.worlds()] == ["Keep", "keep"]
+        assert not [n for n in os.listdir(tmp_path / "d") if "drop" in n]
+        d.import_events("drop", rules_from_mapping({}), _story()[:1])  # starts from nothing
+        assert [w.events for w in d.worlds() if w.world == "drop"] == [1]
+    finally:
+        d.close()
+
+
+def test_the_pool_keeps_at_most_max_open_worlds_open_and_never_closes_a_pinned_one(
+    tmp_path: Path,
+) -> None:
+    """Many worlds through a pool of 3: every event applied, never more than 3 files open,
+    a pinned world stays open while others come and go, and each file rebuilds."""
+    d = DataDir(tmp_path / "d", max_open_worlds=3)
+    events = _story()
+    try:
+        with d.pinned("held") as held:
+            for i in range(40):
+                results = d.apply([(f"w{i % 20}", events[i // 20]), ("held", events[0])])
+                assert results[0].status.value == "applied"
+                assert d.open_worlds <= 3 and d._pool.peek("held") is held
+        assert d._pool.evictions > 0
+        assert {w.world: w.events for w in d.worlds()} == {
+            **{f"w{i}": 2 for i in range(20)}, "held": 1,
+        }  # fmt: skip
+        assert d.open_worlds <= 3  # listing leaves the pool as it was
+    finally:
+        d.close()
+    assert all(rebuild(world_file(tmp_path / "d", f"w{i}")).ok for i in range(20))
+
+
+async def test_a_world_that_cannot_open_gets_a_clear_error_and_health_says_degraded(
+    tmp_path: Path,
+) -> None:
+    """A world whose file is damaged: its hello is an error frame (code, message) and close
+    1013, the health check answers 503 `degraded`; other worlds go on; fixed, it is ok again."""
+    data = tmp_path / "worlds"
+    async with running(tmp_path, data_dir=data) as sc, WsClient(sc.url, "fine") as fine:
+        assert (await asyncio.to_thread(_health, sc))[1]["status"] == "ok"
+        world_file(data, "broken").write_bytes(b"not a database" * 100)
+        async with WsClient(sc.url, "broken") as bad:
+            assert bad.hello_error is not None
+            assert bad.hello_error["code"] == "internal_error"
+            assert "world 'broken' cannot be opened" in bad.hello_error["message"]
+            assert await bad.wait_closed() == 1013  # try again later
+        status, body = await asyncio.to_thread(_health, sc)
+        assert (status, body["status"], body["unavailable_worlds"]) == (503, "degraded", 1)
+        assert (await fine.event("tick", 1, event_id="t"))["type"] == "ack"
+        world_file(data, "broken").unlink()
+        async with WsClient(sc.url, "broken") as again:
+            assert again.welcome is not None
+            assert (await again.event("tick", 1, event_id="t"))["type"] == "ack"
+        assert (await asyncio.to_thread(_health, sc))[0] == 200
+
+
+async def test_backup_refuses_a_database_a_sidecar_serves(tmp_path: Path) -> None:
+    """Issue 17 defect 8: `backup --out` onto a served --db file or a served data dir's
+    world file is one line on stderr, exit 2, and the live database is untouched."""
+    other = tmp_path / "other.db"
+    SingleFile(other).close()
+    live, data = tmp_path / "live.db", tmp_path / "worlds"
+    async with running(tmp_path, db=live) as sc, WsClient(sc.url, "town") as c:
+        await fill(c)
+        async with running(tmp_path / "dd", data_dir=data) as sd, WsClient(sd.url, "town") as d:
+            await fill(d)
+            for target in (live, world_file(data, "town")):
+                before = sorted(os.listdir(target.parent))
+                done = await asyncio.to_thread(
+                    cli, "backup", "--db", str(other), "--out", str(target)
+                )
+                assert done.returncode == 2 and done.stdout == ""
+                assert done.stderr.count("\n") == 1 and "a sidecar is serving" in done.stderr
+                assert sorted(os.listdir(target.parent)) == before
+            assert (await c.event("tick", 30, event_id="t9"))["type"] == "ack"
+            assert (await d.event("tick", 30, event_id="t9"))["type"] == "ack"
+    assert rebuild(live).ok and rebuild(world_file(data, "town")).ok
+    assert db_rows(live, "SELECT count(*) FROM events") == [(6,)]
+
+
+def test_backup_refuses_to_write_onto_its_own_source(tmp_path: Path) -> None:
+    """`backup --out` naming the source itself, a symlink to it or a hard link of it is one
+    line on stderr and exit 2; the source is unchanged and nothing is left behind."""
+    db = tmp_path / "c.db"
+    store = SingleFile(db)
+    try:
+        store.import_events("town", rules_from_mapping({}), _story())
+    finally:
+        store.close()
+    (tmp_path / "link.db").symlink_to(db)
+    os.link(db, tmp_path / "hard.db")
+    before = sorted(os.listdir(tmp_path))
+    content = db.read_bytes()
+    for out in ("c.db", "link.db", "hard.db"):
+        done = cli("backup", "--db", str(db), "--out", str(tmp_path / out))
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert "is the database being copied" in done.stderr
+        assert sorted(os.listdir(tmp_path)) == before and db.read_bytes() == content
+    copy = cli("backup", "--db", str(db), "--out", str(tmp_path / "copy.db"))
+    assert copy.returncode == 0 and rebuild(tmp_path / "copy.db").ok
+
+
+def test_the_worlds_listing_is_remembered_across_opens_until_a_file_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second DataDir lists from `.credence-worlds` without reading unchanged files, and
+    a world written since is read again (its new counts, never the remembered ones)."""
+    from sidecar.store import worlds as worlds_module
+
+    d = DataDir(tmp_path / "d")
+    for world in ("a", "b"):
+        d.import_events(world, rules_from_mapping({}), _story()[:2])
+    d.close()
+    d = DataDir(tmp_path / "d")
+    assert [w.events for w in d.worlds()] == [2, 2]
+    d.apply([("b", e) for e in _story()[2:]])
+    d.close()
+    read: list[str] = []
+    real = worlds_module._info
+
+    def counting(reader: Any, world: str) -> Any:
+        read.append(world)
+        return real(reader, world)
+
+    monkeypatch.setattr(worlds_module, "_info", counting)
+    d = DataDir(tmp_path / "d")
+    try:
+        assert [(w.world, w.events) for w in d.worlds()] == [("a", 2), ("b", 4)]
+        assert read == ["b"]
     finally:
         d.close()

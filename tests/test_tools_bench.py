@@ -12,6 +12,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from wsclient import db_rows
 
 from sidecar.engine import EngineError, MemoryWorld, parse_event
 from sidecar.engine.rules import Rules
@@ -189,6 +190,100 @@ def test_load_json_reports_every_figure() -> None:
         assert 0 < p["p50"] <= p["p95"] <= p["p99"] <= p["max"], (key, p)
     assert isinstance(fig["sidecar_peak_rss_mib"], float)
     assert fig["sidecar_peak_rss_mib"] >= fig["sidecar_rss_mib"] > 0
+
+
+def test_clocked_source_dates_each_round_once_after_the_base_and_waits_for_answers() -> None:
+    """ClockedSource: a round opens only when the previous one is all answered; its events
+    carry one day, base_day + the town's day of its last event, never going down; until_day
+    holds the next round back until it is raised; the events then apply under default rules
+    in any interleaving within rounds."""
+    import asyncio
+
+    import msgpack
+
+    from tools.load import ClockedSource
+    from tools.town import Town
+
+    async def play() -> list[list[dict[str, object]]]:
+        source = ClockedSource(Town(20, seed=5, clients=3), 300, round_events=40,
+                               base_day=1000.0, until_day=3.0)  # fmt: skip
+        rounds: list[list[dict[str, object]]] = []
+        while True:
+            for client in range(3):
+                turn = source.turn(client)
+                if turn is not None:
+                    await asyncio.wait_for(turn, 5)
+            got = [source.take(c) for c in range(3)]
+            taken = []
+            for client, item in enumerate(got):
+                while item is not None:
+                    taken.append(msgpack.unpackb(item[1]))
+                    item = source.take(client)
+            if not taken:
+                if source.until_day is not None:  # held back: go on to the end
+                    assert source.town_day <= 3.0
+                    source.until_day = None
+                    continue
+                return rounds
+            waiting = source.turn(0)  # the next round waits for these answers
+            assert waiting is not None
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(waiting, 0.05)
+            for _ in taken:
+                source.answered()
+            rounds.append(taken)
+
+    rounds = asyncio.run(play())
+    assert sum(len(r) for r in rounds) == 300 and all(len(r) == 40 for r in rounds[:-1])
+    days = [{e["day"] for e in r} for r in rounds]
+    assert all(len(d) == 1 for d in days)
+    flat = [d.pop() for d in days]
+    assert flat == sorted(flat) and flat[0] >= 1000.0
+    world = MemoryWorld()  # the default rules: an earlier day is refused
+    rng = random.Random(1)
+    for r in rounds:
+        for event in rng.sample(r, len(r)):
+            if event["kind"] != "intervene":  # a distort needs its client's earlier event
+                world.apply(parse_event({k: v for k, v in event.items() if k != "type"}))
+
+
+def test_load_against_default_rules_and_a_clock_ahead_is_never_refused(tmp_path: Path) -> None:
+    """credence load --url at a sidecar with the default rules (late events refused), into a
+    world whose clock is at day 500: every event acked, none refused or a duplicate, all dated
+    after that clock; a second run into the same world is acked whole again."""
+    import asyncio
+
+    import msgpack
+    from websockets.asyncio.client import connect
+
+    from tools.harness import ServerProcess
+
+    async def tick_to(url: str, day: float) -> None:
+        async with connect(url, proxy=None) as ws:
+            await ws.send(msgpack.packb({"type": "hello", "protocol": 1, "world": "ahead"}))
+            assert msgpack.unpackb(await ws.recv())["type"] == "welcome"
+            await ws.send(msgpack.packb({"type": "event", "event_id": "t", "day": day,
+                                         "kind": "tick"}))  # fmt: skip
+            assert msgpack.unpackb(await ws.recv())["type"] == "ack"
+
+    db = tmp_path / "x.db"
+    with ServerProcess(db) as server:
+        asyncio.run(tick_to(server.url, 500.0))
+        runs = [
+            credence("load", "--url", server.url, "--world", "ahead", "--events", "1200",
+                     "--json", timeout=180)
+            for _ in range(2)
+        ]  # fmt: skip
+    for done in runs:
+        assert done.returncode == 0, done.stderr
+        fig = orjson.loads(done.stdout)
+        assert fig["errors"] == {}, fig["errors"]
+        assert fig["events_sent"] == fig["events_acked"] == 1200
+        assert fig["duplicates"] == 0 and fig["changes_acked"] > 0
+    first_day, events = db_rows(db, "SELECT min(day), count(*) FROM events WHERE event_id != 't'")[
+        0
+    ]
+    assert first_day >= 500.0 and events == 2400
 
 
 def test_load_against_a_url_with_a_wrong_token_fails_cleanly(tmp_path: Path) -> None:

@@ -112,8 +112,10 @@ class ServerProcess:
         log_path: Path | None = None,
         start_timeout: float = 30.0,
         late_event_days: float | None = None,
+        port: int | None = None,
     ) -> None:
         self.db = db
+        self.fixed_port = port  # a restart on the same port (a proxy in front knows it)
         self.tokens = tuple(tokens)
         self.read_tokens = tuple(read_tokens)
         self.extra = tuple(extra)
@@ -163,10 +165,12 @@ class ServerProcess:
             return ""
 
     def start(self) -> ServerProcess:
-        """Start the child and wait until it accepts connections (bounded, 3 tries)."""
+        """Start the child and wait until it accepts connections (bounded, 3 tries on new
+        ports; one on ``port`` if one was given, or after a first start: ``start`` again
+        after :meth:`kill` or :meth:`stop` restarts on the same port)."""
         last = ""
         for _attempt in range(3):
-            self.port = free_port()
+            self.port = free_port() if self.fixed_port is None else self.fixed_port
             log = self.log_path.open("ab")
             try:
                 self.proc = subprocess.Popen(
@@ -176,10 +180,11 @@ class ServerProcess:
             finally:
                 log.close()
             if self._wait_ready():
+                self.fixed_port = self.port
                 return self
             last = self.log_tail()
             self.kill()
-            if "address already in use" not in last.lower():
+            if "address already in use" not in last.lower() or self.fixed_port is not None:
                 break
         raise RuntimeError(f"server did not start on port {self.port}:\n{last}")
 

@@ -11,6 +11,12 @@ Without ``--url`` the tool starts its own sidecar (``python -m sidecar.cli serve
 child process on a temporary database and samples its peak memory (``VmHWM`` in
 ``/proc/<pid>/status``); against a ``--url`` the memory is reported as ``n/a``.
 
+The events go out in rounds (:class:`ClockedSource`): every event of a round carries one day,
+after the target world's clock (read from a ``worlds`` reply first), and a round starts when
+the one before is answered. So a sidecar with the default rules, which refuses any event dated
+before its world's clock, refuses none, and the figures hold against any sidecar; the tool's
+own sidecar runs with those default rules too.
+
 Everything is bounded: the number of events (``--events``) or the sending time
 (``--duration``, with a hard cap of events too), and every wait by ``--timeout``.
 """
@@ -24,7 +30,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -35,9 +41,10 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from .harness import ServerProcess, percentiles, read_memory
-from .town import LATE_EVENT_DAYS, Dealer, Town, encode_event
+from .town import Dealer, Town, encode_event
 
 __all__ = [
+    "ClockedSource",
     "DriveResult",
     "FrameSource",
     "ListSource",
@@ -46,20 +53,45 @@ __all__ = [
     "drive",
     "render",
     "run_load",
+    "world_clock",
 ]
 
 #: Events per run when neither --events nor a rate bounds a --duration run.
 DURATION_EVENT_CAP = 5_000_000
 
+#: A round of ``credence load`` (see :class:`ClockedSource`) is this many full windows of
+#: every client: long enough that the drain between rounds costs little throughput.
+ROUND_WINDOWS = 2
+
 
 class FrameSource(Protocol):
-    """Where each client's next event frame comes from: ``(event_id, msgpack bytes)``."""
+    """Where each client's next event frame comes from: ``(event_id, msgpack bytes)``.
+
+    ``turn`` comes before each ``take``: None, or something to await first (a
+    :class:`ClockedSource` holds a client back until the previous round is answered). ``answered`` is called once
+    per reply (ack or error) and once per event left unanswered when a connection closes.
+    """
+
+    def turn(self, client: int) -> Awaitable[None] | None: ...
 
     def take(self, client: int) -> tuple[str, bytes] | None: ...
 
+    def answered(self) -> None: ...
 
-class TownSource:
-    """Town events, generated lazily and dealt to clients deterministically."""
+
+class _Unpaced:
+    """No rounds: every client sends as fast as its window allows."""
+
+    def turn(self, client: int) -> Awaitable[None] | None:
+        return None
+
+    def answered(self) -> None:
+        return None
+
+
+class TownSource(_Unpaced):
+    """Town events, generated lazily and dealt to clients deterministically (its days as the
+    town made them: concurrent clients need a world with ``late_event_days``)."""
 
     def __init__(self, town: Town, limit: int | None) -> None:
         self.dealer = Dealer(town, limit)
@@ -69,7 +101,7 @@ class TownSource:
         return None if event is None else (event["event_id"], encode_event(event))
 
 
-class ListSource:
+class ListSource(_Unpaced):
     """Pre-encoded frames, one list per client (the bench sends the same ones to each server)."""
 
     def __init__(self, frames: list[list[tuple[str, bytes]]]) -> None:
@@ -82,6 +114,104 @@ class ListSource:
             return None
         self.next[client] = i + 1
         return self.frames[client][i]
+
+
+class ClockedSource:
+    """Town events in rounds that no world clock can refuse, whatever the world's rules.
+
+    A world with the default rules (``late_event_days`` 0) refuses an event dated before its
+    clock, and events of different connections are committed in no fixed order. So the
+    town's events go out in rounds of ``round_events``: every event of a round is dated the
+    same day — ``base_day`` plus the town's day of the round's last event, so days never go
+    down and hearsay ages as the town's clock says — and a round starts only when every
+    event of the one before is answered. The clock is then at most that day when any event
+    of the round is committed. ``base_day`` is the target world's clock (see
+    :func:`world_clock`). ``until_day`` stops before the first round whose town day is later
+    (that round is kept: raise ``until_day`` and drive again to go on).
+    """
+
+    def __init__(
+        self,
+        town: Town,
+        limit: int | None,
+        *,
+        round_events: int,
+        base_day: float = 0.0,
+        until_day: float | None = None,
+    ) -> None:
+        if round_events < 1:
+            raise ValueError("a round has at least one event")
+        self.town = town
+        self.limit = limit
+        self.round_events = round_events
+        self.base_day = base_day
+        self.until_day = until_day
+        self.queues: list[deque[tuple[str, bytes]]] = [deque() for _ in range(town.clients)]
+        self.generated = 0
+        self.released = 0
+        self.replies = 0
+        self.day = base_day  # the day of the latest round released
+        self._held: tuple[float, list[tuple[int, dict[str, Any]]]] | None = None
+        self._changed: asyncio.Event | None = None
+
+    @property
+    def town_day(self) -> float:
+        """The town's day of the latest round released (without ``base_day``)."""
+        return self.day - self.base_day
+
+    def _next_round(self) -> tuple[float, list[tuple[int, dict[str, Any]]]] | None:
+        if self._held is not None:
+            return self._held
+        count = self.round_events
+        if self.limit is not None:
+            count = min(count, self.limit - self.generated)
+        if count <= 0:
+            return None
+        events = [next(self.town) for _ in range(count)]
+        self.generated += count
+        self._held = (events[-1][1]["day"], events)
+        return self._held
+
+    def _release(self) -> bool:
+        got = self._next_round()
+        if got is None:
+            return False
+        town_day, events = got
+        if self.until_day is not None and town_day > self.until_day:
+            return False
+        self._held = None
+        self.day = round(self.base_day + town_day, 6)
+        for client, event in events:
+            self.queues[client].append(
+                (event["event_id"], encode_event({**event, "day": self.day}))
+            )
+        self.released += len(events)
+        return True
+
+    def turn(self, client: int) -> Awaitable[None] | None:
+        """None when this client has an event of an open round; else the wait for one (or
+        for the end of the source)."""
+        return None if self.queues[client] else self._wait(client)
+
+    async def _wait(self, client: int) -> None:
+        while not self.queues[client]:
+            if self.replies >= self.released:
+                if not self._release():
+                    return
+                continue
+            if self._changed is None:
+                self._changed = asyncio.Event()
+            await self._changed.wait()
+
+    def take(self, client: int) -> tuple[str, bytes] | None:
+        queue = self.queues[client]
+        return queue.popleft() if queue else None
+
+    def answered(self) -> None:
+        self.replies += 1
+        if self.replies >= self.released and self._changed is not None:
+            self._changed.set()
+            self._changed = None
 
 
 @dataclass(slots=True)
@@ -153,6 +283,30 @@ async def open_client(
     return ws
 
 
+async def world_clock(url: str, world: str, token: str | None) -> tuple[float, int]:
+    """``(day, events)`` of ``world`` at ``url`` from a ``worlds`` reply; ``(0.0, 0)`` for a
+    world that does not exist yet. The welcome carries no clock, so this asks."""
+    ws = await open_client(url, world, token, client="credence-load-clock")
+    try:
+        await ws.send(msgpack.packb({"type": "worlds", "rid": "clock"}))
+        listed: list[dict[str, Any]] = []
+        while True:
+            frame = msgpack.unpackb(await asyncio.wait_for(ws.recv(), 30), raw=False)
+            if frame.get("type") == "error":
+                raise RuntimeError(f"worlds refused: {frame.get('code')}: {frame.get('message')}")
+            if frame.get("type") != "worlds" or frame.get("rid") != "clock":
+                continue
+            listed += frame.get("worlds") or []
+            if not frame.get("more"):
+                break
+    finally:
+        await ws.close()
+    for entry in listed:
+        if entry.get("world") == world:
+            return float(entry.get("day") or 0.0), int(entry.get("events") or 0)
+    return 0.0, 0
+
+
 async def _client(
     i: int,
     ws: ClientConnection,
@@ -180,6 +334,7 @@ async def _client(
                     continue
                 t0, event_id = pending.popleft()
                 slots.release()
+                source.answered()
                 result.last_reply = now
                 kind = frame.get("type")
                 if kind == "ack":
@@ -201,11 +356,15 @@ async def _client(
         code = ws.close_code
         if not (state["done"] and not pending):
             result.errors[f"closed {code} with {len(pending)} unanswered"] += 1
+        for _ in range(len(pending)):  # never answered: do not hold the next round back
+            source.answered()
+        pending.clear()
         closed.set()
         for _ in range(window + 1):  # wake the sender if it waits for a slot
             slots.release()
 
     receiver = asyncio.get_running_loop().create_task(receive())
+    closing = asyncio.ensure_future(closed.wait())
     per_client = rate / result.clients if rate else None
     offset = i / rate if rate else 0.0
     n = 0
@@ -214,6 +373,17 @@ async def _client(
             now = time.perf_counter()
             if stop_at is not None and now >= stop_at:
                 break
+            turn = source.turn(i)
+            if turn is not None:
+                waiting = asyncio.ensure_future(turn)
+                await asyncio.wait(
+                    [waiting, closing],
+                    timeout=None if stop_at is None else stop_at - now,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if not waiting.done():
+                    waiting.cancel()
+                    break
             item = source.take(i)
             if item is None:
                 break
@@ -243,6 +413,7 @@ async def _client(
             await receiver
     finally:
         receiver.cancel()
+        closing.cancel()
         with contextlib.suppress(BaseException):
             await ws.close()
 
@@ -490,19 +661,24 @@ async def run_load(config: LoadConfig) -> dict[str, Any]:
             DURATION_EVENT_CAP if config.rate is None else math.ceil(config.rate * config.duration)
         )
     timeout = config.timeout or ((config.duration or 0) + 600.0)
-    town = Town(config.residents, seed=config.seed, clients=config.clients)
-    source = TownSource(town, limit)
     progress = _Progress(limit if config.duration is None else None, config.duration)
     with contextlib.ExitStack() as stack:
         url = config.url
         server: ServerProcess | None = None
-        if url is None:
+        if url is None:  # the default rules: late events refused, as at any sidecar
             tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="credence-load-")))
             tokens = [config.token] if config.token else []
-            server = stack.enter_context(
-                ServerProcess(tmp / "load.db", tokens=tokens, late_event_days=LATE_EVENT_DAYS)
-            )
+            server = stack.enter_context(ServerProcess(tmp / "load.db", tokens=tokens))
             url = server.url
+        base_day, logged = await world_clock(url, config.world, config.token)
+        # A world that already has events gets new ids (a rerun is not all duplicates) and
+        # the town's days after its clock.
+        prefix = f"s{config.seed}-" if not logged else f"s{config.seed}-{logged}-"
+        town = Town(config.residents, seed=config.seed, clients=config.clients, id_prefix=prefix)
+        source = ClockedSource(
+            town, limit, round_events=config.clients * config.window * ROUND_WINDOWS,
+            base_day=base_day,
+        )  # fmt: skip
         peak = [0.0, 0.0]
         sampler = None
         if server is not None:

@@ -39,6 +39,7 @@ _PLACES = ("well", "mill", "market", "bridge", "chapel", "forge", "inn", "dock",
 _ACTIONS = ("fetch_water", "open_shop", "fish", "pray", "mend_nets", "bake", "patrol")
 _STATUSES = ("completed", "completed", "completed", "rejected", "interrupted", "replaced")
 _MOODS = ("calm", "angry", "sad", "cheerful")
+_NEWS = ("a fire", "a theft", "a wedding", "a fight", "a visitor", "a flood")
 
 
 def encode_event(event: Event) -> bytes:
@@ -66,6 +67,8 @@ class Town:
         clients: int = 1,
         day_step: float = 0.02,
         id_prefix: str | None = None,
+        tick_days: float = 1.0,
+        news_per_day: float = 0.0,
     ) -> None:
         if residents < 4:
             raise ValueError("a town needs at least 4 residents")
@@ -74,6 +77,11 @@ class Town:
         self.rng = random.Random(seed)
         self.clients = clients
         self.day_step = day_step
+        self.tick_days = tick_days
+        self.news_per_day = news_per_day
+        #: The talk of the town: the latest news roots (only with ``news_per_day``).
+        self.news: deque[str] = deque(maxlen=max(8, round(10 * news_per_day)))
+        self.news_made = 0
         self.prefix = f"s{seed}-" if id_prefix is None else id_prefix
         self.residents = [
             f"{_NAMES[i % len(_NAMES)]}{i // len(_NAMES) or ''}" for i in range(residents)
@@ -93,8 +101,26 @@ class Town:
         roots += [f"whereabouts:{r}" for r in people] + [f"mood:{r}" for r in people]
         return roots
 
+    def _root(self) -> str:
+        """A root to talk about: a standing one, or (with news) half the time recent news."""
+        if self.news and self.rng.random() < 0.5:
+            return self.rng.choice(self.news)
+        return self.rng.choice(self.roots)
+
+    def _make_news(self, day: float) -> None:
+        """New things happen every day of a long game: ``news_per_day`` new roots, each
+        observed or gossiped while it is recent, then remembered but no longer talked about."""
+        while self.news_made < int(day * self.news_per_day):
+            place = self.rng.choice(_PLACES)
+            root = f"news:{place}:{self.news_made}"
+            self.news_made += 1
+            self.news.append(root)
+            self.truth[root] = self._value(root)
+
     def _value(self, root: str) -> Any:
         rng = self.rng
+        if root.startswith("news:"):
+            return rng.choice(_NEWS)
         if root.startswith("place:"):
             return rng.choice(("safe", "haunted", "closed", "busy"))
         if root == "price:bread":
@@ -122,8 +148,10 @@ class Town:
         day = max(self.clock, round(k * self.day_step, 6))
         event_id = f"{self.prefix}{k}"
         rng = self.rng
+        if self.news_per_day:
+            self._make_news(day)
         if rng.random() < 0.02:  # the world changes: later sightings contradict old beliefs
-            root = rng.choice(self.roots)
+            root = self._root()
             self.truth[root] = self._value(root)
         roll = rng.random()
         if roll < 0.40:
@@ -137,7 +165,7 @@ class Town:
         elif roll < 0.92:
             event = self._intervene(event_id, day, client)
         elif roll < 0.95:
-            day = round(day + rng.random(), 6)
+            day = round(day + rng.random() * self.tick_days, 6)
             event = {"event_id": event_id, "day": day, "kind": "tick"}
         else:  # a lie, told on purpose
             event = self._say(event_id, day, lie=True)
@@ -146,7 +174,7 @@ class Town:
 
     def _observe(self, event_id: str, day: float, client: int) -> Event:
         rng = self.rng
-        root = rng.choice(self.roots)
+        root = self._root()
         value = self.truth[root]
         witnesses = rng.sample(self.residents, rng.randint(1, 3))
         for w in witnesses:
@@ -168,7 +196,7 @@ class Town:
             root = rng.choice(sorted(known))
             value = known[root]
         else:
-            root = rng.choice(self.roots)
+            root = self._root()
             value = self.truth[root]
         if lie:
             for _ in range(8):
@@ -187,7 +215,7 @@ class Town:
     def _announce(self, event_id: str, day: float) -> Event:
         rng = self.rng
         speaker = rng.choice(self.residents)
-        root = rng.choice(self.roots)
+        root = self._root()
         value = self.truth[root]
         audience: list[str] | str = "*" if rng.random() < 0.2 else self._others(speaker, 4, 10)
         return {
@@ -217,7 +245,7 @@ class Town:
                 "subject": f"the player made {resident} believe {root} is {value}",
             }  # fmt: skip
         resident = rng.choice(self.residents)
-        root = rng.choice(self.roots)
+        root = self._root()
         value = self._value(root)
         return {
             "event_id": event_id, "day": day, "kind": "intervene", "resident": resident,

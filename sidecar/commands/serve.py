@@ -30,6 +30,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="serve each world from its own SQLite file under this directory (instead of --db)",
     )  # fmt: skip
     p.add_argument(
+        "--max-open-worlds", metavar="N",
+        help="with --data-dir: world files kept open at once, least recently used closed "
+        "first (default 64)",
+    )  # fmt: skip
+    p.add_argument(
         "--rules", type=Path, metavar="RULES.toml",
         help="rules for worlds created by this process (a table of Rules numbers)",
     )  # fmt: skip
@@ -110,6 +115,10 @@ def server_config(args: argparse.Namespace) -> tuple[Any, str]:
     kwargs: dict[str, Any] = dict(file.limits)
     if args.max_frame is not None:
         kwargs["max_frame"] = setting("max_frame", args.max_frame, "--max-frame", text=True)
+    if args.max_open_worlds is not None:
+        kwargs["max_open_worlds"] = setting(
+            "max_open_worlds", args.max_open_worlds, "--max-open-worlds", text=True
+        )
     port = file.port if file.port is not None else 8765
     if args.port is not None:
         port = int(setting("port", args.port, "--port", text=True))

@@ -8,6 +8,7 @@ same files; ``delete`` is not (use the ``delete`` frame then), and asks for ``--
 from __future__ import annotations
 
 import argparse
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -194,7 +195,7 @@ def run_delete(args: argparse.Namespace) -> int:
 
 
 def run_backup(args: argparse.Namespace) -> int:
-    from ..store import backup, world_file
+    from ..store import StoreError, backup, world_file
 
     if args.data_dir is not None:
         if not args.world:
@@ -204,6 +205,9 @@ def run_backup(args: argparse.Namespace) -> int:
         source = args.db or Path("./credence.db")
     if not source.exists():
         return _fail("backup", f"no database at {source}")
-    backup(source, args.out)
+    try:
+        backup(source, args.out)
+    except (StoreError, OSError, sqlite3.Error) as exc:
+        return _fail("backup", str(exc))
     print(f"backed up {source} to {args.out}")
     return 0

@@ -16,6 +16,7 @@ import ipaddress
 import itertools
 import logging
 import signal
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -33,12 +34,18 @@ from protocol import CloseCode, DeleteWorld, ForkWorld, WorldsQuery
 from .. import __version__
 from ..engine import DEFAULT_RULES, Rules, WorldEvent
 from ..store import (
+    DEFAULT_MAX_OPEN_WORLDS,
+    Availability,
+    CannotOpen,
     DataDir,
     EventResult,
+    HandlePool,
     Reader,
     SingleFile,
+    StoreError,
     Writer,
     WriterLock,
+    open_failure,
 )
 from . import inspector
 from .auth import Auth
@@ -86,6 +93,9 @@ class ServerConfig:
     metrics: bool = True  # serve GET /metrics (Prometheus text format)
     #: Serve each world from its own SQLite file under this directory (``db`` is unused).
     data_dir: Path | None = None
+    #: With ``data_dir``: world files open at once, for the writer and for each reader
+    #: thread (least recently used closed first).
+    max_open_worlds: int = DEFAULT_MAX_OPEN_WORLDS
 
 
 def is_loopback(host: str) -> bool:
@@ -118,7 +128,13 @@ class Sidecar:
         self.lock.acquire()
         try:
             self.store: SingleFile | DataDir = (
-                DataDir(config.data_dir, rules=config.rules, synchronous=config.synchronous)
+                DataDir(
+                    config.data_dir,
+                    rules=config.rules,
+                    synchronous=config.synchronous,
+                    max_open_worlds=config.max_open_worlds,
+                    lock_held=True,
+                )
                 if config.data_dir is not None
                 else SingleFile(
                     config.db,
@@ -139,7 +155,12 @@ class Sidecar:
         self.capture = CaptureWriter(config.capture, secrets=secrets) if config.capture else None
         self._ids = itertools.count(1)
         self._local = threading.local()
-        self._readers: list[Reader] = []
+        #: Worlds whose file could not be opened (by the writer or a reader): ``degraded``.
+        self.availability = (
+            self.store.availability if isinstance(self.store, DataDir) else Availability()
+        )
+        self._reader_pools: list[HandlePool[Path, Reader]] = []  # one per reader thread
+        self._pools_lock = threading.Lock()
         self._read_pool = ThreadPoolExecutor(config.readers, thread_name_prefix="credence-reader")
         self.connections: set[Connection] = set()
         self.metrics = Metrics(lambda: self.writer.queued, lambda: len(self.connections))
@@ -218,8 +239,8 @@ class Sidecar:
                 log.warning("connections still open after the shutdown timeout")
         await self.writer.close(self._writer_task)
         self._read_pool.shutdown(wait=True)
-        for reader in self._readers:
-            reader.close()
+        for pool in self._reader_pools:
+            pool.clear()
         if self.capture is not None:
             self.capture.close()
         self.lock.release()
@@ -257,10 +278,15 @@ class Sidecar:
         page = inspector.respond(connection, request.path)  # GET /inspect: the live inspector
         if page is not None:
             return page
-        state = "failed" if self.failed else "stopping" if self.stopping else "ok"
+        unavailable = len(self.availability)
+        state = (
+            "failed" if self.failed else "stopping" if self.stopping
+            else "degraded" if unavailable else "ok"
+        )  # fmt: skip
         body = orjson.dumps(
             {"status": state, "server": f"credence/{__version__}",
-             "connections": len(self.connections), "events": self.writer.events}
+             "connections": len(self.connections), "events": self.writer.events,
+             "unavailable_worlds": unavailable}
         )  # fmt: skip
         ok = state == "ok"
         status = http.HTTPStatus.OK if ok else http.HTTPStatus.SERVICE_UNAVAILABLE
@@ -282,18 +308,35 @@ class Sidecar:
             self.connections.discard(conn)
 
     def _reader(self, world: str | None = None) -> Reader:
-        """This reader thread's connection to the file that holds ``world``."""
+        """This reader thread's connection to the file that holds ``world`` (from the thread's
+        own bounded pool: at most ``max_open_worlds`` open). Raises :class:`CannotOpen` with
+        the reason if the file cannot be opened (the world is then reported unavailable)."""
         path = self.config.db if world is None else self._read_path(world)
-        readers: dict[Path, Reader] | None = getattr(self._local, "readers", None)
-        if readers is None or self._local.epoch != self._reader_epoch:
-            for old in (readers or {}).values():
-                old.close()
-            readers = self._local.readers = {}
+        pool: HandlePool[Path, Reader] | None = getattr(self._local, "readers", None)
+        if pool is None or self._local.epoch != self._reader_epoch:
+            if pool is None:
+                pool = HandlePool(self.config.max_open_worlds, Reader, Reader.close)
+                with self._pools_lock:
+                    self._reader_pools.append(pool)
+            pool.clear()
+            self._local.readers = pool
             self._local.epoch = self._reader_epoch
-        reader = readers.get(path)
-        if reader is None:
-            reader = readers[path] = Reader(path)
-            self._readers.append(reader)
+        try:
+            try:
+                reader = pool.get(path)
+            except (StoreError, sqlite3.Error, OSError):
+                if not len(pool):
+                    raise
+                pool.shrink(len(pool) // 2)  # out of handles? give some back, retry once
+                reader = pool.get(path)
+        except (StoreError, sqlite3.Error, OSError) as exc:
+            name = world if world is not None else str(path)
+            reason = f"the file of world {name!r} cannot be opened: {open_failure(exc)}"
+            self.availability.failed(name, reason)
+            log.error("%s", reason)
+            raise CannotOpen(reason) from exc
+        if world is not None:
+            self.availability.opened(world)
         return reader
 
     def _read_path(self, world: str) -> Path:
@@ -316,12 +359,19 @@ class Sidecar:
         """Answer a ``worlds``/``fork``/``delete`` frame; writes run on the writer's thread,
         between batches, after every earlier event of the connection was committed."""
         token = conn.token
-        frames = await self._on_writer(
-            lambda: world_reply(
+
+        def reply() -> list[dict[str, Any]]:
+            return world_reply(
                 self.store, conn.world, frame, role=conn.role,
                 role_for=lambda w: self.auth.role_for(w, token),
-            )
-        )  # fmt: skip
+            )  # fmt: skip
+
+        if isinstance(frame, WorldsQuery) and isinstance(self.store, DataDir):
+            # Listing a data directory only reads (DataDir.worlds is safe on any thread): a
+            # reader thread does it, so 10,000 world files never hold the writer up.
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._read_pool, reply)
+        frames = await self._on_writer(reply)
         if isinstance(frame, DeleteWorld):
             self._reader_epoch += 1
             for other in list(self.hub.get(frame.world, ())):

@@ -42,7 +42,7 @@ from protocol import (
 )
 
 from ..engine import Change
-from ..store import EventResult, Reader
+from ..store import CannotOpen, EventResult, Reader
 from .auth import Role
 from .queries import event_reply
 from .session import Query, QueryFrame, Reply, Session, SessionState, Submit
@@ -193,7 +193,12 @@ class Connection:
         # Join the hub before reading the latest seq, with live delivery held back
         # (RESUMING): a change committed meanwhile is caught up from SQLite, not lost.
         self.app.hub.setdefault(self.world, set()).add(self)
-        latest = await self.app.read(lambda r: r.latest_seq(hello.world), hello.world)
+        try:
+            latest = await self.app.read(lambda r: r.latest_seq(hello.world), hello.world)
+        except CannotOpen as exc:  # this world's file only; the health check says degraded
+            raise ProtocolError(
+                ErrorCode.INTERNAL_ERROR, f"{exc}; retry later", close=CloseCode.TRY_AGAIN_LATER
+            ) from None
         self._backfill_needed = self.session.welcome(latest, auth_open=self.app.auth.open)
         await self._flush_now()
         return hello
@@ -244,7 +249,11 @@ class Connection:
         return PendingAck(future=future, submit=action)
 
     def _leave_hub(self) -> None:
-        self.app.hub.get(self.world, set()).discard(self)
+        peers = self.app.hub.get(self.world)
+        if peers is not None:
+            peers.discard(self)
+            if not peers:  # (one entry per world ever connected would grow without end)
+                del self.app.hub[self.world]
 
     async def shutdown(self, timeout: float) -> None:
         """Graceful stop: answer everything already accepted, flush, close 1001."""
@@ -349,6 +358,11 @@ class Connection:
         except ProtocolError as exc:
             exc.rid = query.rid
             return [exc.to_frame()]
+        except CannotOpen as exc:
+            return [
+                ProtocolError(ErrorCode.INTERNAL_ERROR, f"{exc}; retry later", rid=query.rid)
+                .to_frame()
+            ]  # fmt: skip
         except Exception:
             log.exception("conn %d: query %s failed", self.id, type(query).__name__)
             return [

@@ -14,6 +14,7 @@ from protocol import DeleteWorld, ErrorCode, ForkWorld, ProtocolError, WorldsQue
 
 from ..store import DataDir, SingleFile, WorldInfo, WorldNotFound, WorldsError
 from .auth import Role
+from .queries import paginate
 
 __all__ = ["world_reply"]
 
@@ -34,7 +35,7 @@ def world_reply(
     rid = frame.rid
     if isinstance(frame, WorldsQuery):
         visible = [i.to_dict() for i in store.worlds() if role_for(i.world) is not None]
-        return [{"type": "worlds", "rid": rid, "worlds": visible}]
+        return paginate({"type": "worlds", "rid": rid}, {"worlds": visible})  # (SPEC §11)
     if role is not Role.WRITER:
         raise ProtocolError(ErrorCode.FORBIDDEN, "a read-only token cannot change worlds", rid=rid)
     if isinstance(frame, ForkWorld):

@@ -1,6 +1,7 @@
 """The SQLite store: schema and migrations, the single group-commit writer, readers, rebuild."""
 
 from .lock import WriterLock, lock_path
+from .pool import Availability, HandlePool, open_failure
 from .rebuild import RebuildReport, rebuild
 from .schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
 from .store import (
@@ -19,6 +20,7 @@ from .store import (
     connect,
 )
 from .worlds import (
+    DEFAULT_MAX_OPEN_WORLDS,
     DataDir,
     SingleFile,
     WorldInfo,
@@ -33,14 +35,17 @@ from .worlds import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_OPEN_WORLDS",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "ApplyFailure",
+    "Availability",
     "BeliefFilter",
     "CannotOpen",
     "DataDir",
     "DatabaseInUse",
     "EventResult",
+    "HandlePool",
     "Reader",
     "RebuildReport",
     "ResultStatus",
@@ -62,6 +67,7 @@ __all__ = [
     "import_world",
     "lock_path",
     "migrate",
+    "open_failure",
     "rebuild",
     "schema_version",
     "world_file",

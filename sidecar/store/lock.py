@@ -25,7 +25,7 @@ try:
 except ImportError:  # pragma: no cover - not Unix: no lock (documented in the README)
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["WriterLock", "lock_path"]
+__all__ = ["WriterLock", "held", "lock_path"]
 
 
 def lock_path(db: str | Path) -> Path:
@@ -72,3 +72,23 @@ class WriterLock:
     @property
     def held(self) -> bool:
         return self._file is not None
+
+
+def held(lock: str | Path) -> bool:
+    """Whether a process holds the lock file ``lock`` now (a file that does not exist is not
+    held, and is not created: asking leaves nothing behind)."""
+    try:
+        f = open(lock, encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError:
+        return False
+    try:
+        if fcntl is None:  # pragma: no cover - not Unix
+            return False
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+        return False
+    finally:
+        f.close()

@@ -25,16 +25,17 @@ rules, every event), then replays the events into a new world with the stored ru
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import os
-import shutil
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
-from urllib.parse import quote, unquote
+from typing import Any, Protocol, cast
 
 import orjson
 
@@ -49,7 +50,13 @@ from ..engine import (
     rules_to_stored,
 )
 from ..engine.events import MAX_ID_LEN
+from .filenames import SUFFIX, NameKind, classify, encode_name
+from .lock import held, lock_path
+from .pool import Availability, HandlePool, open_failure
+from .renames import TOMBSTONE, clear_leftovers, migrate_names, needs_migration
 from .store import (
+    CannotOpen,
+    DatabaseInUse,
     EventResult,
     Reader,
     ResultStatus,
@@ -60,6 +67,7 @@ from .store import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_OPEN_WORLDS",
     "EXPORT_FORMAT",
     "DataDir",
     "SingleFile",
@@ -77,6 +85,8 @@ __all__ = [
 EXPORT_FORMAT = "credence-world"
 EXPORT_VERSION = 1
 REPLAY_BATCH = 500
+
+log = logging.getLogger("credence.store")
 
 
 class WorldsError(StoreError):
@@ -272,48 +282,126 @@ class SingleFile:
 
 # --------------------------------------------------------------------------- one file per world
 
-_SUFFIX = ".db"
+#: How many world files a data directory keeps open at once, unless told otherwise.
+DEFAULT_MAX_OPEN_WORLDS = 64
 
 
 def world_file(data_dir: Path, world: str) -> Path:
-    """The file of ``world`` under ``data_dir``: its id percent-encoded, so any id is safe.
-
-    An id whose encoding would make too long a file name (ids are at most 200 characters,
-    but encoding can make them nine times longer) gets ``~`` and a SHA-256 of the id instead;
-    the id itself is always inside the file.
-    """
-    name = quote(world, safe="-_")
-    if name.startswith("."):
-        name = "%2E" + name[1:]
-    if len(name) > 200:
-        name = "~" + hashlib.sha256(world.encode()).hexdigest()
-    return data_dir / (name + _SUFFIX)
+    """The file of ``world`` under ``data_dir`` (see :mod:`.filenames`: readable where it can
+    be, never shared with another id, even on a case-insensitive file system)."""
+    return data_dir / (encode_name(world) + SUFFIX)
 
 
 class DataDir:
-    """Each world in its own SQLite file under ``data_dir`` (the ``--data-dir`` mode)."""
+    """Each world in its own SQLite file under ``data_dir`` (the ``--data-dir`` mode).
+
+    At most ``max_open_worlds`` world files are open at once (a least-recently-used pool on the
+    writer's thread; see :mod:`.pool`): a data directory of 10,000 worlds costs the handles
+    and memory of that many, not of every world ever used. Opening it first finishes what an
+    interrupted delete or migration left, and renames files of the earlier naming scheme
+    (:mod:`.renames`): ``lock_held`` says the caller already holds the directory's writer
+    lock; otherwise it is taken for the renaming, which is refused while another process
+    holds it.
+    """
 
     def __init__(
-        self, data_dir: Path, *, rules: Rules = DEFAULT_RULES, synchronous: str = "FULL"
-    ) -> None:
+        self, data_dir: Path, *, rules: Rules = DEFAULT_RULES, synchronous: str = "FULL",
+        max_open_worlds: int = DEFAULT_MAX_OPEN_WORLDS, lock_held: bool = False,
+    ) -> None:  # fmt: skip
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._prepare(lock_held)
         #: An empty, migrated database: what a world without a file yet reads as.
         self.empty_db = self.data_dir / ".empty.db"
         Writer(self.empty_db, rules=rules).close()
         self.rules_default = rules
         self.synchronous = synchronous
-        self._files: dict[str, SingleFile] = {}
+        #: Worlds whose file could not be opened lately (the health check's ``degraded``).
+        self.availability = Availability()
+        self._pool: HandlePool[str, SingleFile] = HandlePool(
+            max_open_worlds, self._open_file, SingleFile.close
+        )
+        self._hashed: dict[str, str] = {}  # hashed file name -> the id inside it
+        #: world -> (its files' stat key, its listing entry): what :meth:`worlds` last read.
+        #: Kept in ``.credence-worlds`` between runs, so that a restart does not read 10,000
+        #: files again for the first listing.
+        self._infos: dict[str, tuple[tuple[int, ...], WorldInfo | None]] = _load_listing(
+            self.data_dir / _LISTING
+        )
+        self._listing_lock = threading.Lock()
+
+    def _prepare(self, lock_held: bool) -> None:
+        """Clear leftovers and migrate names, under the directory's writer lock (a sidecar
+        serving the directory did both when it opened it: then only a migration still to
+        do is refused, with :class:`DatabaseInUse`)."""
+        from .lock import WriterLock
+
+        lock = None if lock_held else WriterLock(self.data_dir / ".credence")
+        if lock is not None:
+            try:
+                lock.acquire()
+            except DatabaseInUse:
+                if needs_migration(self.data_dir):
+                    raise
+                return
+        try:
+            clear_leftovers(self.data_dir)
+            if needs_migration(self.data_dir):
+                migrate_names(self.data_dir)
+        finally:
+            if lock is not None:
+                lock.release()
+
+    @property
+    def max_open_worlds(self) -> int:
+        return self._pool.limit
+
+    @property
+    def open_worlds(self) -> int:
+        """How many world files are open now."""
+        return len(self._pool)
+
+    def _open_file(self, world: str) -> SingleFile:
+        path = world_file(self.data_dir, world)
+        if not path.exists():
+            for extra in ("-wal", "-shm"):  # an orphan would be replayed into the new file
+                with _suppress_missing():
+                    os.remove(f"{path}{extra}")
+        return SingleFile(path, rules=self.rules_default, synchronous=self.synchronous)
 
     def _file(self, world: str) -> SingleFile:
-        store = self._files.get(world)
-        if store is None:
-            store = SingleFile(
-                world_file(self.data_dir, world), rules=self.rules_default,
-                synchronous=self.synchronous,
-            )  # fmt: skip
-            self._files[world] = store
+        """``world``'s open file (opened, and another closed, if need be). Raises
+        :class:`CannotOpen` with the reason if it cannot be opened; the world is then
+        reported unavailable until it opens again."""
+        try:
+            try:
+                store = self._pool.get(world)
+            except (StoreError, sqlite3.Error, OSError):
+                if not len(self._pool):
+                    raise
+                self._pool.shrink(len(self._pool) // 2)  # out of handles? give some back, retry
+                store = self._pool.get(world)
+        except (StoreError, sqlite3.Error, OSError) as exc:
+            reason = f"the file of world {world!r} cannot be opened: {open_failure(exc)}"
+            self.availability.failed(world, reason)
+            log.error("%s", reason)
+            raise CannotOpen(reason) from exc
+        self.availability.opened(world)
         return store
+
+    @contextlib.contextmanager
+    def pinned(self, world: str) -> Iterator[SingleFile]:
+        """``world``'s open file, which no other world's use closes until the block ends
+        (for an operation that goes on using it while it opens others)."""
+        self._file(world)
+        with self._pool.pinned(world) as store:
+            yield store
+
+    def close_world(self, world: str) -> None:
+        """Close ``world``'s file now if it is open (before its file is replaced or removed:
+        the next use opens whatever file then has its name)."""
+        self._pool.discard(world)
+        self._infos.pop(world, None)
 
     def _existing(self, world: str) -> SingleFile:
         if not world_file(self.data_dir, world).exists():
@@ -326,7 +414,10 @@ class DataDir:
         """Nothing is ever in flight here (see :attr:`pipelined`)."""
 
     def apply(self, batch: Sequence[tuple[str, WorldEvent]]) -> list[EventResult]:
-        """Each world's events go to its own file (one transaction per file, in order)."""
+        """Each world's events go to its own file (one transaction per file, in order).
+
+        A file is only closed to make room between two files' transactions (never one with
+        a batch in flight: nothing here is pipelined)."""
         by_world: dict[str, list[tuple[int, WorldEvent]]] = {}
         for i, (world, event) in enumerate(batch):
             by_world.setdefault(world, []).append((i, event))
@@ -334,12 +425,8 @@ class DataDir:
         for world, items in by_world.items():
             try:
                 store = self._file(world)
-            except (
-                StoreError,
-                sqlite3.Error,
-                OSError,
-            ) as exc:  # this world only: refuse its events
-                failure = StorageFailure(f"the file of world {world!r} cannot be opened: {exc}")
+            except CannotOpen as exc:  # this world only: refuse its events
+                failure = StorageFailure(f"{exc}; the event was not stored, retry later")
                 for i, event in items:
                     out[i] = EventResult(
                         world, event.event_id, ResultStatus.REJECTED, error=failure
@@ -351,9 +438,7 @@ class DataDir:
         return [r for r in out if r is not None]
 
     def close(self) -> None:
-        for store in self._files.values():
-            store.close()
-        self._files.clear()
+        self._pool.clear()
 
     def ensure_world(self, world: str, rules: Rules) -> None:
         self._file(world).ensure_world(world, rules)
@@ -362,28 +447,117 @@ class DataDir:
         return world_file(self.data_dir, world)
 
     def world_ids(self) -> list[str]:
+        """Every world with a file here, sorted (from the names; a hashed name's id is read
+        from inside its file once)."""
         ids = []
-        for path in sorted(self.data_dir.glob("*" + _SUFFIX)):
-            if path.name.startswith("."):
-                continue  # (world files never start with a dot: it is encoded)
-            stem = path.name[: -len(_SUFFIX)]
-            if stem.startswith("~"):  # a hashed name: the id is inside
-                reader = Reader(path)
-                try:
-                    ids.extend(reader.worlds())
-                finally:
-                    reader.close()
-            else:
-                ids.append(unquote(stem))
+        seen = set()
+        for entry in os.scandir(self.data_dir):
+            name = entry.name
+            if not name.endswith(SUFFIX) or name.startswith("."):
+                continue
+            seen.add(name)
+            parsed = classify(name[: -len(SUFFIX)])
+            if parsed.kind is NameKind.PLAIN and parsed.world is not None:
+                ids.append(parsed.world)
+            elif parsed.kind is NameKind.HASHED:
+                world = self._hashed.get(name)
+                if world is None:
+                    world = self._id_inside(Path(entry.path))
+                if world is not None:
+                    self._hashed[name] = world
+                    ids.append(world)
+        for gone in set(self._hashed) - seen:
+            self._hashed.pop(gone, None)
         return sorted(ids)
 
+    def _id_inside(self, path: Path) -> str | None:
+        try:
+            reader = Reader(path)
+        except StoreError as exc:
+            log.warning("%s", exc)
+            return None
+        try:
+            inside = reader.worlds()
+        finally:
+            reader.close()
+        if len(inside) == 1 and world_file(self.data_dir, inside[0]) == path:
+            return inside[0]
+        log.warning("%s does not hold the one world its name stands for: skipped", path)
+        return None
+
     def worlds(self) -> list[WorldInfo]:
+        """Every world here with its counts; safe on any thread (a reader's, so that listing
+        10,000 worlds never holds the writer up). Each file is read on a short-lived
+        read-only connection of its own (the pool is left as it was) and its counts are
+        remembered until the file or its WAL changes (size, time or inode)."""
         out = []
-        for world in self.world_ids():
-            store = self._file(world)
-            if store.exists(world):
-                out.append(store.info(world))
+        ids = self.world_ids()
+        gone = set(self._infos) - set(ids)  # (files removed by hand: the cache forgets them)
+        for world in gone:
+            self._infos.pop(world, None)
+        read = len(gone)
+        for world in ids:
+            hit = self._infos.get(world)
+            info = self._listed(world)
+            read += hit is None or hit[1] is not info
+            if info is not None:
+                out.append(info)
+        if read:
+            self._save_listing()
         return out
+
+    def _save_listing(self) -> None:
+        """Write what :meth:`worlds` knows to ``.credence-worlds`` (whole, by a rename)."""
+        entries = {w: [list(key), None if i is None else i.to_dict()]
+                   for w, (key, i) in list(self._infos.items())}  # fmt: skip
+        path = self.data_dir / _LISTING
+        tmp = path.with_name(f"{path.name}.{threading.get_ident()}.part")
+        with self._listing_lock:
+            try:
+                tmp.write_bytes(orjson.dumps({"version": 1, "worlds": entries}))
+                os.replace(tmp, path)
+            except OSError as exc:  # only a cache: the next listing reads the files again
+                log.warning("cannot save the worlds listing to %s: %s", path, exc)
+                with _suppress_missing():
+                    os.remove(tmp)
+
+    def _listed(self, world: str) -> WorldInfo | None:
+        path = world_file(self.data_dir, world)
+        try:
+            key = _stat_key(path)
+        except FileNotFoundError:
+            return None
+        hit = self._infos.get(world)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        if not any(key[3:]):  # no WAL: the file alone is the world, if nothing writes now
+            quick = _info_unchanged(path, world, key)
+            if quick is not None:
+                self._infos[world] = (key, quick[0])
+                return quick[0]
+        try:
+            reader = Reader(path)
+        except StoreError as exc:
+            self._unlisted(world, exc)
+            return None
+        try:
+            info: WorldInfo | None = _info(reader, world)
+        except WorldNotFound:
+            info = None  # a file without its world yet
+        except StoreError as exc:
+            self._unlisted(world, exc)
+            return None
+        finally:
+            reader.close()
+        with contextlib.suppress(FileNotFoundError):
+            if _stat_key(path) == key:  # (not written meanwhile: the entry stays true)
+                self._infos[world] = (key, info)
+        return info
+
+    def _unlisted(self, world: str, exc: BaseException) -> None:
+        reason = f"the file of world {world!r} cannot be read: {exc}"
+        self.availability.failed(world, reason)
+        log.error("%s", reason)
 
     def fork(self, source: str, target: str, at: int | None = None) -> WorldInfo:
         src = self._existing(source)
@@ -395,15 +569,102 @@ class DataDir:
         return self._file(world).import_events(world, rules, events)
 
     def delete(self, world: str) -> WorldInfo:
+        """Close ``world``'s file and remove it, and only it: renamed to a tombstone first
+        (one atomic step: the world is gone), then removed with its WAL and shared-memory
+        files. A tombstone a crash left behind is removed at the next open."""
         store = self._existing(world)
         info = store.info(world)
-        store.close()
-        del self._files[world]
+        others = [w for w in store.reader.worlds() if w != world]
+        if others:
+            raise WorldsError(
+                f"the file of world {world!r} also holds {others[0]!r}: not deleted "
+                "(restart the sidecar to migrate the data directory)"
+            )
+        self.close_world(world)
         path = world_file(self.data_dir, world)
+        tomb = path.with_name(TOMBSTONE + path.name)
+        os.replace(path, tomb)
+        for extra in ("-wal", "-shm"):
+            with _suppress_missing():
+                os.replace(f"{path}{extra}", f"{tomb}{extra}")
         for extra in ("", "-wal", "-shm"):
             with _suppress_missing():
-                os.remove(f"{path}{extra}")
+                os.remove(f"{tomb}{extra}")
+        self._hashed.pop(path.name, None)
+        self._infos.pop(world, None)
+        self.availability.opened(world)
         return info
+
+
+_LISTING = ".credence-worlds"
+
+
+def _info_unchanged(path: Path, world: str, key: tuple[int, ...]) -> tuple[WorldInfo | None] | None:
+    """``world``'s entry read from a file with no WAL as an immutable file (no locks, no WAL
+    or shared-memory file made and removed: twice as fast), kept only if the file did not
+    change while it was read; ``None`` when that cannot be said (then read it normally)."""
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?immutable=1", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        info: WorldInfo | None = _info(cast(Reader, _Rows(conn)), world)
+    except WorldNotFound:
+        info = None
+    except StoreError:
+        return None
+    finally:
+        conn.close()
+    try:
+        return (info,) if _stat_key(path) == key else None
+    except FileNotFoundError:
+        return None
+
+
+class _Rows:
+    """The one method of a :class:`Reader` that :func:`_info` uses, on a bare connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        try:
+            return self.conn.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"query failed: {exc}") from exc
+
+
+def _load_listing(path: Path) -> dict[str, tuple[tuple[int, ...], WorldInfo | None]]:
+    """The listing cache :meth:`DataDir._save_listing` wrote, or nothing if it is unreadable
+    (it is only a cache: each entry is used only while its file's stat key still matches)."""
+    try:
+        data = orjson.loads(path.read_bytes())
+        out: dict[str, tuple[tuple[int, ...], WorldInfo | None]] = {}
+        for world, (key, info) in data["worlds"].items():
+            out[world] = (tuple(int(k) for k in key), None if info is None else WorldInfo(**info))
+        return out
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        log.warning("ignoring the worlds listing cache %s: %s", path, exc)
+        return {}
+
+
+def _stat_key(path: Path) -> tuple[int, ...]:
+    """What changes when a world file is written: the file's and its WAL's inode, size, time."""
+    key = []
+    for name in (str(path), f"{path}-wal"):
+        try:
+            st = os.stat(name)
+        except FileNotFoundError:
+            if name == str(path):
+                raise
+            st = None
+        if st is None or (name != str(path) and not st.st_size):
+            key += [0, 0, 0]  # no WAL, or an empty one (as any connection leaves it)
+        else:
+            key += [st.st_ino, st.st_size, st.st_mtime_ns]
+    return tuple(key)
 
 
 class _suppress_missing:
@@ -540,15 +801,38 @@ def import_world(store: SingleFile | DataDir, path: Path, world: str | None = No
 
 def backup(source: Path, target: Path) -> None:
     """Copy a live SQLite file consistently with SQLite's online backup API (safe while the
-    sidecar writes: the copy is one committed state)."""
+    sidecar writes: the copy is one committed state).
+
+    Refuses (:class:`WorldsError`, nothing written) a target that is the source itself (also
+    through a symlink or a hard link) or a database a sidecar serves: one whose writer lock
+    (``<target>.lock``, or its data directory's ``.credence.lock``) is held. The copy is
+    written to ``<target>.part`` and renamed over the target once complete; on failure the
+    part is removed.
+    """
+    if target.is_dir():
+        raise WorldsError(f"{target} is a directory: name the file to write")
+    if target.exists() and os.path.samefile(source, target):
+        raise WorldsError(f"{target} is the database being copied: choose another file")
+    for lock in (lock_path(target), target.parent / ".credence.lock"):
+        if held(lock):
+            raise WorldsError(
+                f"{target} is a database a sidecar is serving ({lock} is held): "
+                "refusing to overwrite it"
+            )
     src = connect(source, synchronous="NORMAL")
     tmp = target.with_name(target.name + ".part")
     with _suppress_missing():
         os.remove(tmp)
-    dst = sqlite3.connect(str(tmp))
     try:
-        src.backup(dst)
+        dst = sqlite3.connect(str(tmp))
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+        os.replace(tmp, target)
+    except BaseException:
+        with _suppress_missing():
+            os.remove(tmp)
+        raise
     finally:
-        dst.close()
         src.close()
-    shutil.move(tmp, target)

@@ -100,6 +100,9 @@ namespace Credence
             { "narrative", new[] { "sections" } },
             { "graph", new[] { "nodes", "edges" } },
             { "trust", new[] { "entries" } },
+            { "worlds", new[] { "worlds" } },
+            { "residents", new[] { "residents" } },
+            { "events", new[] { "events" } },
         };
 
         /// <summary>

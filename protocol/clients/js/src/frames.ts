@@ -427,6 +427,9 @@ export const PAGED_FIELDS: Record<string, readonly string[]> = {
   narrative: ["sections"],
   graph: ["nodes", "edges"],
   trust: ["entries"],
+  worlds: ["worlds"],
+  residents: ["residents"],
+  events: ["events"],
 };
 
 /** Close codes after which reconnecting cannot help (SPEC §13). */

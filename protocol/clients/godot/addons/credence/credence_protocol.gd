@@ -24,6 +24,9 @@ const PAGED_FIELDS := {
 	"narrative": ["sections"],
 	"graph": ["nodes", "edges"],
 	"trust": ["entries"],
+	"residents": ["residents"],
+	"events": ["events"],
+	"worlds": ["worlds"],
 }
 ## Close codes after which reconnecting cannot help (SPEC §13): fix the client or the token.
 const FATAL_CLOSE_CODES := [4000, 4001, 4002, 4011, 1002, 1007]
