@@ -26,6 +26,16 @@ goes on; anything else means the writer's state can no longer be trusted, so it 
 ``internal_error``, every later ``submit`` too, and :attr:`failure` is set (the health check
 answers 503). ``close`` still works, so SIGTERM still stops the process.
 
+Saves (a ``fork`` or an import into a new world, :meth:`save`) run on the same thread, one
+step at a time between batches: a step replays :data:`~sidecar.store.worlds.SAVE_CHUNK`
+events into the world being built (one commit), then the next batch of every other world's
+events goes, then the next step. So another world's ack waits at most one step (about 20 ms)
+behind a save, however long the save; the save's own reply comes once it is whole. While a
+save builds a world, events for that world are refused with ``world_busy`` (nothing stored):
+its rows are not whole yet, and the save must not overwrite or mix with them. Saves go one
+at a time, in order; a shutdown refuses the saves not yet whole (``shutting_down``) and
+removes what they built.
+
 Pipelined (a store whose ``pipelined`` is true, see :meth:`~sidecar.store.Writer.start`):
 the writer thread folds batch N+1 while the store's commit thread commits batch N; batch N
 is answered as soon as its future resolves (its COMMIT returned, or it was redone), on the
@@ -45,9 +55,9 @@ from typing import Any
 from protocol import ErrorCode
 
 from ..engine import WorldEvent
-from ..store import EventResult, StorageFailure, Writer
+from ..store import Build, EventResult, StorageFailure, WorldInfo, Writer
 
-__all__ = ["SHUTDOWN_MESSAGE", "NotStored", "Submission", "WriterService"]
+__all__ = ["SHUTDOWN_MESSAGE", "NotStored", "Submission", "WriterService", "world_busy"]
 
 log = logging.getLogger("credence.writer")
 
@@ -74,6 +84,26 @@ class Submission:
     future: asyncio.Future[EventResult]
 
 
+@dataclass(slots=True)
+class _Save:
+    """One save queued or under way: its world, how to start it (on the writer thread), the
+    build once started, and the future its requester awaits."""
+
+    world: str
+    begin: Callable[[], Build]
+    future: asyncio.Future[WorldInfo]
+    build: Build | None = None
+
+
+def world_busy(world: str) -> NotStored:
+    """The refusal of an event for a world a save is building."""
+    return NotStored(
+        ErrorCode.WORLD_BUSY,
+        f"world {world!r} is being built by a fork or an import; the event was not stored: "
+        "send it again after that save's reply",
+    )
+
+
 class WriterService:
     """Owns the store writer; ``submit`` queues an event, the future resolves after commit."""
 
@@ -95,6 +125,9 @@ class WriterService:
         self.queued_bytes = 0
         self.queued = 0
         self._inflight: list[Submission] = []
+        self._saves: deque[_Save] = deque()
+        #: The worlds being built by a save (queued or under way): their events are refused.
+        self.saving: set[str] = set()
         self._work = asyncio.Event()  # something was queued (or close/shutdown began)
         self._room = asyncio.Event()  # bytes were freed
         self._idle = asyncio.Event()  # nothing queued, nothing in flight
@@ -131,10 +164,14 @@ class WriterService:
         deadline; otherwise the future resolves after commit (or with :class:`NotStored`).
         """
         self._check()
+        if world in self.saving:
+            raise world_busy(world)
         while not self.admits(world, size):
             self._room.clear()
             await self._room.wait()
             self._check()
+            if world in self.saving:
+                raise world_busy(world)
         future: asyncio.Future[EventResult] = asyncio.get_running_loop().create_future()
         queue = self._queues.get(world)
         if queue is None:
@@ -148,6 +185,25 @@ class WriterService:
         self._idle.clear()
         self._work.set()
         return future
+
+    async def save(self, world: str, begin: Callable[[], Build]) -> WorldInfo:
+        """Build the new world ``world`` (``begin`` starts the save, on the writer's thread)
+        step by step between batches; return once it is whole.
+
+        Raises :class:`NotStored`: ``world_busy`` if a save into ``world`` is queued or under
+        way, ``shutting_down`` if the sidecar stops first (nothing of the save is left);
+        and whatever the save itself raises (then nothing of it is left either).
+        """
+        self._check()
+        if self.deadline is not None or self._closing:
+            raise NotStored(ErrorCode.SHUTTING_DOWN, _SAVE_STOPPED)
+        if world in self.saving:
+            raise world_busy(world)
+        future: asyncio.Future[WorldInfo] = asyncio.get_running_loop().create_future()
+        self._saves.append(_Save(world, begin, future))
+        self.saving.add(world)
+        self._work.set()
+        return await future
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -193,7 +249,14 @@ class WriterService:
             return await self._loop_pipelined()
         loop = asyncio.get_running_loop()
         while True:
+            if self._saves and self._stopping():
+                await self._abort_saves()
+                continue
             if not self._turns:
+                if self._saves:
+                    self._idle.set()  # (drain waits for events only, not for saves)
+                    await self._save_step()
+                    continue
                 if not await self._idle_until_work():
                     return
                 continue
@@ -214,6 +277,8 @@ class WriterService:
                 continue
             self._inflight = []
             self._deliver(batch, results)
+            if self._saves:
+                await self._save_step()
 
     async def _loop_pipelined(self) -> None:
         """:meth:`_loop` with one batch committing while the next is folded."""
@@ -225,6 +290,9 @@ class WriterService:
             late = self.deadline is not None and loop.time() >= self.deadline
             if self._broken is not None:
                 raise self._broken
+            if self._saves and self._stopping():
+                await self._abort_saves()
+                continue
             if flying_future is not None and (not self._turns or late):
                 commit = writer.pending()
                 if commit is not None and not commit.done() and not late:
@@ -243,6 +311,10 @@ class WriterService:
                 flying, flying_future = [], None
                 continue
             if not self._turns:
+                if self._saves:
+                    self._idle.set()
+                    await self._save_step()
+                    continue
                 if not await self._idle_until_work():
                     return
                 continue
@@ -258,6 +330,64 @@ class WriterService:
             self._when_done(batch, future)
             self._inflight = list(batch)
             flying, flying_future = batch, future
+            if self._saves:  # (a step first finishes the batch in flight: it is answered)
+                await self._save_step()
+
+    def _stopping(self) -> bool:
+        return self._closing or self.deadline is not None
+
+    async def _save_step(self) -> None:
+        """One step of the first save (its start, one chunk, or its last chunk and commit) on
+        the writer's thread; answer it once it is whole or failed (nothing of it left)."""
+        job = self._saves[0]
+        if job.build is None and job.world in self._queues:
+            return  # events for that world came before the save: they go first
+        writer = self.writer
+
+        def step() -> WorldInfo | None:
+            writer.finish()  # a pipelined batch in flight commits (and is answered) first
+            try:
+                if job.build is None:
+                    job.build = job.begin()
+                    return None
+                return job.build.commit() if job.build.step() else None
+            except BaseException:
+                if job.build is not None:
+                    job.build.abort()
+                raise
+
+        loop = asyncio.get_running_loop()
+        try:
+            # Shielded: a shutdown while SQLite commits must not abandon the step.
+            info = await asyncio.shield(loop.run_in_executor(self.executor, step))
+        except Exception as exc:
+            self._end_save(job)
+            if not job.future.done():
+                job.future.set_exception(exc)
+            return
+        if info is not None:
+            self._end_save(job)
+            if not job.future.done():
+                job.future.set_result(info)
+
+    def _end_save(self, job: _Save) -> None:
+        self._saves.remove(job)
+        self.saving.discard(job.world)
+
+    async def _abort_saves(self) -> None:
+        """Stopping: every save not yet whole is refused and what it built removed."""
+        loop = asyncio.get_running_loop()
+        while self._saves:
+            job = self._saves[0]
+            build = job.build
+            if build is not None:
+                try:
+                    await asyncio.shield(loop.run_in_executor(self.executor, build.abort))
+                except Exception:
+                    log.exception("removing the unfinished save of world %r failed", job.world)
+            self._end_save(job)
+            if not job.future.done():
+                job.future.set_exception(NotStored(ErrorCode.SHUTTING_DOWN, _SAVE_STOPPED))
 
     async def _idle_until_work(self) -> bool:
         """Nothing queued: say so (``drain`` waits for it) and wait for work; ``False`` once
@@ -353,6 +483,11 @@ class WriterService:
             for item in queue:
                 if not item.future.done():
                     item.future.set_exception(error)
+        for job in self._saves:  # (their rows or files: removed when the store next opens)
+            if not job.future.done():
+                job.future.set_exception(error)
+        self._saves.clear()
+        self.saving.clear()
         self._queues.clear()
         self._turns.clear()
         self._world_bytes.clear()
@@ -371,6 +506,11 @@ class WriterService:
             except Exception:  # a fan-out bug must not lose acks
                 log.exception("publishing changes of world %r failed", world)
 
+
+_SAVE_STOPPED = (
+    "the sidecar is shutting down: the save was not made and nothing of it is left; "
+    "send it again after reconnecting"
+)
 
 SHUTDOWN_MESSAGE = (
     "the sidecar is shutting down and had not started this event: it was not stored; "

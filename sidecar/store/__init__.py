@@ -18,6 +18,7 @@ from .store import (
     connect,
 )
 from .worlds import (
+    Build,
     DataDir,
     SingleFile,
     WorldInfo,
@@ -27,6 +28,8 @@ from .worlds import (
     backup,
     export_world,
     import_world,
+    read_source,
+    run_build,
     world_file,
 )
 
@@ -35,6 +38,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "ApplyFailure",
     "BeliefFilter",
+    "Build",
     "CannotOpen",
     "DataDir",
     "DatabaseInUse",
@@ -58,7 +62,9 @@ __all__ = [
     "import_world",
     "lock_path",
     "migrate",
+    "read_source",
     "rebuild",
+    "run_build",
     "schema_version",
     "world_file",
 ]

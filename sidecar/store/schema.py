@@ -370,6 +370,16 @@ def _lean_tables(conn: sqlite3.Connection) -> None:
     conn.execute("DROP INDEX IF EXISTS changes_by_resident")
 
 
+#: Saves under way (issue 17): a world named here is being built by a fork or an import (its
+#: rows are not yet whole) and is invisible until its row goes, in the save's last commit. A
+#: row left by a killed process marks rows to remove when the file is next opened.
+_SAVES = """
+CREATE TABLE _saves (
+    world TEXT PRIMARY KEY,
+    pid   INTEGER NOT NULL  -- the process building it: a live one's save is not a leftover
+) WITHOUT ROWID;
+"""
+
 Migration = str | Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -380,6 +390,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0005_i10_memory", _i10_memory),
     ("0005_i12_schema_events", _schema_events),
     ("0006_i13_lean_tables", _lean_tables),
+    ("0007_i17_saves", _SAVES),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -16,6 +16,24 @@ A fork replays the source world's log prefix (events with ``seq <= at``) into a 
 with the source's rules: its beliefs are rebuilt, not copied, and its clock is the day of the
 last event kept — so the fork may go on from an earlier day than its source reached.
 
+A fork or an import is a *save*, and a save takes effect whole or not at all. It is built
+where nothing sees it, in chunks of :data:`SAVE_CHUNK` events (one commit each, so the server's
+writer can serve other worlds' batches in between, see :class:`Build`), and switched in by one
+last commit or one rename:
+
+* in one file (:class:`SingleFile`), the new world's rows are written under its own id while a
+  row in ``_saves`` names it: every listing and lookup here treats a world named there as
+  absent, and the save's last commit deletes that row. (Renaming a hidden world id into place
+  would be one commit too, but it rewrites every row and index entry of the world: 2.7 s for
+  20,000 events, a stall for every other world.)
+* in a data directory (:class:`DataDir`), the new world is replayed into a temporary file
+  (``.save-<pid>-<random>.db``), made self-contained (its WAL folded in), fsynced, and
+  ``os.replace``d onto the world's file name; then the directory is fsynced.
+
+A save that fails (an event refused midway, a full disk) removes what it built; one killed
+midway (kill -9, power loss) leaves rows or a file that the next open of the store removes.
+Either way a retry starts from nothing and works.
+
 An export file is JSON lines: a header ``{"format": "credence-world", "version": 1, "world",
 "rules", "events"}``, one canonical event per line (the world log, in order), and a last line
 ``{"sha256": ...}``, the SHA-256 of every byte before that line. Import checks the checksum
@@ -25,7 +43,9 @@ and the count, then replays the events into a new world with the stored rules.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import secrets
 import shutil
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -58,6 +78,8 @@ from .store import (
 
 __all__ = [
     "EXPORT_FORMAT",
+    "SAVE_CHUNK",
+    "Build",
     "DataDir",
     "SingleFile",
     "WorldInfo",
@@ -67,12 +89,18 @@ __all__ = [
     "backup",
     "export_world",
     "import_world",
+    "read_source",
+    "run_build",
     "world_file",
 ]
 
+log = logging.getLogger("credence.worlds")
+
 EXPORT_FORMAT = "credence-world"
 EXPORT_VERSION = 1
-REPLAY_BATCH = 500
+#: Events a save replays in one step (one commit). A step of 100 town events takes about
+#: 20 ms: the longest another world's batch waits behind a save in the server's writer.
+SAVE_CHUNK = 100
 
 
 class WorldsError(StoreError):
@@ -120,6 +148,44 @@ class WorldStore(Protocol):
         self, world: str, rules: Rules, events: Sequence[WorldEvent]
     ) -> WorldInfo: ...
 
+    def begin_import(self, world: str, rules: Rules, events: Sequence[WorldEvent]) -> Build: ...
+
+
+class Build(Protocol):
+    """A save under way: a new world being built where nothing sees it.
+
+    :meth:`step` until it answers ``True``, then :meth:`commit` (the world appears, whole); on
+    any failure, :meth:`abort` (nothing of it is left). Every call runs on the writer's thread
+    and each is short, so the server's writer service runs other worlds' batches between them
+    (:func:`run_build` runs one through at once: the command line).
+    """
+
+    world: str
+
+    def step(self) -> bool:
+        """Replay the next chunk of events (one commit); ``True`` once none is left. Raises
+        :class:`WorldsError` if the world refuses an event (then :meth:`abort`)."""
+        ...
+
+    def commit(self) -> WorldInfo:
+        """Switch the built world in (one commit or one rename) and describe it."""
+        ...
+
+    def abort(self) -> None:
+        """Remove what was built (what cannot be removed now, the next open removes)."""
+        ...
+
+
+def run_build(build: Build) -> WorldInfo:
+    """Run a save to its end: whole, or (on any failure, re-raised) not at all."""
+    try:
+        while not build.step():
+            pass
+        return build.commit()
+    except BaseException:
+        build.abort()
+        raise
+
 
 # --------------------------------------------------------------------------- reading
 
@@ -138,6 +204,23 @@ def _info(reader: Reader, world: str) -> WorldInfo:
     )  # fmt: skip
 
 
+def read_source(reader: Reader, world: str, at: int | None) -> tuple[Rules, list[WorldEvent]]:
+    """What a fork of ``world`` replays: its rules and its log up to ``at``, read in one
+    snapshot (off the writer's thread: the server reads it in a reader thread)."""
+    reader._rows("BEGIN")
+    try:
+        found = reader._rows(
+            "SELECT 1 FROM worlds WHERE world = ? "
+            "AND NOT EXISTS (SELECT 1 FROM _saves WHERE world = ?)",
+            (world, world),
+        )
+        if not found:
+            raise WorldNotFound(f"no world {world!r}")
+        return reader.rules(world), _log(reader, world, at)
+    finally:
+        reader._rows("COMMIT")
+
+
 def _log(reader: Reader, world: str, at: int | None) -> list[WorldEvent]:
     rows = reader._rows(
         "SELECT body FROM events WHERE world = ? AND seq <= ? ORDER BY seq",
@@ -146,16 +229,52 @@ def _log(reader: Reader, world: str, at: int | None) -> list[WorldEvent]:
     return [parse_event(orjson.loads(r[0])) for r in rows]
 
 
-def _replay(writer: Writer, world: str, rules: Rules, events: Sequence[WorldEvent]) -> None:
-    writer.ensure_world(world, rules)
-    for i in range(0, len(events), REPLAY_BATCH):
-        results = writer.apply([(world, e) for e in events[i : i + REPLAY_BATCH]])
-        refused = [r for r in results if r.error is not None]
-        if refused:
-            raise WorldsError(
-                f"event {refused[0].event_id!r} of world {world!r} was refused on replay: "
-                f"{refused[0].error}"
-            )
+class _Replay:
+    """The events of a save, applied :data:`SAVE_CHUNK` at a time through a writer."""
+
+    def __init__(self, writer: Writer, world: str, events: Sequence[WorldEvent]) -> None:
+        self.writer, self.world, self.events = writer, world, events
+        self.done = 0
+
+    def step(self) -> bool:
+        chunk = self.events[self.done : self.done + SAVE_CHUNK]
+        if chunk:
+            results = self.writer.apply([(self.world, e) for e in chunk])
+            refused = [r for r in results if r.error is not None]
+            if refused:
+                raise WorldsError(
+                    f"event {refused[0].event_id!r} of world {self.world!r} was refused on "
+                    f"replay: {refused[0].error}"
+                )
+            self.done += len(chunk)
+        return self.done >= len(self.events)
+
+
+#: The saves this process is building, as (database file, world) or (temporary file, ""):
+#: what a store opening meanwhile must not take for a killed save's leftovers.
+_ACTIVE: set[tuple[str, str]] = set()
+
+
+def _stale(pid: int, key: tuple[str, str]) -> bool:
+    """Whether a save recorded by process ``pid`` was left behind (that process is gone, or it
+    is this one and no longer building it)."""
+    if pid == os.getpid():
+        return key not in _ACTIVE
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, another user's
+    return False
+
+
+def _fsync(path: Path, *, directory: bool = False) -> None:
+    fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _world_tables(conn: sqlite3.Connection) -> list[str]:
@@ -170,6 +289,56 @@ def _world_tables(conn: sqlite3.Connection) -> list[str]:
         if n != "worlds" and any(c[1] == "world" for c in conn.execute(f"PRAGMA table_info({n})"))
     ]  # fmt: skip
     return [*sorted(tables), "worlds"]
+
+
+class _RowsBuild:
+    """A save into a :class:`SingleFile`: rows under the world's id, hidden by ``_saves``."""
+
+    def __init__(self, store: SingleFile, world: str, rules: Rules, events: Sequence[WorldEvent]):
+        self.store, self.world = store, world
+        self.key = (str(store.path), world)
+        self.finished = False
+        writer = store.writer
+        writer.finish()
+        conn = writer.conn
+        if conn.execute("SELECT 1 FROM _saves WHERE world = ?", (world,)).fetchone():
+            store._purge(world)  # a failed save's rows that could not be removed then
+        if conn.execute("SELECT 1 FROM worlds WHERE world = ?", (world,)).fetchone():
+            raise WorldsError(f"world {world!r} already exists")
+        _ACTIVE.add(self.key)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("INSERT INTO _saves (world, pid) VALUES (?, ?)", (world, os.getpid()))
+            writer.ensure_world(world, rules)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            _ACTIVE.discard(self.key)
+            raise
+        self.replay = _Replay(writer, world, events)
+
+    def step(self) -> bool:
+        return self.replay.step()
+
+    def commit(self) -> WorldInfo:
+        self.store.writer.finish()
+        # One commit (autocommit): from here on the world is whole and seen.
+        self.store.writer.conn.execute("DELETE FROM _saves WHERE world = ?", (self.world,))
+        self.finished = True
+        _ACTIVE.discard(self.key)
+        return self.store.info(self.world)
+
+    def abort(self) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        try:
+            self.store._purge(self.world)
+        except (sqlite3.Error, StoreError) as exc:  # (a full disk): the next open removes it
+            log.warning("the rows of the failed save of world %r stay hidden until the "
+                        "database is next opened: %s", self.world, exc)  # fmt: skip
+        finally:
+            _ACTIVE.discard(self.key)
 
 
 # --------------------------------------------------------------------------- one file
@@ -188,6 +357,35 @@ class SingleFile:
             self.path, rules=rules, synchronous=synchronous, pipelined=pipelined
         )
         self._reader: Reader | None = None
+        self._purge_leftovers()
+
+    def _purge_leftovers(self) -> None:
+        """Remove the rows of saves a killed process left (see the module docstring)."""
+        conn = self.writer.conn
+        for world, pid in conn.execute("SELECT world, pid FROM _saves").fetchall():
+            if _stale(int(pid), (str(self.path), world)):
+                log.info("removing the unfinished save of world %r in %s", world, self.path)
+                self._purge(world)
+
+    def _purge(self, world: str) -> None:
+        """Remove every row of ``world`` and its ``_saves`` row, in one transaction."""
+        self.writer.finish()
+        conn = self.writer.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for table in _world_tables(conn):
+                conn.execute(f"DELETE FROM {table} WHERE world = ?", (world,))
+            conn.execute("DELETE FROM _saves WHERE world = ?", (world,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        finally:
+            self.writer.forget_world(world)
+
+    def _unfinished(self) -> set[str]:
+        """Worlds whose save is under way (or was left unfinished): not seen as worlds."""
+        return {r[0] for r in self.reader._rows("SELECT world FROM _saves")}
 
     @property
     def pipelined(self) -> bool:
@@ -224,13 +422,20 @@ class SingleFile:
         return self.path
 
     def exists(self, world: str) -> bool:
-        return bool(self.reader._rows("SELECT 1 FROM worlds WHERE world = ?", (world,)))
+        return bool(
+            self.reader._rows(
+                "SELECT 1 FROM worlds WHERE world = ? "
+                "AND NOT EXISTS (SELECT 1 FROM _saves WHERE world = ?)",
+                (world, world),
+            )
+        )
 
     def info(self, world: str) -> WorldInfo:
         return _info(self.reader, world)
 
     def worlds(self) -> list[WorldInfo]:
-        return [_info(self.reader, w) for w in self.reader.worlds()]
+        hidden = self._unfinished()
+        return [_info(self.reader, w) for w in self.reader.worlds() if w not in hidden]
 
     def rules(self, world: str) -> Rules:
         return self.reader.rules(world)
@@ -245,24 +450,19 @@ class SingleFile:
         return self.import_events(target, self.rules(source), events)
 
     def import_events(self, world: str, rules: Rules, events: Sequence[WorldEvent]) -> WorldInfo:
-        if self.exists(world):
-            raise WorldsError(f"world {world!r} already exists")
-        _replay(self.writer, world, rules, events)
-        return self.info(world)
+        return run_build(self.begin_import(world, rules, events))
+
+    def begin_import(self, world: str, rules: Rules, events: Sequence[WorldEvent]) -> Build:
+        """Start a save of ``events`` into the new world ``world`` (see :class:`Build`)."""
+        return _RowsBuild(self, world, rules, events)
 
     def delete(self, world: str) -> WorldInfo:
+        """Remove ``world``: every row of it in one transaction (all of it, or, if that
+        fails or the process dies, none)."""
+        if not self.exists(world):
+            raise WorldNotFound(f"no world {world!r}")
         info = self.info(world)
-        self.writer.finish()
-        conn = self.writer.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for table in _world_tables(conn):
-                conn.execute(f"DELETE FROM {table} WHERE world = ?", (world,))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        self.writer.forget_world(world)
+        self._purge(world)
         return info
 
 
@@ -300,6 +500,18 @@ class DataDir:
         self.rules_default = rules
         self.synchronous = synchronous
         self._files: dict[str, SingleFile] = {}
+        self._purge_leftovers()
+
+    def _purge_leftovers(self) -> None:
+        """Remove the temporary files of saves a killed process left (see the module
+        docstring); a live process's (another server's, a running import's) stay."""
+        for path in self.data_dir.glob(_SAVE_PREFIX + "*"):
+            stem = path.name[len(_SAVE_PREFIX) :].split(".", 1)[0]
+            pid, _, _ = stem.partition("-")
+            key = (str(self.data_dir / (_SAVE_PREFIX + stem + _SUFFIX)), "")
+            if pid.isdigit() and _stale(int(pid), key):
+                with _suppress_missing():
+                    path.unlink()
 
     def _file(self, world: str) -> SingleFile:
         store = self._files.get(world)
@@ -386,9 +598,11 @@ class DataDir:
         return self.import_events(target, src.rules(source), src.log(source, at))
 
     def import_events(self, world: str, rules: Rules, events: Sequence[WorldEvent]) -> WorldInfo:
-        if world_file(self.data_dir, world).exists():
-            raise WorldsError(f"world {world!r} already exists")
-        return self._file(world).import_events(world, rules, events)
+        return run_build(self.begin_import(world, rules, events))
+
+    def begin_import(self, world: str, rules: Rules, events: Sequence[WorldEvent]) -> Build:
+        """Start a save of ``events`` into the new world ``world`` (see :class:`Build`)."""
+        return _FileBuild(self, world, rules, events)
 
     def delete(self, world: str) -> WorldInfo:
         store = self._existing(world)
@@ -400,6 +614,66 @@ class DataDir:
             with _suppress_missing():
                 os.remove(f"{path}{extra}")
         return info
+
+
+_SAVE_PREFIX = ".save-"
+
+
+class _FileBuild:
+    """A save into a :class:`DataDir`: a temporary file of its own, renamed into place."""
+
+    def __init__(self, store: DataDir, world: str, rules: Rules, events: Sequence[WorldEvent]):
+        self.store, self.world = store, world
+        self.final = world_file(store.data_dir, world)
+        if self.final.exists():
+            raise WorldsError(f"world {world!r} already exists")
+        name = f"{_SAVE_PREFIX}{os.getpid()}-{secrets.token_hex(8)}{_SUFFIX}"
+        self.tmp = store.data_dir / name
+        self.key = (str(self.tmp), "")
+        self.finished = False
+        _ACTIVE.add(self.key)
+        try:
+            self.writer = Writer(self.tmp, rules=rules, synchronous=store.synchronous)
+        except BaseException:
+            self._remove()
+            raise
+        self.replay = _Replay(self.writer, world, events)
+        self.writer.ensure_world(world, rules)
+
+    def step(self) -> bool:
+        return self.replay.step()
+
+    def commit(self) -> WorldInfo:
+        # Self-contained: the WAL folded into the file (and gone), then the file on disk.
+        self.writer.conn.execute("PRAGMA journal_mode = DELETE")
+        self.writer.close()
+        _fsync(self.tmp)
+        if self.final.exists():  # (nothing in this process creates it meanwhile)
+            raise WorldsError(f"world {self.world!r} already exists")
+        for extra in ("-wal", "-shm"):  # a deleted world's, never to be read with this file
+            with _suppress_missing():
+                os.remove(f"{self.final}{extra}")
+        os.replace(self.tmp, self.final)
+        self.finished = True
+        _ACTIVE.discard(self.key)
+        _fsync(self.store.data_dir, directory=True)
+        return self.store._existing(self.world).info(self.world)
+
+    def abort(self) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        try:
+            self.writer.close()
+        except (sqlite3.Error, StoreError) as exc:
+            log.warning("closing the failed save of world %r: %s", self.world, exc)
+        self._remove()
+
+    def _remove(self) -> None:
+        for extra in ("", "-wal", "-shm", "-journal"):
+            with _suppress_missing():
+                os.remove(f"{self.tmp}{extra}")
+        _ACTIVE.discard(self.key)
 
 
 class _suppress_missing:
