@@ -27,10 +27,10 @@ goes on; anything else means the writer's state can no longer be trusted, so it 
 answers 503). ``close`` still works, so SIGTERM still stops the process.
 
 Saves (a ``fork`` or an import into a new world, :meth:`save`) run on the same thread, one
-step at a time between batches: a step replays :data:`~sidecar.store.worlds.SAVE_CHUNK`
-events into the world being built (one commit), then the next batch of every other world's
-events goes, then the next step. So another world's ack waits at most one step (about 20 ms)
-behind a save, however long the save; the save's own reply comes once it is whole. While a
+step at a time between batches: a step replays a chunk of events into the world being built
+(one commit, sized to take :data:`~sidecar.store.worlds.SAVE_STEP_SECONDS`), then the next
+batch of every other world's events goes, then the next step. So another world's ack waits
+about one step (20 ms) behind a save, however long the save; the save's own reply comes once it is whole. While a
 save builds a world, events for that world are refused with ``world_busy`` (nothing stored):
 its rows are not whole yet, and the save must not overwrite or mix with them. Saves go one
 at a time, in order; a shutdown refuses the saves not yet whole (``shutting_down``) and

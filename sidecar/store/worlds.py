@@ -17,9 +17,9 @@ with the source's rules: its beliefs are rebuilt, not copied, and its clock is t
 last event kept — so the fork may go on from an earlier day than its source reached.
 
 A fork or an import is a *save*, and a save takes effect whole or not at all. It is built
-where nothing sees it, in chunks of :data:`SAVE_CHUNK` events (one commit each, so the server's
-writer can serve other worlds' batches in between, see :class:`Build`), and switched in by one
-last commit or one rename:
+where nothing sees it, in steps of about :data:`SAVE_STEP_SECONDS` (a chunk of events and
+one commit each, so the server's writer can serve other worlds' batches in between, see
+:class:`Build`), and switched in by one last commit or one rename:
 
 * in one file (:class:`SingleFile`), the new world's rows are written under its own id while a
   row in ``_saves`` names it: every listing and lookup here treats a world named there as
@@ -48,6 +48,7 @@ import os
 import secrets
 import shutil
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -79,6 +80,7 @@ from .store import (
 __all__ = [
     "EXPORT_FORMAT",
     "SAVE_CHUNK",
+    "SAVE_STEP_SECONDS",
     "Build",
     "DataDir",
     "SingleFile",
@@ -98,9 +100,12 @@ log = logging.getLogger("credence.worlds")
 
 EXPORT_FORMAT = "credence-world"
 EXPORT_VERSION = 1
-#: Events a save replays in one step (one commit). A step of 100 town events takes about
-#: 20 ms: the longest another world's batch waits behind a save in the server's writer.
-SAVE_CHUNK = 100
+#: How long one step of a save should take: about the longest another world's batch waits
+#: behind a save in the server's writer. A step replays as many events as fit (one commit),
+#: sized from the last step's cost per event, between 10 and :data:`SAVE_CHUNK`.
+SAVE_STEP_SECONDS = 0.02
+SAVE_CHUNK = 500
+_FIRST_CHUNK = 25
 
 
 class WorldsError(StoreError):
@@ -230,15 +235,18 @@ def _log(reader: Reader, world: str, at: int | None) -> list[WorldEvent]:
 
 
 class _Replay:
-    """The events of a save, applied :data:`SAVE_CHUNK` at a time through a writer."""
+    """The events of a save, applied a chunk at a time through a writer (one commit each),
+    each chunk sized to take about :data:`SAVE_STEP_SECONDS`."""
 
     def __init__(self, writer: Writer, world: str, events: Sequence[WorldEvent]) -> None:
         self.writer, self.world, self.events = writer, world, events
         self.done = 0
+        self.chunk = _FIRST_CHUNK
 
     def step(self) -> bool:
-        chunk = self.events[self.done : self.done + SAVE_CHUNK]
+        chunk = self.events[self.done : self.done + self.chunk]
         if chunk:
+            start = time.perf_counter()
             results = self.writer.apply([(self.world, e) for e in chunk])
             refused = [r for r in results if r.error is not None]
             if refused:
@@ -247,6 +255,8 @@ class _Replay:
                     f"replay: {refused[0].error}"
                 )
             self.done += len(chunk)
+            each = (time.perf_counter() - start) / len(chunk)
+            self.chunk = max(10, min(SAVE_CHUNK, int(SAVE_STEP_SECONDS / max(each, 1e-6))))
         return self.done >= len(self.events)
 
 
@@ -318,7 +328,15 @@ class _RowsBuild:
         self.replay = _Replay(writer, world, events)
 
     def step(self) -> bool:
-        return self.replay.step()
+        # A hidden world's commits need no fsync of their own (lost ones are leftovers, like
+        # a kill's); the last commit, at the store's level, makes every one of them durable.
+        conn = self.store.writer.conn
+        self.store.writer.finish()
+        conn.execute("PRAGMA synchronous = NORMAL")
+        try:
+            return self.replay.step()
+        finally:
+            conn.execute(f"PRAGMA synchronous = {self.store.synchronous}")
 
     def commit(self) -> WorldInfo:
         self.store.writer.finish()
@@ -353,6 +371,7 @@ class SingleFile:
     ) -> None:  # fmt: skip
         """Open ``path`` (or use ``writer``, already open on it)."""
         self.path = Path(path)
+        self.synchronous = synchronous
         self.writer = writer or Writer(
             self.path, rules=rules, synchronous=synchronous, pipelined=pipelined
         )
@@ -619,6 +638,20 @@ class DataDir:
 _SAVE_PREFIX = ".save-"
 
 
+def _copy_empty(empty: Path, target: Path) -> None:
+    """Start ``target`` as a copy of the migrated empty database (SQLite's backup API: a
+    consistent copy whatever its WAL holds)."""
+    if not empty.exists():
+        return  # (the Writer then creates and migrates it)
+    src = sqlite3.connect(str(empty))
+    dst = sqlite3.connect(str(target))
+    try:
+        src.backup(dst)
+    finally:
+        dst.close()
+        src.close()
+
+
 class _FileBuild:
     """A save into a :class:`DataDir`: a temporary file of its own, renamed into place."""
 
@@ -631,23 +664,30 @@ class _FileBuild:
         self.tmp = store.data_dir / name
         self.key = (str(self.tmp), "")
         self.finished = False
+        self.sealed = False
         _ACTIVE.add(self.key)
         try:
-            self.writer = Writer(self.tmp, rules=rules, synchronous=store.synchronous)
+            _copy_empty(store.empty_db, self.tmp)  # (already migrated: no schema work here)
+            # No fsync per commit: a lost one only loses this file, which is thrown away.
+            self.writer = Writer(self.tmp, rules=rules, synchronous="NORMAL")
+            self.writer.ensure_world(world, rules)
         except BaseException:
             self._remove()
             raise
         self.replay = _Replay(self.writer, world, events)
-        self.writer.ensure_world(world, rules)
 
     def step(self) -> bool:
-        return self.replay.step()
+        if not self.replay.step():
+            return False
+        if not self.sealed:  # one step of its own: the file made whole on its own, on disk
+            self.writer.conn.execute("PRAGMA journal_mode = DELETE")  # (folds the WAL in)
+            self.writer.close()
+            _fsync(self.tmp)
+            self.sealed = True
+        return True
 
     def commit(self) -> WorldInfo:
-        # Self-contained: the WAL folded into the file (and gone), then the file on disk.
-        self.writer.conn.execute("PRAGMA journal_mode = DELETE")
-        self.writer.close()
-        _fsync(self.tmp)
+        assert self.sealed
         if self.final.exists():  # (nothing in this process creates it meanwhile)
             raise WorldsError(f"world {self.world!r} already exists")
         for extra in ("-wal", "-shm"):  # a deleted world's, never to be read with this file
