@@ -102,7 +102,8 @@ EXPORT_FORMAT = "credence-world"
 EXPORT_VERSION = 1
 #: How long one step of a save should take: about the longest another world's batch waits
 #: behind a save in the server's writer. A step replays as many events as fit (one commit),
-#: sized from the last step's cost per event, between 10 and :data:`SAVE_CHUNK`.
+#: sized from the last step's cost per event, between 1 and :data:`SAVE_CHUNK` (one town event
+#: can cost 1-4 ms: a tick ages every belief it reaches, an announcement reaches everyone).
 SAVE_STEP_SECONDS = 0.02
 SAVE_CHUNK = 500
 _FIRST_CHUNK = 25
@@ -256,7 +257,7 @@ class _Replay:
                 )
             self.done += len(chunk)
             each = (time.perf_counter() - start) / len(chunk)
-            self.chunk = max(10, min(SAVE_CHUNK, int(SAVE_STEP_SECONDS / max(each, 1e-6))))
+            self.chunk = max(1, min(SAVE_CHUNK, int(SAVE_STEP_SECONDS / max(each, 1e-6))))
         return self.done >= len(self.events)
 
 
