@@ -196,10 +196,8 @@ def test_a_full_database_midway_leaves_nothing_in_one_file(tmp_path: Path) -> No
 
 def _progress(tmp_path: Path, mode: str, world: str) -> int:
     """Events of ``world`` committed so far by a save under way (0 if none is seen yet)."""
-    if mode == "db":
-        paths = [tmp_path / "w.db"]
-    else:
-        paths = list((tmp_path / "worlds").glob(".save-*.db"))
+    saves = list((tmp_path / "worlds").glob(".save-*.db"))
+    paths = [tmp_path / "w.db"] if mode == "db" else saves
     total = 0
     for path in paths:
         try:
