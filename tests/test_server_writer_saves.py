@@ -28,13 +28,15 @@ EVENTS = 2000
 
 
 def config(tmp_path: Path, mode: str) -> dict[str, Any]:
-    return {"db": tmp_path / "x.db"} if mode == "db" else {"data_dir": tmp_path / "worlds"}
+    if mode == "data_dir":
+        return {"data_dir": tmp_path / "worlds"}
+    return {"db": tmp_path / "x.db", "pipelined": mode == "pipelined"}
 
 
 def seed_town(tmp_path: Path, mode: str, n: int = EVENTS) -> None:
     """World ``town`` with ``n`` synthetic town events, written before the sidecar starts."""
     events = [parse_event(e) for _, e in itertools.islice(Town(50, seed=1), n)]
-    store = SingleFile(tmp_path / "x.db") if mode == "db" else DataDir(tmp_path / "worlds")
+    store = DataDir(tmp_path / "worlds") if mode == "data_dir" else SingleFile(tmp_path / "x.db")
     try:
         store.import_events("town", DEFAULT_RULES, events)
     finally:
@@ -62,7 +64,7 @@ def p99(samples: list[float]) -> float:
     return statistics.quantiles(samples, n=100)[98] if len(samples) > 1 else samples[0]
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", [*MODES, "pipelined"])
 async def test_a_world_being_built_refuses_everything_with_world_busy(
     tmp_path: Path, mode: str
 ) -> None:
@@ -163,10 +165,11 @@ async def test_a_shutdown_midway_through_a_fork_refuses_it_and_leaves_nothing(
     try:
         assert [w.world for w in store.worlds()] == ["town"]
         conn = store.writer.conn
-        assert conn.execute("SELECT count(*) FROM events WHERE world = 'slot'").fetchone() == (0,)
-        assert conn.execute("SELECT count(*) FROM _saves").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM events WHERE world = 'slot'").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM _saves").fetchone()[0] == 0
     finally:
         store.close()
     async with running(tmp_path) as sc, WsClient(sc.url, "town") as town:
-        forked = await town.request({"type": "fork", "into": "slot"})
+        await town.send({"type": "fork", "into": "slot", "rid": "g"})
+        forked = await town.next_where(lambda f: f.get("rid") == "g", guard(120))
         assert forked["type"] == "forked" and forked["events"] == EVENTS
