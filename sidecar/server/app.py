@@ -325,8 +325,7 @@ class Sidecar:
         if isinstance(frame, ForkWorld):
             return await fork_reply(
                 self.store, conn.world, frame, role=conn.role, role_for=role_for,
-                read=lambda fn: self.read(fn, conn.world), save=self.writer.save,
-                saving=self.writer.saving,
+                save=self.writer.save, saving=self.writer.saving,
             )  # fmt: skip
         frames = await self._on_writer(
             lambda: world_reply(

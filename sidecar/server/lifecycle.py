@@ -5,30 +5,29 @@ delete removes rows or a file the writer owns). The vector generator's sidecar m
 it for every frame, so the vectors show exactly what the server sends; the server calls it
 for ``worlds`` and ``delete``.
 
-The server answers a ``fork`` with :func:`fork_reply` instead: the source's log is read in a
-reader thread, and the new world is built by the writer service in steps between other
-worlds' batches (:meth:`~sidecar.server.writer.WriterService.save`), so a long fork stalls no
-other world; its reply comes once the new world is whole. The same checks and the same reply
+The server answers a ``fork`` with :func:`fork_reply` instead: the new world is replayed in
+a worker process and switched in by the writer service between other worlds' batches
+(:meth:`~sidecar.server.writer.WriterService.save`), so a long fork stalls no other world;
+its reply comes once the new world is whole. The same checks and the same reply
 frame as :func:`world_reply`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from protocol import DeleteWorld, ErrorCode, ForkWorld, ProtocolError, WorldsQuery
 
-from ..engine import Rules, WorldEvent
 from ..store import (
     Build,
     DataDir,
-    Reader,
     SingleFile,
+    StoreError,
     WorldInfo,
     WorldNotFound,
     WorldsError,
-    read_source,
 )
 from .auth import Role
 from .writer import NotStored
@@ -79,25 +78,29 @@ async def fork_reply(
     *,
     role: Role,
     role_for: RoleFor,
-    read: Callable[[Callable[[Reader], tuple[Rules, list[WorldEvent]]]], Awaitable[Any]],
     save: Callable[[str, Callable[[], Build]], Awaitable[WorldInfo]],
     saving: set[str],
 ) -> list[dict[str, Any]]:
-    """The server's answer to ``fork``: the checks of :func:`world_reply`, the source's log
-    read with ``read`` (a reader thread, one snapshot), the new world built with ``save``
-    (the writer service, between batches)."""
+    """The server's answer to ``fork``: the checks of :func:`world_reply`, then the new world
+    built by ``save`` (the writer service): replayed in a worker process, switched in on the
+    writer's thread (see :meth:`~sidecar.store.SingleFile.begin_fork`)."""
     rid = frame.rid
     _check_writer(role, rid)
     _check_fork(world, frame, role_for, saving)
     try:
-        rules, events = await read(lambda r: read_source(r, world, frame.at))
-        info = await save(frame.into, lambda: store.begin_import(frame.into, rules, events))
+        info = await save(frame.into, lambda: store.begin_fork(world, frame.into, frame.at))
     except NotStored as exc:
         raise ProtocolError(exc.code, exc.message, rid=rid) from None
     except WorldNotFound as exc:
         raise ProtocolError(ErrorCode.NOT_FOUND, str(exc), rid=rid) from None
     except WorldsError as exc:
         raise ProtocolError(ErrorCode.INVALID_FRAME, str(exc), rid=rid) from None
+    except (StoreError, BrokenProcessPool) as exc:  # (a full disk, a killed worker)
+        raise ProtocolError(
+            ErrorCode.INTERNAL_ERROR,
+            f"the fork was not made, nothing of it is left: {exc}",
+            rid=rid,
+        ) from None
     return [_forked(world, frame, info)]
 
 

@@ -370,6 +370,15 @@ class WriterService:
         job = self._saves[0]
         if job.build is None and job.world in self._queues:
             return  # events for that world came before the save: they go first
+        elsewhere: Future[None] | None = getattr(job.build, "elsewhere", None)
+        if elsewhere is not None and not elsewhere.done():  # built in a worker process
+            if not self._turns:
+                self._work.clear()
+                waiter = asyncio.ensure_future(self._work.wait())
+                either: set[asyncio.Future[Any]] = {waiter, asyncio.wrap_future(elsewhere)}
+                await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+            return
         writer = self.writer
 
         def step() -> WorldInfo | None:

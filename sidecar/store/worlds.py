@@ -44,13 +44,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import multiprocessing
 import os
 import secrets
 import shutil
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -155,6 +156,8 @@ class WorldStore(Protocol):
     ) -> WorldInfo: ...
 
     def begin_import(self, world: str, rules: Rules, events: Sequence[WorldEvent]) -> Build: ...
+
+    def begin_fork(self, source: str, target: str, at: int | None = None) -> Build: ...
 
 
 class Build(Protocol):
@@ -360,6 +363,102 @@ class _RowsBuild:
             _ACTIVE.discard(self.key)
 
 
+class _Merge:
+    """The end of a worker's save into a :class:`SingleFile`: the world's rows copied from
+    the worker's file (attached) in steps of plain SQL (SQLite does it without the GIL), each
+    one commit of about :data:`SAVE_STEP_SECONDS`, hidden by ``_saves`` until the last."""
+
+    def __init__(self, store: SingleFile, world: str) -> None:
+        self.store, self.world = store, world
+        self.key = (str(store.path), world)
+        self.tmp: Path | None = None
+        writer = store.writer
+        writer.finish()
+        conn = writer.conn
+        if conn.execute("SELECT 1 FROM _saves WHERE world = ?", (world,)).fetchone():
+            store._purge(world)  # a failed save's rows that could not be removed then
+        if conn.execute("SELECT 1 FROM worlds WHERE world = ?", (world,)).fetchone():
+            raise WorldsError(f"world {world!r} already exists")
+        _ACTIVE.add(self.key)
+        conn.execute("INSERT INTO _saves (world, pid) VALUES (?, ?)", (world, os.getpid()))
+        self.attached = False
+        self.plan: list[tuple[str, str, str]] = []  # (table, columns, order), worlds first
+        self.table = 0
+        self.offset = 0
+        self.rows = 500
+        self.finished = False
+
+    def _attach(self, conn: sqlite3.Connection) -> None:
+        conn.execute("ATTACH DATABASE ? AS save", (str(self.tmp),))
+        self.attached = True
+        for table in reversed(_world_tables(conn)):  # (the worlds row before what refers to it)
+            info = conn.execute(f"PRAGMA main.table_info({table})").fetchall()
+            cols = ", ".join(f'"{c[1]}"' for c in info)
+            keys = [c[1] for c in sorted(info, key=lambda c: c[5]) if c[5]]
+            self.plan.append((table, cols, ", ".join(f'"{k}"' for k in keys) or "rowid"))
+
+    def step(self) -> bool:
+        writer = self.store.writer
+        writer.finish()
+        conn = writer.conn
+        if not self.attached:
+            self._attach(conn)
+        if self.table >= len(self.plan):
+            return True
+        table, cols, order = self.plan[self.table]
+        start = time.perf_counter()
+        conn.execute("PRAGMA synchronous = NORMAL")  # (as _RowsBuild.step)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                copied = conn.execute(
+                    f"INSERT INTO main.{table} ({cols}) SELECT {cols} FROM save.{table} "
+                    f"WHERE world = ? ORDER BY {order} LIMIT ? OFFSET ?",
+                    (self.world, self.rows, self.offset),
+                ).rowcount
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        finally:
+            conn.execute(f"PRAGMA synchronous = {self.store.synchronous}")
+        self.offset += copied
+        if copied < self.rows:
+            self.table, self.offset = self.table + 1, 0
+        took = max(time.perf_counter() - start, 1e-6)
+        self.rows = max(100, min(50_000, int(self.rows * SAVE_STEP_SECONDS / took)))
+        return self.table >= len(self.plan)
+
+    def _detach(self) -> None:
+        if self.attached:
+            self.store.writer.conn.execute("DETACH DATABASE save")
+            self.attached = False
+
+    def commit(self) -> WorldInfo:
+        writer = self.store.writer
+        writer.finish()
+        # One commit (autocommit, at the store's level): the world is whole and seen.
+        writer.conn.execute("DELETE FROM _saves WHERE world = ?", (self.world,))
+        self.finished = True
+        _ACTIVE.discard(self.key)
+        self._detach()
+        writer.forget_world(self.world)  # (loaded afresh from its rows at its next event)
+        return self.store.info(self.world)
+
+    def abort(self) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        try:
+            self._detach()
+            self.store._purge(self.world)
+        except (sqlite3.Error, StoreError) as exc:  # (a full disk): the next open removes it
+            log.warning("the rows of the failed save of world %r stay hidden until the "
+                        "database is next opened: %s", self.world, exc)  # fmt: skip
+        finally:
+            _ACTIVE.discard(self.key)
+
+
 # --------------------------------------------------------------------------- one file
 
 
@@ -377,10 +476,13 @@ class SingleFile:
             self.path, rules=rules, synchronous=synchronous, pipelined=pipelined
         )
         self._reader: Reader | None = None
+        self._workers = _Workers()
         self._purge_leftovers()
 
     def _purge_leftovers(self) -> None:
-        """Remove the rows of saves a killed process left (see the module docstring)."""
+        """Remove the rows and files of saves a killed process left (see the module
+        docstring)."""
+        _purge_files(self.path.parent, self.path.name + _SAVE_PREFIX)
         conn = self.writer.conn
         for world, pid in conn.execute("SELECT world, pid FROM _saves").fetchall():
             if _stale(int(pid), (str(self.path), world)):
@@ -431,6 +533,7 @@ class SingleFile:
         return self.writer.apply(batch)
 
     def close(self) -> None:
+        self._workers.close()
         if self._reader is not None:
             self._reader.close()
         self.writer.close()
@@ -476,6 +579,18 @@ class SingleFile:
         """Start a save of ``events`` into the new world ``world`` (see :class:`Build`)."""
         return _RowsBuild(self, world, rules, events)
 
+    def begin_fork(self, source: str, target: str, at: int | None = None) -> Build:
+        """Start a fork whose replay runs in a worker process into a file of its own (the
+        server's way: see :class:`_WorkerBuild`); its rows are then copied in, hidden, in
+        steps of plain SQL, and switched in by one commit."""
+        if not self.exists(source):
+            raise WorldNotFound(f"no world {source!r}")
+        merge = _Merge(self, target)  # (refuses a target that exists)
+        tmp = _save_file(self.path.parent, self.path.name)
+        done = self._workers.submit(str(tmp), None, str(self.path), source, target, at)
+        merge.tmp = tmp
+        return _WorkerBuild(target, tmp, done, merge)
+
     def delete(self, world: str) -> WorldInfo:
         """Remove ``world``: every row of it in one transaction (all of it, or, if that
         fails or the process dies, none)."""
@@ -520,18 +635,13 @@ class DataDir:
         self.rules_default = rules
         self.synchronous = synchronous
         self._files: dict[str, SingleFile] = {}
+        self._workers = _Workers()
         self._purge_leftovers()
 
     def _purge_leftovers(self) -> None:
         """Remove the temporary files of saves a killed process left (see the module
         docstring); a live process's (another server's, a running import's) stay."""
-        for path in self.data_dir.glob(_SAVE_PREFIX + "*"):
-            stem = path.name[len(_SAVE_PREFIX) :].split(".", 1)[0]
-            pid, _, _ = stem.partition("-")
-            key = (str(self.data_dir / (_SAVE_PREFIX + stem + _SUFFIX)), "")
-            if pid.isdigit() and _stale(int(pid), key):
-                with _suppress_missing():
-                    path.unlink()
+        _purge_files(self.data_dir, "")
 
     def _file(self, world: str) -> SingleFile:
         store = self._files.get(world)
@@ -579,6 +689,7 @@ class DataDir:
         return [r for r in out if r is not None]
 
     def close(self) -> None:
+        self._workers.close()
         for store in self._files.values():
             store.close()
         self._files.clear()
@@ -624,6 +735,31 @@ class DataDir:
         """Start a save of ``events`` into the new world ``world`` (see :class:`Build`)."""
         return _FileBuild(self, world, rules, events)
 
+    def begin_fork(self, source: str, target: str, at: int | None = None) -> Build:
+        """Start a fork whose replay runs in a worker process (the server's way: see
+        :class:`_WorkerBuild`); its file is renamed into place at the end."""
+        src = world_file(self.data_dir, source)
+        if not src.exists():
+            raise WorldNotFound(f"no world {source!r}")
+        if world_file(self.data_dir, target).exists():
+            raise WorldsError(f"world {target!r} already exists")
+        tmp = _save_file(self.data_dir)
+        done = self._workers.submit(str(tmp), str(self.empty_db), str(src), source, target, at)
+        return _WorkerBuild(target, tmp, done, _Rename(self, target, tmp))
+
+    def _adopt(self, world: str, tmp: Path) -> WorldInfo:
+        """Rename the sealed save file ``tmp`` onto ``world``'s file (the switch), fsync the
+        directory, and describe the world."""
+        final = world_file(self.data_dir, world)
+        if final.exists():  # (nothing in this process creates it meanwhile)
+            raise WorldsError(f"world {world!r} already exists")
+        for extra in ("-wal", "-shm"):  # a deleted world's, never to be read with this file
+            with _suppress_missing():
+                os.remove(f"{final}{extra}")
+        os.replace(tmp, final)
+        _fsync(self.data_dir, directory=True)
+        return self._existing(world).info(world)
+
     def delete(self, world: str) -> WorldInfo:
         store = self._existing(world)
         info = store.info(world)
@@ -637,6 +773,35 @@ class DataDir:
 
 
 _SAVE_PREFIX = ".save-"
+
+
+def _purge_files(directory: Path, prefix: str) -> None:
+    """Remove the temporary save files ``<prefix>.save-<pid>-<random>.db*`` in ``directory``
+    whose process is gone (see :func:`_stale`)."""
+    head = prefix + _SAVE_PREFIX
+    for path in directory.glob(head + "*"):
+        stem = path.name[len(head) :].split(".", 1)[0]
+        pid, _, _ = stem.partition("-")
+        key = (str(directory / (head + stem + _SUFFIX)), "")
+        if pid.isdigit() and _stale(int(pid), key):
+            with _suppress_missing():
+                path.unlink()
+
+
+class _Rename:
+    """The end of a worker's save into a :class:`DataDir`: one rename."""
+
+    def __init__(self, store: DataDir, world: str, tmp: Path) -> None:
+        self.store, self.world, self.tmp = store, world, tmp
+
+    def step(self) -> bool:
+        return True
+
+    def commit(self) -> WorldInfo:
+        return self.store._adopt(self.world, self.tmp)
+
+    def abort(self) -> None:
+        return None
 
 
 def _copy_empty(empty: Path, target: Path) -> None:
@@ -653,22 +818,43 @@ def _copy_empty(empty: Path, target: Path) -> None:
         src.close()
 
 
+def _save_file(directory: Path, prefix: str = "") -> Path:
+    """A new temporary save file's name: this process's id in it (see :func:`_stale`)."""
+    return directory / f"{prefix}{_SAVE_PREFIX}{os.getpid()}-{secrets.token_hex(8)}{_SUFFIX}"
+
+
+def _remove_file(path: Path) -> None:
+    for extra in ("", "-wal", "-shm", "-journal"):
+        with _suppress_missing():
+            os.remove(f"{path}{extra}")
+
+
 class _FileBuild:
     """A save into a :class:`DataDir`: a temporary file of its own, renamed into place."""
 
-    def __init__(self, store: DataDir, world: str, rules: Rules, events: Sequence[WorldEvent]):
+    def __init__(
+        self, store: DataDir | None, world: str, rules: Rules, events: Sequence[WorldEvent],
+        *, tmp: Path | None = None, empty_db: Path | None = None,
+    ) -> None:  # fmt: skip
+        """Build into ``tmp`` (default: a new name in ``store``'s directory); with no
+        ``store`` (a worker process's build, see :func:`replay_into_file`) only up to the
+        seal: the caller's store adopts the file."""
         self.store, self.world = store, world
-        self.final = world_file(store.data_dir, world)
-        if self.final.exists():
-            raise WorldsError(f"world {world!r} already exists")
-        name = f"{_SAVE_PREFIX}{os.getpid()}-{secrets.token_hex(8)}{_SUFFIX}"
-        self.tmp = store.data_dir / name
+        if store is not None:
+            self.final: Path | None = world_file(store.data_dir, world)
+            if self.final.exists():
+                raise WorldsError(f"world {world!r} already exists")
+            empty_db = store.empty_db
+        else:
+            self.final = None
+        self.tmp = tmp if tmp is not None else _save_file(store.data_dir)  # type: ignore[union-attr]
         self.key = (str(self.tmp), "")
         self.finished = False
         self.sealed = False
         _ACTIVE.add(self.key)
         try:
-            _copy_empty(store.empty_db, self.tmp)  # (already migrated: no schema work here)
+            if empty_db is not None:
+                _copy_empty(empty_db, self.tmp)  # (already migrated: no schema work here)
             # No fsync per commit: a lost one only loses this file, which is thrown away.
             self.writer = Writer(self.tmp, rules=rules, synchronous="NORMAL")
             self.writer.ensure_world(world, rules)
@@ -688,17 +874,11 @@ class _FileBuild:
         return True
 
     def commit(self) -> WorldInfo:
-        assert self.sealed
-        if self.final.exists():  # (nothing in this process creates it meanwhile)
-            raise WorldsError(f"world {self.world!r} already exists")
-        for extra in ("-wal", "-shm"):  # a deleted world's, never to be read with this file
-            with _suppress_missing():
-                os.remove(f"{self.final}{extra}")
-        os.replace(self.tmp, self.final)
+        assert self.sealed and self.store is not None
+        info = self.store._adopt(self.world, self.tmp)
         self.finished = True
         _ACTIVE.discard(self.key)
-        _fsync(self.store.data_dir, directory=True)
-        return self.store._existing(self.world).info(self.world)
+        return info
 
     def abort(self) -> None:
         if self.finished:
@@ -711,10 +891,93 @@ class _FileBuild:
         self._remove()
 
     def _remove(self) -> None:
-        for extra in ("", "-wal", "-shm", "-journal"):
-            with _suppress_missing():
-                os.remove(f"{self.tmp}{extra}")
+        _remove_file(self.tmp)
         _ACTIVE.discard(self.key)
+
+
+def replay_into_file(
+    tmp: str, empty_db: str | None, source_db: str, source: str, target: str, at: int | None
+) -> None:
+    """In a worker process: replay ``source``'s log up to ``at`` (read from ``source_db``
+    in one snapshot) as world ``target`` into the new file ``tmp``, sealed (whole on its
+    own, on disk); on any failure nothing of ``tmp`` is left. Raises what the save would."""
+    reader = Reader(Path(source_db))
+    try:
+        rules, events = read_source(reader, source, at)
+    finally:
+        reader.close()
+    build = _FileBuild(
+        None, target, rules, events, tmp=Path(tmp),
+        empty_db=None if empty_db is None else Path(empty_db),
+    )  # fmt: skip
+    build.replay.chunk = SAVE_CHUNK  # (alone in its process: big chunks, fewer commits)
+    try:
+        while not build.step():
+            build.replay.chunk = SAVE_CHUNK
+    except BaseException:
+        build.abort()
+        raise
+
+
+class _WorkerBuild:
+    """A save whose replay runs in a worker process (:func:`replay_into_file`), so the
+    server's writer thread and event loop do no part of it but the switch: it holds neither
+    the GIL nor the writer. :attr:`elsewhere` is done once the file is built; then
+    :meth:`step` reports it (or raises the worker's error); the store's ``adopt`` finishes."""
+
+    def __init__(self, world: str, tmp: Path, elsewhere: Future[None], adopt: Any) -> None:
+        self.world, self.tmp, self.elsewhere = world, tmp, elsewhere
+        self._adopt = adopt  # (the store's: SingleFile merges in steps, DataDir renames)
+        self.key = (str(tmp), "")
+        self.finished = False
+        _ACTIVE.add(self.key)
+
+    def step(self) -> bool:
+        if not self.elsewhere.done():
+            return False
+        self.elsewhere.result()  # (raises the worker's error)
+        return bool(self._adopt.step())
+
+    def commit(self) -> WorldInfo:
+        info: WorldInfo = self._adopt.commit()
+        self.finished = True
+        _ACTIVE.discard(self.key)
+        _remove_file(self.tmp)
+        return info
+
+    def abort(self) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        self.elsewhere.cancel()
+        try:
+            self._adopt.abort()
+        finally:
+            _remove_file(self.tmp)  # (a worker still writing writes to an unlinked file)
+            _ACTIVE.discard(self.key)
+
+
+class _Workers:
+    """One worker process for the saves of a store, started on first use (``spawn``: the
+    server's threads are not forked), stopped with the store."""
+
+    def __init__(self) -> None:
+        self.pool: ProcessPoolExecutor | None = None
+
+    def submit(self, *args: Any) -> Future[None]:
+        if self.pool is None:
+            self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        return self.pool.submit(replay_into_file, *args)
+
+    def close(self) -> None:
+        pool, self.pool = self.pool, None
+        if pool is None:
+            return
+        # A save still building is abandoned (its file is removed by whoever opens the store
+        # next): stop the worker rather than wait for it.
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 class _suppress_missing:
