@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import signal
+import sqlite3
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,7 @@ from wsclient import WsClient, guard, observe, running, within
 from sidecar.engine import DEFAULT_RULES, parse_event
 from sidecar.server import Sidecar
 from sidecar.store import DataDir, SingleFile
+from tools.harness import ServerProcess
 from tools.town import Town
 
 MODES = ["db", "data_dir"]
@@ -172,3 +176,66 @@ async def test_a_shutdown_midway_through_a_fork_refuses_it_and_leaves_nothing(
         await town.send({"type": "fork", "into": "slot", "rid": "g"})
         forked = await town.next_where(lambda f: f.get("rid") == "g", guard(120))
         assert forked["type"] == "forked" and forked["events"] == EVENTS
+
+
+def worker_progress(tmp_path: Path, mode: str) -> int:
+    """Events in the worker's temporary save file so far (0 before it has any)."""
+    files = (
+        tmp_path.glob("x.db.save-*.db")
+        if mode == "db"
+        else (tmp_path / "worlds").glob(".save-*.db")
+    )
+    total = 0
+    for path in files:
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1)
+            try:
+                total += conn.execute("SELECT count(*) FROM events").fetchone()[0]
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            continue
+    return total
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_kill_9_of_the_sidecar_midway_through_a_fork_leaves_nothing(
+    tmp_path: Path, mode: str
+) -> None:
+    """SIGKILL `credence serve` while its worker has replayed part of a fork: once the store
+    is next opened nothing of the new world is left (no rows, no file, not listed), and the
+    same fork then makes the whole world."""
+    seed_town(tmp_path, mode)
+    where = ["--db", str(tmp_path / "x.db")] if mode == "db" else [
+        "--data-dir", str(tmp_path / "worlds")
+    ]  # fmt: skip
+
+    def argv(port: int) -> list[str]:
+        return [sys.executable, "-m", "sidecar.cli", "serve", "--port", str(port), *where]
+
+    server = ServerProcess(argv_for=argv).start()
+    try:
+        async with WsClient(server.url, "town") as town:
+            await town.send({"type": "fork", "into": "slot", "rid": "f"})
+            deadline = time.monotonic() + guard(60)
+            while worker_progress(tmp_path, mode) < 300 and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            assert worker_progress(tmp_path, mode) >= 300
+            server.signal(signal.SIGKILL)
+            assert server.proc is not None and server.proc.wait(guard(10)) == -signal.SIGKILL
+    finally:
+        server.close()
+    deadline = time.monotonic() + guard(10)
+    while time.monotonic() < deadline:  # its worker ends with it (PR_SET_PDEATHSIG)
+        before = worker_progress(tmp_path, mode)
+        await asyncio.sleep(0.2)
+        if worker_progress(tmp_path, mode) == before:
+            break
+    store = DataDir(tmp_path / "worlds") if mode == "data_dir" else SingleFile(tmp_path / "x.db")
+    try:
+        assert [w.world for w in store.worlds()] == ["town"]
+        assert worker_progress(tmp_path, mode) == 0  # the worker's file is gone
+        info = store.fork("town", "slot")
+        assert info.events == EVENTS
+    finally:
+        store.close()

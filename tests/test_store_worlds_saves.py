@@ -28,6 +28,7 @@ from sidecar.store import (
     WorldNotFound,
     WorldsError,
     rebuild,
+    run_build,
     world_file,
 )
 from sidecar.store.worlds import _world_tables, export_lines
@@ -335,3 +336,33 @@ def test_a_delete_that_fails_midway_removes_nothing_and_a_retry_works(
         assert leftovers(tmp_path, "db", "town") == {} and store.worlds() == []
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_fork_replayed_by_a_worker_process_is_seen_only_once_whole(
+    tmp_path: Path, mode: str, story: list[WorldEvent]
+) -> None:
+    """The server's fork (replayed in a worker process, then switched in): unseen while its
+    rows are copied in, nothing left after an abort, whole and rebuildable after a commit."""
+    store = open_store(tmp_path, mode)
+    try:
+        store.import_events("town", DEFAULT_RULES, story)
+        with pytest.raises(WorldNotFound):
+            run_build(store.begin_fork("nowhere", "slot"))
+        build = store.begin_fork("town", "slot", 500)
+        pending = build.elsewhere  # type: ignore[attr-defined]
+        while not pending.done():  # (the worker replays the 500 events)
+            time.sleep(0.01)
+        build.step()  # (one file: the first table's rows copied in)
+        assert [w.world for w in store.worlds()] == ["town"]
+        build.abort()
+        assert leftovers(tmp_path, mode, "slot") == {}
+        assert list(tmp_path.rglob("*.save-*")) == []
+        info = run_build(store.begin_fork("town", "slot", 500))
+        assert (info.world, info.events) == ("slot", 500)
+        assert [w.world for w in store.worlds()] == ["slot", "town"]
+        assert list(tmp_path.rglob("*.save-*")) == []
+    finally:
+        store.close()
+    path = tmp_path / "w.db" if mode == "db" else world_file(tmp_path / "worlds", "slot")
+    assert rebuild(path).ok

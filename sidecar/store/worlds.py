@@ -48,6 +48,7 @@ import multiprocessing
 import os
 import secrets
 import shutil
+import signal
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -482,7 +483,7 @@ class SingleFile:
     def _purge_leftovers(self) -> None:
         """Remove the rows and files of saves a killed process left (see the module
         docstring)."""
-        _purge_files(self.path.parent, self.path.name + _SAVE_PREFIX)
+        _purge_files(self.path.parent, self.path.name)
         conn = self.writer.conn
         for world, pid in conn.execute("SELECT world, pid FROM _saves").fetchall():
             if _stale(int(pid), (str(self.path), world)):
@@ -957,6 +958,20 @@ class _WorkerBuild:
             _ACTIVE.discard(self.key)
 
 
+def _die_with_parent(parent: int) -> None:
+    """In a worker: end with the process that started it (Linux), so a sidecar killed
+    midway through a fork leaves no worker writing on (its file is then removed)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return  # (not Linux: an orphaned worker finishes its file, removed at next open)
+    if os.getppid() != parent:  # (it died before that took effect)
+        os._exit(1)
+
+
 class _Workers:
     """One worker process for the saves of a store, started on first use (``spawn``: the
     server's threads are not forked), stopped with the store."""
@@ -966,7 +981,10 @@ class _Workers:
 
     def submit(self, *args: Any) -> Future[None]:
         if self.pool is None:
-            self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+            self.pool = ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_die_with_parent, initargs=(os.getpid(),),
+            )  # fmt: skip
         return self.pool.submit(replay_into_file, *args)
 
     def close(self) -> None:
