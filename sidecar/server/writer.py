@@ -26,11 +26,13 @@ goes on; anything else means the writer's state can no longer be trusted, so it 
 ``internal_error``, every later ``submit`` too, and :attr:`failure` is set (the health check
 answers 503). ``close`` still works, so SIGTERM still stops the process.
 
-Saves (a ``fork`` or an import into a new world, :meth:`save`) run on the same thread, one
-step at a time between batches: a step replays a chunk of events into the world being built
-(one commit, sized to take :data:`~sidecar.store.worlds.SAVE_STEP_SECONDS`), then the next
-batch of every other world's events goes, then the next step. So another world's ack waits
-about one step (20 ms) behind a save, however long the save; the save's own reply comes once it is whole. While a
+Saves (a ``fork`` into a new world, :meth:`save`) run on the same thread, one step at a
+time between batches; a step is short (about :data:`~sidecar.store.worlds.SAVE_STEP_SECONDS`):
+the start of the save, a chunk of rows copied in, the switch. The replay itself, which holds
+the GIL, runs in a worker process meanwhile (the build's ``elsewhere`` future: the loop waits
+for it, or for work, without a step). A build without a worker (``begin_import``) replays a
+chunk of events per step. So another world's ack waits at most about one step behind a save,
+however long the save; the save's own reply comes once it is whole. While a
 save builds a world, events for that world are refused with ``world_busy`` (nothing stored):
 its rows are not whole yet, and the save must not overwrite or mix with them. Saves go one
 at a time, in order; a shutdown refuses the saves not yet whole (``shutting_down``) and

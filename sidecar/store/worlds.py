@@ -30,6 +30,13 @@ one commit each, so the server's writer can serve other worlds' batches in betwe
   (``.save-<pid>-<random>.db``), made self-contained (its WAL folded in), fsynced, and
   ``os.replace``d onto the world's file name; then the directory is fsynced.
 
+The server's fork (:meth:`SingleFile.begin_fork`, :meth:`DataDir.begin_fork`) replays in a
+worker process (:func:`replay_into_file`) into a temporary file, so neither the server's
+writer nor its event loop does the replay (it holds the GIL: replayed on the writer's thread,
+even in 20 ms steps, it took another world's ack p99 from ~30 to 120-300 ms on a busy
+2-core machine). A data directory then renames the file into place; one file copies the
+world's rows in from it (attached) in hidden steps of plain SQL, then commits once.
+
 A save that fails (an event refused midway, a full disk) removes what it built; one killed
 midway (kill -9, power loss) leaves rows or a file that the next open of the store removes.
 Either way a retry starts from nothing and works.
