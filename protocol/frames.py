@@ -126,6 +126,9 @@ class Hello:
     resume: int | None = None
     subscribe: tuple[str, ...] | None = None
     subscribe_all: bool = False
+    #: Whole filters (SPEC §9): a client that reconnects restores every filter it added with
+    #: ``subscribe`` here, so that the backlog of ``resume`` is read through all of them.
+    filters: tuple[Subscribe, ...] = ()
     rid: object = None
 
 
@@ -265,6 +268,12 @@ def parse_hello(frame: dict[str, Any]) -> Hello:
     resume = _integer(frame, "resume", rid, "a non-negative integer change seq", 0)
     raw_sub = frame.get("subscribe")
     sub = None if raw_sub is None else _residents(raw_sub, "subscribe", rid)
+    raw_filters = frame.get("filters")
+    if raw_filters is not None and (
+        not isinstance(raw_filters, list) or not all(isinstance(f, dict) for f in raw_filters)
+    ):
+        raise _fail("field 'filters' must be a list of subscription maps", rid)
+    filters = tuple(_subscribe(f, rid) for f in raw_filters or ())
     return Hello(
         protocol=version,
         world=world,
@@ -273,6 +282,7 @@ def parse_hello(frame: dict[str, Any]) -> Hello:
         resume=resume,
         subscribe=sub,
         subscribe_all=raw_sub == ALL,
+        filters=filters,
         rid=rid,
     )
 

@@ -7,7 +7,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "main", "version_line"]
 
 #: subcommand name -> module under ``sidecar.commands`` providing ``add_parser`` and ``run``.
 COMMANDS: dict[str, str] = {
@@ -30,9 +30,22 @@ COMMANDS: dict[str, str] = {
 }
 
 
+def version_line() -> str:
+    """What ``credence --version`` prints: the package and the wire protocol it speaks (a client
+    checks the second against its own ``PROTOCOL_VERSION``)."""
+    from protocol import PROTOCOL_VERSION
+
+    from . import __version__
+
+    return f"credence {__version__} (protocol {PROTOCOL_VERSION})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="credence", description="Credence: a belief-revision sidecar for game NPCs."
+    )
+    parser.add_argument(
+        "--version", action="version", version=version_line(), help="print the version and exit"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in dict.fromkeys(COMMANDS.values()):  # (a module may add several commands)

@@ -198,22 +198,53 @@ def test_support_returns_doubtful_to_influencing() -> None:
     assert (change.kind, change.state_before) == (ChangeKind.REINFORCED, State.DOUBTFUL)
 
 
-def test_support_returns_anomalous_to_influencing_keeping_intervention() -> None:
-    """Support for an anomalous (implanted) belief: influencing again, intervention still active."""
+def test_support_returns_anomalous_to_influencing_and_it_stays_discovered() -> None:
+    """Support for an anomalous (exposed implant) belief: influencing again, still discovered."""
     anomalous, _ = run(implanted("poisoned"), ev("clean", kind="hearsay"))
     assert anomalous.state is State.ANOMALOUS
     belief, [change] = run(ev("poisoned", kind="hearsay", source="tom"), belief=anomalous)
     assert belief.state is State.INFLUENCING
-    assert belief.intervention is Intervention.IMPLANTED
+    assert belief.intervention is Intervention.DISCOVERED
     assert change.kind is ChangeKind.REINFORCED
 
 
-def test_support_for_past_belief_returns_to_influencing() -> None:
-    """Silent case: support for a past (suppressed) belief makes it influencing again."""
+def test_firsthand_support_brings_a_suppressed_belief_back() -> None:
+    """Firsthand support for a suppressed belief: influencing again, the suppression ends."""
     past, _ = run(ev("clean"), implanted(op="suppress", value="clean"))
-    assert past.state is State.PAST
+    assert (past.state, past.intervention) == (State.PAST, Intervention.SUPPRESSED)
     belief, [change] = run(ev("clean", day=3), belief=past)
     assert (belief.state, belief.confidence) == (State.INFLUENCING, 86)
+    assert belief.intervention is None
+    assert (change.state_before, change.state_after) == (State.PAST, State.INFLUENCING)
+
+
+@pytest.mark.parametrize("value", ["clean", "poisoned"], ids=["support", "contradiction"])
+def test_hearsay_never_reaches_a_suppressed_belief(value: str) -> None:
+    """Hearsay on a suppressed belief is recorded; no change, still past and suppressed."""
+    past, _ = run(ev("clean"), implanted(op="suppress", value="clean"))
+    heard = ev(value, kind="hearsay", source="bo", day=3)
+    belief, change = revise(past, heard)
+    assert change is None
+    assert (belief.state, belief.intervention, belief.confidence) == (
+        State.PAST, Intervention.SUPPRESSED, past.confidence,
+    )  # fmt: skip
+    assert belief.evidence_refs[-1] == heard.evidence_id
+
+
+def test_firsthand_contradiction_brings_a_suppressed_belief_back_in_doubt() -> None:
+    """Seeing otherwise brings a suppressed memory back as a doubt (not hidden any more)."""
+    past, _ = run(ev("clean"), implanted(op="suppress", value="clean"))
+    belief, [change] = run(ev("poisoned", day=3), belief=past)
+    assert (change.kind, belief.state, belief.intervention) == (
+        ChangeKind.DOUBTED, State.DOUBTFUL, None,
+    )  # fmt: skip
+
+
+def test_support_for_past_belief_returns_to_influencing() -> None:
+    """Silent case: support for a faded (past, not suppressed) belief makes it influencing."""
+    faded = with_(run(ev("clean", kind="hearsay", source="bo"))[0], state=State.PAST)
+    belief, [change] = run(ev("clean", kind="hearsay", source="tom", day=3), belief=faded)
+    assert belief.state is State.INFLUENCING
     assert (change.state_before, change.state_after) == (State.PAST, State.INFLUENCING)
 
 
@@ -354,10 +385,10 @@ def test_contradiction_of_corrected_belief_doubts() -> None:
 
 
 def test_contradiction_against_implant_is_anomaly() -> None:
-    """Contradicting an implanted belief: anomaly, 65 -> 35 (c-30), anomalous, intervention kept."""
+    """Contradicting an implanted belief: anomaly, 65 -> 35 (c-30), anomalous, now discovered."""
     belief, changes = run(implanted("poisoned"), ev("clean", kind="hearsay"))
     assert (belief.confidence, belief.state) == (35, State.ANOMALOUS)
-    assert belief.intervention is Intervention.IMPLANTED
+    assert belief.intervention is Intervention.DISCOVERED
     assert belief.value == "poisoned"
     assert changes[-1].kind is ChangeKind.ANOMALY
 
@@ -381,12 +412,22 @@ def test_anomaly_floor_is_10(before: int, after: int) -> None:
 def test_anomaly_never_raises_confidence() -> None:
     """An implanted belief softened to 0 stays at 0 when contradicted (anomaly does not lift it)."""
     soft, _ = run(implanted("poisoned"), implanted(op="soften"), implanted(op="soften"))
-    assert soft.confidence == 15
-    soft, _ = run(ev("clean", kind="hearsay"), belief=soft)  # anomaly: 15 -> 10
-    zero, _ = run(implanted(op="soften"), belief=soft)
-    assert zero.confidence == 0
+    zero, _ = run(implanted(op="soften"), implanted(op="soften"), belief=soft)
+    assert (zero.confidence, zero.intervention) == (0, Intervention.IMPLANTED)
     belief, [change] = run(ev("clean", kind="hearsay", source="tom"), belief=zero)
     assert (belief.confidence, change.kind) == (0, ChangeKind.ANOMALY)
+
+
+def test_doubt_never_raises_confidence_of_a_discovered_belief() -> None:
+    """After the anomaly, a contradiction is a doubt: a discovered belief at 0 stays at 0."""
+    soft, _ = run(implanted("poisoned"), implanted(op="soften"), implanted(op="soften"))
+    soft, _ = run(ev("clean", kind="hearsay"), belief=soft)  # anomaly: 15 -> 10, discovered
+    zero, _ = run(implanted(op="soften"), belief=soft)
+    assert (zero.confidence, zero.intervention) == (0, Intervention.DISCOVERED)
+    assert zero.state is State.DOUBTFUL  # (softened to 30 or below)
+    belief, change = revise(zero, ev("clean", kind="hearsay", source="tom"))
+    # A doubt at 0 on a doubtful belief changes nothing: recorded, no anomaly, no record.
+    assert (belief.confidence, belief.state, change) == (0, State.DOUBTFUL, None)
 
 
 def test_anomaly_takes_precedence_over_correction() -> None:
@@ -408,13 +449,33 @@ def test_anomalous_plus_firsthand_contradiction_corrects_and_clears_intervention
     assert belief.source_kind is SourceKind.FIRSTHAND
 
 
-def test_anomalous_plus_hearsay_contradiction_is_anomaly_again() -> None:
-    """Anomalous + hearsay contradiction: anomaly again (35 -> 10), still intervened."""
+def test_a_discovered_intervention_is_doubted_not_anomalous_again() -> None:
+    """Once an anomaly exposed it, a hearsay contradiction is a plain doubt (35 -> 15)."""
     anomalous, _ = run(implanted("poisoned"), ev("clean", kind="hearsay", source="bo"))
     belief, [change] = run(ev("clean", kind="hearsay", source="tom"), belief=anomalous)
-    assert change.kind is ChangeKind.ANOMALY
-    assert (belief.confidence, belief.state) == (10, State.ANOMALOUS)
-    assert belief.intervention is Intervention.IMPLANTED
+    assert change.kind is ChangeKind.DOUBTED
+    assert (belief.confidence, belief.state) == (15, State.DOUBTFUL)
+    assert belief.intervention is Intervention.DISCOVERED
+
+
+def test_a_discovered_intervention_reinforced_then_contradicted_is_doubted() -> None:
+    """Exposed, then supported back to influencing: the next contradiction is still a doubt."""
+    anomalous, _ = run(implanted("poisoned"), ev("clean", kind="hearsay", source="bo"))
+    supported, _ = run(ev("poisoned", kind="hearsay", source="tom"), belief=anomalous)
+    assert supported.state is State.INFLUENCING
+    belief, [change] = run(ev("clean", kind="hearsay", source="kai"), belief=supported)
+    assert (change.kind, belief.state) == (ChangeKind.DOUBTED, State.DOUBTFUL)
+
+
+def test_a_discovered_doubtful_belief_is_corrected_by_firsthand_evidence() -> None:
+    """Discovered and doubtful, then seen otherwise: corrected, and the mark is cleared."""
+    anomalous, _ = run(implanted("poisoned"), ev("clean", kind="hearsay", source="bo"))
+    doubtful, _ = run(ev("clean", kind="hearsay", source="tom"), belief=anomalous)
+    belief, [change] = run(ev("clean", day=3), belief=doubtful)
+    assert (change.kind, belief.state, belief.value) == (
+        ChangeKind.CORRECTED, State.CORRECTED, "clean",
+    )  # fmt: skip
+    assert belief.intervention is None
 
 
 # --------------------------------------------------------------------------- interventions
@@ -428,6 +489,7 @@ def test_distort_replaces_subject_and_value() -> None:
     )
     assert (belief.value, belief.subject) == ("poisoned", "the well is cursed")
     assert belief.intervention is Intervention.DISTORTED
+    assert belief.interpretation is None
     assert belief.confidence == 78 and belief.state is State.INFLUENCING
     assert (change.kind, change.detail) == (ChangeKind.INTERVENED, "distort")
     assert (change.subject_before, change.subject_after) == (
@@ -437,11 +499,20 @@ def test_distort_replaces_subject_and_value() -> None:
     assert (change.value_before, change.value_after) == ("clean", "poisoned")
 
 
+def test_distort_replaces_the_old_interpretation() -> None:
+    """Distort drops the resident's reading of the version it replaced (as implant does)."""
+    start, _ = run(ev("clean", interpretation="someone cleaned it on purpose"))
+    assert start.interpretation == "someone cleaned it on purpose"
+    belief, _ = run(implanted("poisoned", op="distort"), belief=start)
+    assert belief.interpretation is None
+
+
 def test_suppress_makes_belief_past() -> None:
-    """Suppress: intervened (detail suppress), state past, confidence and value kept."""
+    """Suppress: intervened (detail suppress), state past and suppressed, confidence kept."""
     start, _ = run(ev("poisoned", kind="hearsay"))
     belief, [change] = run(implanted("poisoned", op="suppress"), belief=start)
     assert (belief.state, belief.confidence, belief.value) == (State.PAST, 58, "poisoned")
+    assert belief.intervention is Intervention.SUPPRESSED
     assert belief.next_decay_day is None
     assert (change.kind, change.detail) == (ChangeKind.INTERVENED, "suppress")
     assert (change.subject_before, change.subject_after) == (start.subject, start.subject)

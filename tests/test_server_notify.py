@@ -290,3 +290,49 @@ async def test_peers_that_vanish_mid_handshake_leave_no_trace_in_the_hub(sc: Sid
         ack = await writer.event("observe", **observe(["mira"], "well", "clean"))
         assert (await live.next_of("belief"))["seq"] == ack["seq"]
         assert sum(len(conns) for conns in sc.hub.values()) == 2
+
+
+async def test_resume_reads_the_backlog_through_the_hellos_filters(sc: Sidecar) -> None:
+    """hello.filters restores whole filters before the backlog: each change once, as filtered."""
+    async with WsClient(sc.url) as writer:
+        await writer.event("observe", **observe(["mira"], "water:well", "clean"))
+        start = (await writer.event("observe", **observe(["kai"], "mill", "open")))["seq"]
+        await writer.event("observe", **observe(["mira"], "water:river", "high"))
+        await writer.event("observe", **observe(["mira"], "weather", "rain"))
+        await writer.event("observe", **observe(["kai"], "mill", "burnt"))
+        await writer.event("observe", **observe(["bo"], "water:well", "clean"))
+        filters = [
+            {"residents": ["mira"], "roots": ["water:"]},
+            {"residents": "*", "changes": ["doubted"]},
+            {"residents": ["mira", "bo"], "roots": ["water:"]},  # overlaps the first
+        ]
+        hello = {"filters": filters}
+        async with WsClient(sc.url, resume=start, hello_extra=hello) as c:
+            resumed = await c.next_of("resumed")
+            got = [(n["resident"], n["root"], n["change"]) for n in c.untaken("belief")]
+            assert got == [
+                ("mira", "water:river", "formed"),
+                ("kai", "mill", "doubted"),
+                ("bo", "water:well", "formed"),
+            ]
+            assert resumed["sent"] == 3
+            live = await writer.event("observe", **observe(["mira", "kai"], "water:lake", "low"))
+            await c.sync()
+            after = c.untaken("belief")[3:]
+            assert [(n["resident"], n["root"]) for n in after] == [("mira", "water:lake")]
+            assert after[0]["seq"] < live["seq"]
+
+
+async def test_hello_filters_are_checked_like_subscribe_frames(sc: Sidecar) -> None:
+    """A malformed hello filter is invalid_frame, one past the bounds limit_exceeded; both fatal."""
+    bad = {"filters": [{"residents": ["mira"], "changes": ["exploded"]}]}
+    async with WsClient(sc.url, hello_extra=bad) as c:
+        assert c.hello_error is not None and c.hello_error["code"] == "invalid_frame"
+        assert await c.wait_closed() == 4011
+    too_many = {"filters": [{"residents": [f"r{i}"]} for i in range(65)]}
+    async with WsClient(sc.url, hello_extra=too_many) as c:
+        assert c.hello_error is not None and c.hello_error["code"] == "limit_exceeded"
+        assert await c.wait_closed() == 4011
+    not_maps = {"filters": ["mira"]}
+    async with WsClient(sc.url, hello_extra=not_maps) as c:
+        assert c.hello_error is not None and c.hello_error["code"] == "invalid_frame"

@@ -186,6 +186,28 @@ def test_say_derives_hearsay_and_a_first_order_belief_about_the_speaker() -> Non
     assert [e.claim.root for e in derive_evidence(nested)] == [about]
 
 
+def test_what_a_speaker_believes_follows_what_the_speaker_says() -> None:
+    """A says counter, then drawer: z's believes:A:k is updated to drawer (not doubted), and
+    the history keeps what A said before; an older telling arriving late changes nothing."""
+    about = believes_root("a", "k")
+    rules = Rules(late_event_days=5)
+    world = world_of(
+        say(1, "a", ["z"], "k", "counter"), say(2, "a", ["z"], "k", "drawer"), rules=rules
+    )
+    held = world.get_belief("z", about)
+    assert held is not None
+    assert (held.value, held.state, held.confidence) == ("drawer", State.INFLUENCING, 78)
+    assert kinds(world, "z", about) == ["formed", "updated"]
+    [update] = [c for c in world.changes if c.root == about and c.kind is ChangeKind.UPDATED]
+    assert (update.value_before, update.value_after) == ("counter", "drawer")
+    world.apply(parse_event(say(1.5, "a", ["z"], "k", "counter", eid="late")))
+    late = world.get_belief("z", about)
+    assert late is not None and late.value == "drawer"
+    assert kinds(world, "z", about) == ["formed", "updated"]
+    # The claim itself is still plain hearsay: two tellings of different values doubt it.
+    assert kinds(world, "z", "k")[:2] == ["formed", "doubted"]
+
+
 def test_origins_and_hops_follow_the_claim_through_the_fold() -> None:
     """A → B → C → B: one origin all along; the echo to B is recorded, its clock untouched."""
     world = world_of(

@@ -136,6 +136,29 @@ VIOLATIONS: list[tuple[str, str, Frame, str]] = [
         "public_relationship",
     ),
     (
+        "observe-relation-to-self",
+        "observe",
+        observe(["mira", "kai"], "relation:kai:brave", True),
+        "relation_to_self",
+    ),
+    (
+        "say-relation-to-listener",
+        "say",
+        say("bo", ["mira"], "relation:mira:liar", True),
+        "relation_to_self",
+    ),
+    (
+        "implant-relation-to-self",
+        "intervene",
+        {
+            "resident": "mira",
+            "op": "implant",
+            "subject": "I am a coward",
+            "claim": {"root": "relation:mira:coward", "value": True},
+        },
+        "relation_to_self",
+    ),
+    (
         "interpretation-as-value",
         "observe",
         {**observe(["mira"], "well:water", "cursed"), "interpretations": {"mira": "cursed"}},
@@ -401,3 +424,30 @@ async def test_a_proposal_is_logged_and_rebuild_replays_it_exactly(sc: Sidecar) 
     proc = rebuild_check(sc.config.db)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "DIFFERENT" not in proc.stdout
+
+
+async def test_an_edit_may_not_bring_in_a_person_the_evidence_never_named(sc: Sidecar) -> None:
+    """An organizer naming a resident (by id or registered name, any case, whole words) who
+    is in none of the belief's evidence is refused ``introduces_person``; naming its source or
+    its people is a rewording, and a name inside a longer word names no one."""
+    async with WsClient(sc.url) as c:
+        await c.event("register", day=1, residents=[
+            {"resident": "tom", "names": {"en": "Old Tom", "zh-Hant": "老湯"}},
+            {"resident": "kai", "names": {"en": "Kai"}},
+        ])  # fmt: skip
+        await c.event(
+            "say", day=1, **say("bo", ["mira"], "well:water", "poisoned", people=["lena"])
+        )
+        await c.event("observe", day=1, **observe(["kai", "tom"], "weather", "rain"))
+        edits: list[Frame] = [
+            {"root": "well:water", "subject": "Bo warned me that Lena poisoned the well"},
+            {"root": "well:water", "subject": "Old Tom poisoned the well"},
+            {"root": "well:water", "interpretation": "老湯做的"},
+            {"root": "well:water", "subject": "KAI poisoned the well"},
+            {"root": "well:water", "subject": "Kaiser poisoned the well"},
+        ]
+        ack = await propose(c, "mira", edits, day=2)
+        assert [r["reasons"] for r in ack["results"]] == [
+            [], ["introduces_person"], ["introduces_person"], ["introduces_person"], [],
+        ]  # fmt: skip
+        assert ack["changes"] == 2

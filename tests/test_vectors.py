@@ -24,8 +24,8 @@ from protocol import (
     parse_client_frame,
     parse_hello,
 )
-from protocol.vectors import generate
 from sidecar.engine import ChangeKind, EventKind
+from tools import vectors as generate
 
 ROOT = Path(protocol.__file__).parent
 SPEC = (ROOT / "SPEC.md").read_text(encoding="utf-8")
@@ -78,7 +78,7 @@ def test_vectors_file_is_up_to_date() -> None:
     """Regenerating vectors.json gives exactly the committed file."""
     vectors, _ = generate.build()
     assert generate.render(vectors) == (ROOT / "vectors" / "vectors.json").read_text("utf-8"), (
-        "protocol/vectors/vectors.json is stale: run python -m protocol.vectors.generate"
+        "protocol/vectors/vectors.json is stale: run python -m tools.vectors"
     )
 
 

@@ -775,6 +775,17 @@ def _guard(kind: EventKind, data: Mapping[str, Any]) -> None:
             "public_relationship",
             "a public announcement cannot create a private relationship belief",
         )
+    if isinstance(root, str) and root.startswith("relation:"):
+        target = root.split(":", 2)[1]
+        holders = [data.get("resident")]
+        for key in ("witnesses", "listeners", "overhearers"):
+            if isinstance(data.get(key), list | tuple):
+                holders += data[key]
+        if target in holders:
+            raise ContractViolation(
+                "relation_to_self",
+                f"relation:{target}:… would be {target}'s relationship with itself",
+            )
     if kind is EventKind.OBSERVE and isinstance(claim, Mapping):
         interpretations = data.get("interpretations")
         value = claim.get("value")

@@ -12,7 +12,8 @@ The structural checks on world events live in :mod:`sidecar.engine.events` (``_g
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .events import Edit
@@ -33,6 +34,7 @@ REASONS = {
     "changes_tags_without_evidence": "people, places and topics come from evidence",
     "relationship_without_evidence": "a view of another resident changes only with evidence",
     "empty_text": "subject and interpretation must not be empty",
+    "introduces_person": "an edit names a person who appears in none of the belief's evidence",
     "no_edit": "the edit changes nothing",
 }
 
@@ -41,7 +43,35 @@ def _verdict(root: str, reasons: list[str]) -> dict[str, Any]:
     return {"root": root, "accepted": not reasons, "reasons": reasons}
 
 
-def _judge(edit: Edit, belief: Belief | None) -> list[str]:
+#: Resident id → every label the text may name it by: its id and its registered names.
+People = Mapping[str, Sequence[str]]
+
+
+def _names(text: str, label: str) -> bool:
+    """Whether ``text`` names ``label``: a whole word, any case, for alphabetic labels
+    ("Bo", not "Bob"); as written for others (Chinese names have no word boundaries)."""
+    if label.isascii():
+        return re.search(rf"(?<!\w){re.escape(label)}(?!\w)", text, re.IGNORECASE) is not None
+    return label in text
+
+
+def _named(texts: Iterable[str], people: People) -> set[str]:
+    return {
+        p for p, labels in people.items() for t in texts for label in labels if _names(t, label)
+    }
+
+
+def _introduced(texts: Iterable[str], belief: Belief, people: People) -> set[str]:
+    """The residents ``texts`` name that nothing behind ``belief`` does: not its holder, its
+    people, its sources or the residents a rumour passed through, nor its current text."""
+    known = {belief.resident, *belief.people, *belief.heard_from, *belief.hops}
+    if belief.source_resident_id:
+        known.add(belief.source_resident_id)
+    known |= _named((t for t in (belief.subject, belief.interpretation) if t), people)
+    return _named(texts, people) - known
+
+
+def _judge(edit: Edit, belief: Belief | None, people: People) -> list[str]:
     if belief is None:
         return ["no_such_belief"]
     reasons: list[str] = []
@@ -72,6 +102,8 @@ def _judge(edit: Edit, belief: Belief | None) -> list[str]:
         reasons.append("empty_text")
     if texts and belief.root.startswith("relation:"):
         reasons.append("relationship_without_evidence")
+    if people and _introduced(texts.values(), belief, people):
+        reasons.append("introduces_person")
     rewords = any(texts.get(k) != getattr(belief, k) for k in texts)
     if not reasons and not rewords:
         reasons.append("no_edit")
@@ -82,7 +114,10 @@ def judge_edits(
     resident: str,
     edits: Sequence[Edit],
     get_belief: Callable[[str, str], Belief | None],
+    people: People | None = None,
 ) -> Iterator[tuple[Edit, dict[str, Any]]]:
-    """Yield each edit with its verdict ``{root, accepted, reasons}``."""
+    """Yield each edit with its verdict ``{root, accepted, reasons}``; ``people`` (the world's
+    residents and their labels) lets the guard see an edit that introduces a person."""
     for edit in edits:
-        yield edit, _verdict(edit.root, _judge(edit, get_belief(resident, edit.root)))
+        belief = get_belief(resident, edit.root)
+        yield edit, _verdict(edit.root, _judge(edit, belief, people or {}))

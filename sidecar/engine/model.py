@@ -124,10 +124,24 @@ class ChangeKind(StrEnum):
 
 
 class Intervention(StrEnum):
-    """A player intervention that stays active on a belief until evidence corrects it."""
+    """What a player's tampering left on a belief, through its lifecycle.
+
+    ``implanted`` and ``distorted`` are *active*: the tampered memory resists contradiction
+    (an anomaly, not a doubt). The first anomaly exposes it: ``discovered``, after which a
+    contradiction is a plain doubt and firsthand evidence corrects it. ``suppressed`` hides a
+    memory (state past) until the resident's own eyes bring it back. A correction, or
+    firsthand evidence on a suppressed memory, clears the mark (the history keeps it).
+    """
 
     IMPLANTED = "implanted"
     DISTORTED = "distorted"
+    DISCOVERED = "discovered"
+    SUPPRESSED = "suppressed"
+
+    @property
+    def active(self) -> bool:
+        """Whether the tampering still resists contradiction (anomaly, not doubt)."""
+        return self in (Intervention.IMPLANTED, Intervention.DISTORTED)
 
 
 class Relation(StrEnum):

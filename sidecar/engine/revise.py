@@ -133,6 +133,20 @@ def revise(
         return _intervene(belief, evidence, rules)
     if belief is None:
         return _form(evidence, rules)
+    if belief.intervention is Intervention.SUPPRESSED:
+        if evidence.source_kind is not SourceKind.FIRSTHAND:
+            # A suppressed memory is out of reach: only the resident's own eyes bring it
+            # back. Hearsay is recorded against it and changes nothing.
+            return replace(belief, **_recorded(belief, evidence)), None  # type: ignore[arg-type]
+        seen = replace(belief, intervention=None)  # seen again: the suppression ends
+        after, change = _revise_held(seen, evidence, rules)
+        if change is None:  # (an echo of what it already counted: still out of reach)
+            after = replace(after, intervention=Intervention.SUPPRESSED)
+        return after, change
+    return _revise_held(belief, evidence, rules)
+
+
+def _revise_held(belief: Belief, evidence: Evidence, rules: Rules) -> tuple[Belief, Change | None]:
     if same_value(belief.value, evidence.claim.value):
         after, change = _support(belief, evidence, rules)
     else:
@@ -192,6 +206,14 @@ def _form(ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
         importance=ev.importance,
     )
     return belief, _change(None, belief, ChangeKind.FORMED, ev)
+
+
+def _recorded(belief: Belief, ev: Evidence) -> dict[str, object]:
+    """Evidence kept against a belief it does not move (refs and days only)."""
+    return {
+        "evidence_refs": (*belief.evidence_refs, ev.evidence_id),
+        "updated_day": max(belief.updated_day, ev.day),
+    }
 
 
 def _touched(belief: Belief, ev: Evidence) -> dict[str, object]:
@@ -260,11 +282,18 @@ def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change
     return after, _change(belief, after, ChangeKind.REINFORCED, ev)
 
 
-def _contradict(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
+def _contradict(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change | None]:
     firsthand = ev.source_kind is SourceKind.FIRSTHAND
     if ev.mutable and firsthand and ev.day > belief.last_evidence_day:
         return _update(belief, ev, rules)
-    if belief.intervention is not None and not (belief.state is State.ANOMALOUS and firsthand):
+    if belief.root.startswith("believes:") and firsthand:
+        # "What A believes" follows what A says: A saying another value is A changing what A
+        # says, not A contradicting itself. An older telling arriving late changes nothing.
+        if ev.day >= belief.last_evidence_day:
+            return _update(belief, ev, rules)
+        return replace(belief, **_recorded(belief, ev)), None  # type: ignore[arg-type]
+    active = belief.intervention is not None and belief.intervention.active
+    if active and not (belief.state is State.ANOMALOUS and firsthand):
         after = replace(
             belief,
             **_touched(belief, ev),  # type: ignore[arg-type]
@@ -272,6 +301,9 @@ def _contradict(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Cha
                 belief.confidence, max(rules.anomaly_floor, belief.confidence - rules.anomaly_step)
             ),
             state=State.ANOMALOUS,
+            # Exposed: the resident has noticed something is off. From now on a
+            # contradiction is a plain doubt, and firsthand evidence corrects it.
+            intervention=Intervention.DISCOVERED,
             next_decay_day=None,
         )
         return after, _change(belief, after, ChangeKind.ANOMALY, ev)
@@ -380,6 +412,8 @@ def _intervene(belief: Belief | None, ev: Evidence, rules: Rules) -> tuple[Belie
             belief,
             **touched,  # type: ignore[arg-type]
             subject=ev.subject,
+            # The player's version replaces the resident's reading of the old one too.
+            interpretation=ev.interpretation,
             value=ev.claim.value,
             intervention=Intervention.DISTORTED,
             heard_from=belief.heard_from if same_value(belief.value, ev.claim.value) else (),
@@ -390,7 +424,13 @@ def _intervene(belief: Belief | None, ev: Evidence, rules: Rules) -> tuple[Belie
             next_decay_day=None,
         )
     elif op == "suppress":
-        after = replace(belief, **touched, state=State.PAST, next_decay_day=None)  # type: ignore[arg-type]
+        after = replace(
+            belief,
+            **touched,  # type: ignore[arg-type]
+            state=State.PAST,
+            intervention=Intervention.SUPPRESSED,
+            next_decay_day=None,
+        )
     elif op == "soften":
         confidence = max(0, belief.confidence - rules.soften_step)
         state = State.DOUBTFUL if confidence <= rules.soften_doubt_at else belief.state

@@ -14,7 +14,8 @@ support                                reinforced, min(100, c+8); doubtful/anoma
 support, hearsay from a source that    evidence recorded, nothing else changes (no record)
 already counted for this value
 contradiction, intervention active     anomaly, max(10, c-30), anomalous (takes precedence
-                                       over doubt and correction)
+                                       over doubt and correction); the intervention is
+                                       now discovered: later contradictions are doubts
 contradiction, intervention active,    corrected (the resident has noticed, then seen for
   already anomalous, firsthand         itself): as below, intervention cleared
 contradiction, no intervention,        corrected: value/subject replaced, 72, corrected,
@@ -24,7 +25,8 @@ any other contradiction                doubted, max(10, c-20), doubtful
   uncorroborated hearsay belief
 implant on an existing belief          intervened: value/subject replaced, 65, implanted
 distort                                intervened: subject (and value) replaced, distorted
-suppress                               intervened: state past
+suppress                               intervened: state past, suppressed (only firsthand
+                                       evidence reaches it again; hearsay is recorded)
 soften                                 intervened: max(0, c-25); doubtful at 30 or below
 =====================================  ==========================================================
 

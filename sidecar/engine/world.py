@@ -9,7 +9,7 @@ both call it, so a replay of the event log through either gives the same beliefs
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -77,6 +77,10 @@ class BeliefReader(Protocol):
 
     def known_residents(self) -> Iterable[str]:
         """Every resident the world has heard of (only read for an announcement to all)."""
+        ...
+
+    def registered_names(self) -> Mapping[str, Mapping[str, str]]:
+        """Display names by resident and language (only read for a proposal)."""
         ...
 
 
@@ -461,7 +465,11 @@ def _propose(event: Propose, reader: BeliefReader, out: Outcome) -> None:
         key = (resident, root)
         return out.beliefs[key] if key in out.beliefs else reader.get_belief(resident, root)
 
-    for edit, verdict in judge_edits(event.resident, event.edits, current):
+    names = reader.registered_names()
+    people = {
+        r: (r, *names.get(r, {}).values()) for r in reader.known_residents()
+    }  # every label an organizer's text may name a resident by
+    for edit, verdict in judge_edits(event.resident, event.edits, current, people):
         out.results.append(verdict)
         if not verdict["accepted"]:
             continue
@@ -529,6 +537,9 @@ class MemoryWorld:
 
     def known_residents(self) -> list[str]:
         return list(self.residents)
+
+    def registered_names(self) -> dict[str, dict[str, str]]:
+        return self.names
 
     def apply(self, event: WorldEvent) -> Outcome | None:
         """Apply one event; ``None`` if its id was seen before (idempotent ingest)."""

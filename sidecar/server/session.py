@@ -3,7 +3,7 @@
 A :class:`Session` is fed decoded frames and change records and answers with typed actions
 and encoded outbound frames; it never touches a socket, a clock, the store or asyncio. The
 asyncio :class:`~sidecar.server.connection.Connection` drives one per WebSocket, and the
-vector generator (``protocol/vectors/generate.py``) drives one to compute what a sidecar
+vector generator (``tools/vectors.py``) drives one to compute what a sidecar
 answers, so the two cannot drift apart. It is tested without an event loop.
 
 States and transitions (an illegal transition raises :class:`SessionStateError`, naming the
@@ -224,12 +224,23 @@ class Session:
             raise ProtocolError(
                 ErrorCode.UNAUTHORIZED, f"token not valid for world {hello.world!r}", rid=hello.rid
             )
+        # The hello's filters exist before the backlog is read (SPEC §9), within the same
+        # bounds as ``subscribe`` frames; breaking one refuses the hello.
+        specs = list(hello.filters)
+        if hello.subscribe is not None or hello.subscribe_all:
+            specs.insert(0, Subscribe(residents=None if hello.subscribe_all else hello.subscribe))
+        for spec in specs:
+            problem = self._over_limit(spec)
+            if problem is not None:
+                self.filters.clear()
+                raise ProtocolError(ErrorCode.LIMIT_EXCEEDED, problem, rid=hello.rid)
+            self.filters.append(_filter(spec))
         self.world, self.role, self.hello_frame = hello.world, role, hello
         self._to(SessionState.RESUMING, "hello")
         return hello
 
     def welcome(self, latest: int, *, auth_open: bool) -> bool:
-        """Queue ``welcome`` for the world at change seq ``latest``; add the hello's filter.
+        """Queue ``welcome`` for the world at change seq ``latest`` (the hello's filters are in).
 
         Returns whether a backlog must be caught up from the store first (a ``resume``, or
         changes committed since the hub was joined): then call :meth:`catch_up` for each
@@ -239,9 +250,6 @@ class Session:
         hello = self.hello_frame
         assert hello is not None
         self.cursor = latest if hello.resume is None else hello.resume
-        if hello.subscribe is not None or hello.subscribe_all:
-            spec = Subscribe(residents=None if hello.subscribe_all else hello.subscribe)
-            self.filters.append(_filter(spec))
         self.push(
             {
                 "type": "welcome",
@@ -318,23 +326,27 @@ class Session:
         """The reply refusing one frame (the connection stays open)."""
         return Reply(frame=error.to_frame(), json=as_json)
 
-    def _subscribe(self, frame: Subscribe, as_json: bool) -> Reply:
+    def _over_limit(self, frame: Subscribe) -> str | None:
+        """Why adding ``frame`` to the connection's filters breaks a bound, if it does."""
         limits = self.limits
-        problem = None
         if len(self.filters) >= limits.max_subscriptions:
-            problem = (
+            return (
                 f"at most {limits.max_subscriptions} subscriptions per connection; "
                 "unsubscribe first or merge filters"
             )
-        elif len(frame.roots) > limits.max_roots:
-            problem = f"a subscription lists at most {limits.max_roots} roots"
-        elif frame.residents is not None:
+        if len(frame.roots) > limits.max_roots:
+            return f"a subscription lists at most {limits.max_roots} roots"
+        if frame.residents is not None:
             listed = sum(len(f.residents) for f in self.filters if f.residents is not None)
             if listed + len(frame.residents) > limits.max_residents:
-                problem = (
+                return (
                     f"at most {limits.max_residents} residents over all subscriptions of a "
                     f'connection ({listed} listed now); subscribe with "*" instead'
                 )
+        return None
+
+    def _subscribe(self, frame: Subscribe, as_json: bool) -> Reply:
+        problem = self._over_limit(frame)
         if problem is not None:
             error = ProtocolError(ErrorCode.LIMIT_EXCEEDED, problem, rid=frame.rid)
             return self.refuse(error, as_json=as_json)

@@ -370,6 +370,13 @@ def _lean_tables(conn: sqlite3.Connection) -> None:
     conn.execute("DROP INDEX IF EXISTS changes_by_resident")
 
 
+def _intervention_lifecycle(conn: sqlite3.Connection) -> None:
+    """0007 (i18): an intervention has a lifecycle: ``discovered`` once an anomaly exposed it,
+    ``suppressed`` while the player keeps a memory hidden (beliefs.intervention widened)."""
+    for value in ("discovered", "suppressed"):
+        _allow(conn, "beliefs", "intervention", value)
+
+
 #: Saves under way (issue 17): a world named here is being built by a fork or an import (its
 #: rows are not yet whole) and is invisible until its row goes, in the save's last commit. A
 #: row left by a killed process marks rows to remove when the file is next opened.
@@ -390,7 +397,8 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0005_i10_memory", _i10_memory),
     ("0005_i12_schema_events", _schema_events),
     ("0006_i13_lean_tables", _lean_tables),
-    ("0007_i17_saves", _SAVES),
+    ("0007_i18_intervention_lifecycle", _intervention_lifecycle),
+    ("0008_i17_saves", _SAVES),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

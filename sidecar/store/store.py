@@ -514,6 +514,15 @@ class _View:
     def known_residents(self) -> list[str]:
         return sorted(self.state.residents)
 
+    def registered_names(self) -> dict[str, dict[str, str]]:
+        """Read for a proposal only (rare): a register forces its batch onto the per-event
+        path, so this transaction's own registrations are already in the table."""
+        rows = self.conn.execute(
+            "SELECT resident, names FROM residents WHERE world = ? AND names IS NOT NULL",
+            (self.world,),
+        ).fetchall()
+        return {str(r[0]): load_json(r[1]) for r in rows}
+
 
 _INSERT_BELIEF = (
     f"INSERT OR REPLACE INTO beliefs ({', '.join(BELIEF_COLUMNS)}) "

@@ -20,6 +20,7 @@ import {
 import {
   type Ack,
   type BeliefNotification,
+  type BeliefsFilter,
   type BeliefsReply,
   type ClaimValue,
   type DeletedReply,
@@ -28,6 +29,7 @@ import {
   type ExplanationReply,
   type ForkedReply,
   type GraphReply,
+  type NarrativeOptions,
   type NarrativeReply,
   type RegisterEvent,
   type Resumed,
@@ -73,9 +75,15 @@ export interface SocketLike {
 export type SocketFactory = (url: string) => SocketLike;
 
 export interface ClientOptions {
-  /** `ws://host:port` of the sidecar (`credence serve` prints it as `CREDENCE_URL=…`). */
-  url: string;
+  /**
+   * `ws://host:port` of the sidecar (`credence serve` prints it as `CREDENCE_URL=…`), or a
+   * function asked before every connection attempt (e.g. `() => sidecar.url` of a
+   * `SidecarProcess`, whose URL may change when it restarts).
+   */
+  url: string | (() => string);
+  /** The world (save game, shard) this connection reads and writes; 1–200 characters. */
   world: string;
+  /** Writer or reader token (sent in `hello.token`); omit for a sidecar in open mode. */
   token?: string;
   /** Residents whose belief notifications to receive from the start (and to resume). */
   subscribe?: string[] | "*";
@@ -211,7 +219,11 @@ export class CredenceClient {
   private readonly listeners = new Map<keyof Events, Set<Listener<never>>>();
   private readonly pending = new Map<string, Pending>(); // by rid, in send order
   private readonly unacked = new Map<string, Pending>(); // events by event_id, in send order
-  private readonly extraFilters: SubscribeFilter[] = [];
+  /** The connection's filters as the sidecar holds them (SPEC §8.2–8.3), to restore. */
+  private filters: SubscribeFilter[] = [];
+  /** Residents an `unsubscribe` excluded from the `"*"` filters. */
+  private readonly excluded = new Set<string>();
+  private hellos = 0;
   private nextRid = 1;
   private room: Array<() => void> = [];
   private reserved = 0;
@@ -227,6 +239,7 @@ export class CredenceClient {
       ...options,
     };
     this.lastSeq = options.resumeFrom;
+    if (options.subscribe) this.filters.push({ residents: options.subscribe });
     this.connected = this.deferred();
   }
 
@@ -279,7 +292,8 @@ export class CredenceClient {
 
   private open(): void {
     this.setState(this.attempt === 0 ? "connecting" : "reconnecting");
-    const ws = this.factory!(this.options.url);
+    const url = typeof this.options.url === "function" ? this.options.url() : this.options.url;
+    const ws = this.factory!(url);
     this.ws = ws;
     ws.binaryType = "arraybuffer";
     let welcomed = false;
@@ -288,9 +302,19 @@ export class CredenceClient {
         type: "hello", protocol: 1, world: this.options.world, client: this.options.clientName,
       };
       if (this.options.token) hello.token = this.options.token;
-      if (this.options.subscribe) hello.subscribe = this.options.subscribe;
-      if (this.lastSeq !== undefined && this.options.subscribe) hello.resume = this.lastSeq;
+      if (this.hellos++ === 0) {
+        if (this.options.subscribe) hello.subscribe = this.options.subscribe;
+      } else if (this.filters.length > 0) {
+        // Every filter the sidecar held, so the backlog is read through all of them (SPEC §9).
+        hello.filters = this.filters.map((f) => ({ ...f }));
+      }
+      if (this.lastSeq !== undefined && this.filters.length > 0) hello.resume = this.lastSeq;
       this.write(hello);
+      // Exclusions from "*" filters have no place in a hello: restore them at once (the
+      // backlog's notifications about them are dropped in dispatch()).
+      if (this.hellos > 1 && this.excluded.size > 0) {
+        this.write({ type: "unsubscribe", residents: [...this.excluded], rid: "credence-js:excluded" });
+      }
     };
     ws.onmessage = (ev) => {
       let frame: Frame;
@@ -340,8 +364,7 @@ export class CredenceClient {
     this.attempt = 0;
     if (this.lastSeq === undefined) this.lastSeq = welcome.seq;
     this.setState("open");
-    // Re-add filters given with subscribe(), then resend everything unanswered, in order.
-    for (const filter of this.extraFilters) this.write({ type: "subscribe", ...filter });
+    // Resend everything unanswered, in order (the filters came back with the hello).
     for (const p of this.pending.values()) {
       p.parts = []; // a reply cut off by the disconnect comes again whole
       this.write(p.frame);
@@ -356,6 +379,7 @@ export class CredenceClient {
       case "belief": {
         const note = frame as unknown as BeliefNotification;
         if (this.lastSeq === undefined || note.seq > this.lastSeq) this.lastSeq = note.seq;
+        if (this.excluded.has(note.resident)) return; // a resumed backlog's, before the unsubscribe
         if (this.options.mirror) this.mirror.apply(note);
         this.emit("belief", note);
         return;
@@ -536,8 +560,13 @@ export class CredenceClient {
     return this.request<T>(frame);
   }
 
-  async beliefs(resident: string, after?: string): Promise<BeliefsReply> {
-    return this.query<BeliefsReply>({ type: "beliefs", resident, after });
+  /**
+   * A resident's beliefs in root order, joined over every page (SPEC §10.1), optionally
+   * filtered (`{prefix: "water:", min_confidence: 50}`); a string is `{after: string}`.
+   */
+  async beliefs(resident: string, filter: string | BeliefsFilter = {}): Promise<BeliefsReply> {
+    const f = typeof filter === "string" ? { after: filter } : filter;
+    return this.query<BeliefsReply>({ type: "beliefs", resident, ...f });
   }
 
   /** Load a resident's beliefs into the mirror (notifications that arrive meanwhile win). */
@@ -556,8 +585,14 @@ export class CredenceClient {
     return this.query<DistributionReply>({ type: "distribution", root });
   }
 
-  narrative(resident: string, opts: { budget?: number; lang?: "en" | "zh-Hant" } = {}): Promise<NarrativeReply> {
-    return this.query<NarrativeReply>({ type: "narrative", resident, ...opts });
+  /**
+   * A resident's beliefs as prompt text (SPEC §10.4): `budget` characters at most, in `lang`,
+   * the lines bearing on `focus` (people and places present, root prefixes, topics) first.
+   */
+  narrative(resident: string, opts: NarrativeOptions = {}): Promise<NarrativeReply> {
+    const frame: Frame = { type: "narrative", resident, budget: opts.budget, lang: opts.lang };
+    if (opts.focus) frame.focus = { ...opts.focus };
+    return this.query<NarrativeReply>(frame);
   }
 
   graph(opts: { resident?: string; root?: string }): Promise<GraphReply> {
@@ -568,17 +603,51 @@ export class CredenceClient {
     return this.query<TrustReply>({ type: "trust", resident, source });
   }
 
-  /** Add a notification filter (kept and re-sent after a reconnect). */
+  /**
+   * Add a notification filter (SPEC §8.2). Once confirmed it is kept: after a reconnect the
+   * new hello carries it in `filters`, so its missed changes are resumed with the others,
+   * each exactly once (SPEC §9). Resolves with `subscribed` (`seq`: where the filter starts).
+   */
   async subscribe(filter: SubscribeFilter): Promise<{ type: "subscribed"; seq: number }> {
     const reply = await this.query<{ type: "subscribed"; seq: number }>({ type: "subscribe", ...filter });
-    this.extraFilters.push(filter);
+    const copy: SubscribeFilter = { ...filter };
+    if (Array.isArray(filter.residents)) copy.residents = [...filter.residents];
+    this.filters.push(copy);
+    if (filter.residents === "*") this.excluded.clear();
+    else for (const r of filter.residents) this.excluded.delete(r);
     return reply;
   }
 
+  /**
+   * Remove residents from every filter (a filter left with none is dropped) and exclude them
+   * from `"*"` filters; no residents or `"*"`: drop every filter (SPEC §8.3). The kept
+   * filters are what a reconnect restores.
+   */
   async unsubscribe(residents?: string[] | "*"): Promise<Frame> {
     const reply = await this.query({ type: "unsubscribe", residents });
-    if (residents === undefined || residents === "*") this.extraFilters.length = 0;
+    if (residents === undefined || residents === "*") {
+      this.filters = [];
+      this.excluded.clear();
+      return reply;
+    }
+    const gone = new Set(residents);
+    const kept: SubscribeFilter[] = [];
+    for (const f of this.filters) {
+      if (f.residents === "*") {
+        kept.push(f);
+        for (const r of gone) this.excluded.add(r);
+        continue;
+      }
+      const rest = f.residents.filter((r) => !gone.has(r));
+      if (rest.length > 0) kept.push({ ...f, residents: rest });
+    }
+    this.filters = kept;
     return reply;
+  }
+
+  /** The filters this connection holds (and restores after a reconnect), copies. */
+  get subscriptions(): SubscribeFilter[] {
+    return this.filters.map((f) => ({ ...f }));
   }
 
   /** Send one encoded message as is (tools and conformance tests; no tracking, no checks). */

@@ -161,11 +161,55 @@ export interface DeleteFrame {
   world: string;
 }
 
+/** A notification filter (SPEC §8.2): every condition given must hold. */
 export interface SubscribeFilter {
+  /** These residents, or `"*"` for every resident. */
   residents: string[] | "*";
+  /** Roots starting with one of these prefixes (absent or empty: any root). */
   roots?: string[];
+  /** Only these change kinds (absent or empty: any kind). */
   changes?: ChangeKind[];
+  /** Only changes whose confidence crosses this threshold (0–100), either way. */
   crossing?: number;
+}
+
+/** What is present now in the scene (SPEC §10.4): lines bearing on it are ranked first. */
+export interface NarrativeFocus {
+  /** Resident ids present or talked about. */
+  people?: string[];
+  /** Place ids. */
+  places?: string[];
+  /** Root prefixes (`"water:"`). */
+  roots?: string[];
+  /** Free words (`"festival"`). */
+  topics?: string[];
+}
+
+/** Options of `narrative()` (SPEC §10.4). */
+export interface NarrativeOptions {
+  /** The most characters (code points) of `text`, 200–50,000 (default 2000). */
+  budget?: number;
+  /** `"en"` (default) or `"zh-Hant"`. */
+  lang?: "en" | "zh-Hant";
+  focus?: NarrativeFocus;
+}
+
+/** Filters of `beliefs()` (SPEC §10.1); they combine with AND, each list with OR inside. */
+export interface BeliefsFilter {
+  /** Only roots sorting after this one (exclusive): continue a listing. */
+  after?: string;
+  /** One root exactly. */
+  root?: string;
+  /** Roots starting with any of these prefixes. */
+  prefix?: string | string[];
+  /** Beliefs in any of these states. */
+  states?: BeliefState[];
+  /** Beliefs naming any of these residents (in `people`, or an `action:`/`relation:` root). */
+  people?: string[];
+  /** Beliefs naming any of these places. */
+  places?: string[];
+  /** Beliefs held with at least this confidence (0–100). */
+  min_confidence?: number;
 }
 
 // ----------------------------------------------------------------------------- sidecar → game
@@ -272,7 +316,7 @@ export interface BeliefSummary {
   state: BeliefState;
   source_kind: SourceKind;
   source: string | null;
-  intervention: "implanted" | "distorted" | null;
+  intervention: "implanted" | "distorted" | "discovered" | "suppressed" | null;
   evidence_refs: string[];
   formed_day: number;
   updated_day: number;

@@ -1,6 +1,10 @@
 """Write ``protocol/vectors/vectors.json``: example frames as JSON beside their msgpack bytes.
 
-Run ``python -m protocol.vectors.generate`` (``--check`` compares without writing and exits 1
+The generator lives with the tools, not in ``protocol/``: it drives the server's sans-I/O
+``Session`` and the store to compute what a sidecar sends, while ``protocol/`` holds only the
+language-neutral contract (the spec, its codec and frame validation, the vectors themselves).
+
+Run ``python -m tools.vectors`` (``--check`` compares without writing and exits 1
 if the file is stale). Every vector is checked against the real code while it is built: a
 client vector must decode and parse (or fail with exactly its ``error_code``), and every server
 vector of the scripted session is what the sidecar's own store, query and frame builders
@@ -59,7 +63,7 @@ from sidecar.store import Reader, SingleFile, Writer
 
 __all__ = ["OUTPUT", "Step", "build", "main", "render"]
 
-OUTPUT = Path(__file__).with_name("vectors.json")
+OUTPUT = Path(__file__).resolve().parents[1] / "protocol" / "vectors" / "vectors.json"
 WORLD = "town"
 MAX_SAFE = 2**53 - 1
 
@@ -367,6 +371,24 @@ def _handshakes(v: _Vectors) -> None:
         "A hello with a token, resuming after change seq 4 for one resident (sent on a second "
         "connection of the session).",
         RESUME_HELLO,
+    )
+    h(
+        "client.hello.resume_filters",
+        "A reconnect that restores two filters added with subscribe frames after the first "
+        "hello (one narrowed by an unsubscribe), so the backlog after seq 4 is read through "
+        "them too.",
+        {
+            "type": "hello",
+            "protocol": 1,
+            "world": WORLD,
+            "resume": 4,
+            "subscribe": ["mira"],
+            "filters": [
+                {"residents": ["kai"], "roots": ["water:"], "changes": ["doubted", "corrected"]},
+                {"residents": "*", "crossing": 50},
+            ],
+            "rid": "hello-3",
+        },
     )
     h(
         "client.hello.nil_optionals",
@@ -1711,7 +1733,7 @@ def render(vectors: list[Frame]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m protocol.vectors.generate", description=__doc__.split("\n")[0]
+        prog="python -m tools.vectors", description=__doc__.split("\n")[0]
     )
     parser.add_argument(
         "--check", action="store_true", help="compare with the file; exit 1 if stale"
@@ -1725,7 +1747,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         current = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
         if current != text:
-            print(f"{args.out} is stale: run python -m protocol.vectors.generate", file=sys.stderr)
+            print(f"{args.out} is stale: run python -m tools.vectors", file=sys.stderr)
             return 1
         print(f"{args.out} is up to date ({len(vectors)} vectors)")
         return 0

@@ -1,8 +1,8 @@
 """Re-render every labelled JSON example of protocol/SPEC.md from vectors.json.
 
 An example in the spec is a line "`<vector name>` — <description>" followed by a ```json
-block; after ``python -m protocol.vectors.generate`` changes the vectors, run
-``python -m protocol.vectors.render_spec`` so the spec shows exactly what the code sends.
+block; after ``python -m tools.vectors`` changes the vectors, run
+``python -m tools.render_spec`` so the spec shows exactly what the code sends.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1] / "protocol" / "vectors"
 SPEC = HERE.parent / "SPEC.md"
 _EXAMPLE = re.compile(r"([a-z_.]+)` — ([^\n]*)\n\n```json\n(.*?)\n```", re.S)
 

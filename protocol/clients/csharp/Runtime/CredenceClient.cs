@@ -10,9 +10,10 @@
 //     request order (SPEC §14.2), so each reply completes the oldest frame in flight (checked
 //     against the rid it echoes).
 //   * automatic reconnect: when the connection drops (not for a fatal close such as 4001),
-//     wait (ReconnectDelay), reconnect with hello.resume = the last seq received, replay the
-//     subscribe/unsubscribe frames that had been answered, then resend every frame not yet
-//     answered, in order; an event already stored is acked as a duplicate (idempotent by
+//     wait (ReconnectDelay), reconnect with hello.resume = the last seq received and
+//     hello.filters = every filter the connection held (the hello's and those added with
+//     SubscribeAsync, as UnsubscribeAsync left them), so the backlog is read through all of
+//     them (SPEC §9), then resend every frame not yet answered, in order; an event already stored is acked as a duplicate (idempotent by
 //     event_id), so nothing is lost and nothing is applied twice (SPEC §9).
 //   * paged replies joined: the list fields of every part are concatenated (SPEC §11).
 //   * typed notifications: BeliefChange, Resumed, Welcome, Disconnected and unmatched
@@ -55,7 +56,10 @@ namespace Credence
 
     public sealed class CredenceOptions
     {
+        /// <summary>The sidecar's <c>ws://host:port/</c> (what <c>credence serve</c> printed as CREDENCE_URL).</summary>
         public Uri Url = new Uri("ws://127.0.0.1:8765/");
+        /// <summary>Asked before every connection attempt instead of <see cref="Url"/> when set (e.g. <c>() => sidecar.Url</c> of a <see cref="SidecarProcess"/>).</summary>
+        public Func<Uri> UrlSource;
         /// <summary>The world (save game, shard) this connection reads and writes. Required.</summary>
         public string World;
         /// <summary>A writer or reader token; null for a sidecar in open mode.</summary>
@@ -76,7 +80,9 @@ namespace Credence
         public int MaxQueuedFrames = 100000;
         /// <summary>Stop reading the socket while this many notifications wait for DispatchPending.</summary>
         public int MaxPendingNotifications = 10000;
+        /// <summary>How long a connection attempt may take, from the TCP connect to the welcome.</summary>
         public TimeSpan HandshakeTimeout = TimeSpan.FromSeconds(10);
+        /// <summary>Reconnect after a drop (default); false: a drop turns the client Failed and fails what is pending.</summary>
         public bool AutoReconnect = true;
         /// <summary>Wait before reconnect attempt n (1, 2, …). Default: 0.2 s doubling to 5 s, with jitter.</summary>
         public Func<int, CancellationToken, Task> ReconnectDelay;
@@ -128,7 +134,10 @@ namespace Credence
         readonly object gate = new object();
         readonly LinkedList<Item> items = new LinkedList<Item>();
         readonly Dictionary<string, Item> eventsById = new Dictionary<string, Item>(StringComparer.Ordinal);
-        readonly List<Dictionary<string, object>> subscriptionLog = new List<Dictionary<string, object>>();
+        // The connection's filters as the sidecar holds them (SPEC §8.2–8.3), restored in the
+        // hello of a reconnect, and the residents an unsubscribe excluded from "*" filters.
+        List<Dictionary<string, object>> filters = new List<Dictionary<string, object>>();
+        readonly HashSet<string> excluded = new HashSet<string>(StringComparer.Ordinal);
         readonly ConcurrentQueue<object> inbox = new ConcurrentQueue<object>();
         readonly CancellationTokenSource lifetime = new CancellationTokenSource();
         readonly BeliefMirror mirror = new BeliefMirror();
@@ -163,6 +172,8 @@ namespace Credence
             if (string.IsNullOrEmpty(options.World)) throw new ArgumentException("options.World is required");
             if (options.MaxInFlight < 1) throw new ArgumentException("options.MaxInFlight must be at least 1");
             this.options = options;
+            if (options.SubscribeAll) filters.Add(new Dictionary<string, object> { { "residents", "*" } });
+            else if (options.Subscribe != null) filters.Add(new Dictionary<string, object> { { "residents", Events.Ids(options.Subscribe) } });
         }
 
         public ConnectionState State { get { lock (gate) return state; } }
@@ -181,6 +192,11 @@ namespace Credence
         /// <summary>How many connections were established (1 + successful reconnects).</summary>
         public int Connections { get { lock (gate) return connections; } }
         public BeliefMirror Mirror { get { return mirror; } }
+        /// <summary>Copies of the filters this connection holds (what a reconnect restores): maps with <c>residents</c> and, if given, <c>roots</c>, <c>changes</c>, <c>crossing</c>.</summary>
+        public List<Dictionary<string, object>> Subscriptions
+        {
+            get { lock (gate) return filters.ConvertAll(f => new Dictionary<string, object>(f)); }
+        }
 
         // ------------------------------------------------------------------ connecting
 
@@ -215,16 +231,27 @@ namespace Credence
                 long? resume;
                 try
                 {
-                    await ws.ConnectAsync(options.Url, timeout.Token).ConfigureAwait(false);
+                    await ws.ConnectAsync(options.UrlSource != null ? options.UrlSource() : options.Url, timeout.Token).ConfigureAwait(false);
                     var hello = new Dictionary<string, object>
                     {
                         { "type", "hello" }, { "protocol", 1 }, { "world", options.World },
                     };
                     if (options.Token != null && !options.TokenInHeader) hello["token"] = options.Token;
                     if (options.ClientName != null) hello["client"] = options.ClientName;
-                    if (options.SubscribeAll) hello["subscribe"] = "*";
-                    else if (options.Subscribe != null) hello["subscribe"] = Events.Ids(options.Subscribe);
-                    lock (gate) resume = haveSeq ? lastSeq : options.ResumeFrom;
+                    lock (gate)
+                    {
+                        if (!reconnect)
+                        {
+                            if (options.SubscribeAll) hello["subscribe"] = "*";
+                            else if (options.Subscribe != null) hello["subscribe"] = Events.Ids(options.Subscribe);
+                        }
+                        else if (filters.Count > 0)
+                        {
+                            // Every filter held, so the backlog is read through all of them (SPEC §9).
+                            hello["filters"] = filters.ConvertAll(f => (object)new Dictionary<string, object>(f));
+                        }
+                        resume = haveSeq ? lastSeq : options.ResumeFrom;
+                    }
                     if (resume.HasValue) hello["resume"] = resume.Value;
                     hello["rid"] = "hello";
                     var bytes = MsgPack.Encode(hello);
@@ -288,15 +315,13 @@ namespace Credence
                         item.Joined = null;
                         item.Parts = 0;
                     }
-                    if (reconnect)
+                    if (reconnect && excluded.Count > 0)
                     {
-                        // Restore the filters added after the hello, ahead of everything queued.
-                        LinkedListNode<Item> at = null;
-                        foreach (var sub in subscriptionLog)
-                        {
-                            var replay = NewItem(sub, true);
-                            at = at == null ? items.AddFirst(replay) : items.AddAfter(at, replay);
-                        }
+                        // Exclusions from "*" filters have no place in a hello: restore them ahead of
+                        // everything queued (Handle drops the backlog's notifications about them).
+                        var unsub = Frame("unsubscribe");
+                        unsub["residents"] = new List<object>(excluded);
+                        items.AddFirst(NewItem(unsub, true));
                     }
                     inbox.Enqueue(welcome);
                     Pump();
@@ -615,11 +640,18 @@ namespace Credence
             return AsReply(Enqueue(frame, null));
         }
 
+        /// <summary>A resident's beliefs in root order, joined over every page (SPEC §10.1); <paramref name="after"/>: only roots after this one.</summary>
         public Task<Reply> BeliefsAsync(string resident, string after = null)
+        {
+            return BeliefsAsync(resident, new BeliefsFilter { After = after });
+        }
+
+        /// <summary>A resident's beliefs narrowed by <paramref name="filter"/> (every condition given must hold, SPEC §10.1).</summary>
+        public Task<Reply> BeliefsAsync(string resident, BeliefsFilter filter)
         {
             var f = Frame("beliefs");
             f["resident"] = resident;
-            if (after != null) f["after"] = after;
+            if (filter != null) filter.WriteTo(f);
             return RequestAsync(f);
         }
 
@@ -638,12 +670,18 @@ namespace Credence
             return RequestAsync(f);
         }
 
-        public Task<Reply> NarrativeAsync(string resident, int? budget = null, string lang = null)
+        /// <summary>
+        /// A resident's beliefs as prompt text (SPEC §10.4): at most <paramref name="budget"/> characters
+        /// (200–50,000, default 2000), in <paramref name="lang"/> (<c>en</c>, <c>zh-Hant</c>), the lines
+        /// bearing on <paramref name="focus"/> (people and places present, root prefixes, topics) first.
+        /// </summary>
+        public Task<Reply> NarrativeAsync(string resident, int? budget = null, string lang = null, NarrativeFocus focus = null)
         {
             var f = Frame("narrative");
             f["resident"] = resident;
             if (budget.HasValue) f["budget"] = budget.Value;
             if (lang != null) f["lang"] = lang;
+            if (focus != null) f["focus"] = focus.ToFrame();
             return RequestAsync(f);
         }
 
@@ -665,7 +703,11 @@ namespace Credence
             return RequestAsync(f);
         }
 
-        /// <summary>Add a notification filter (null residents: every resident). Restored after a reconnect.</summary>
+        /// <summary>
+        /// Add a notification filter (null residents: every resident; SPEC §8.2). Once confirmed it
+        /// is kept: a reconnect's hello carries it in <c>filters</c>, so the changes it matches
+        /// while the client was away are resumed with the others, each exactly once (SPEC §9).
+        /// </summary>
         public Task<Reply> SubscribeAsync(IList<string> residents, IList<string> roots = null, IList<string> changes = null, double? crossing = null)
         {
             var f = Frame("subscribe");
@@ -676,7 +718,7 @@ namespace Credence
             return RequestAsync(f);
         }
 
-        /// <summary>Remove residents from every filter (null: drop every filter).</summary>
+        /// <summary>Remove residents from every filter, and exclude them from <c>"*"</c> filters (null: drop every filter; SPEC §8.3). What is left is what a reconnect restores.</summary>
         public Task<Reply> UnsubscribeAsync(IList<string> residents = null)
         {
             var f = Frame("unsubscribe");
@@ -761,6 +803,7 @@ namespace Credence
                         if (haveSeq && seq <= lastSeq) return; // already had it: exactly once
                         lastSeq = seq;
                         backlog = inBacklog;
+                        if (excluded.Contains(Wire.Str(frame, "resident") ?? "")) return; // before our unsubscribe
                     }
                     inbox.Enqueue(BeliefChange.From(frame, backlog));
                     return;
@@ -847,16 +890,8 @@ namespace Credence
                 if (item.EventId != null) eventsById.Remove(item.EventId);
                 inFlight--;
                 done = !error;
-                if (done && !item.Replay && (item.Type == "subscribe" || item.Type == "unsubscribe"))
-                {
-                    if (item.Type == "unsubscribe" && Wire.Get(item.Frame, "residents") == null) subscriptionLog.Clear();
-                    else
-                    {
-                        var logged = new Dictionary<string, object>(item.Frame);
-                        logged.Remove("rid");
-                        subscriptionLog.Add(logged);
-                    }
-                }
+                if (done && !item.Replay && item.Type == "subscribe") Subscribed(item.Frame);
+                if (done && !item.Replay && item.Type == "unsubscribe") Unsubscribed(Wire.Get(item.Frame, "residents") as List<object>);
                 Pump();
             }
             if (item.Replay)
@@ -866,6 +901,50 @@ namespace Credence
             }
             if (error) item.Done.TrySetException(new CredenceErrorException(frame));
             else item.Done.TrySetResult(item.Joined);
+        }
+
+        // The sidecar's bookkeeping of SPEC §8.2–8.3, mirrored (under the gate) once confirmed.
+        void Subscribed(Dictionary<string, object> frame)
+        {
+            var kept = new Dictionary<string, object>(StringComparer.Ordinal);
+            foreach (var key in new[] { "residents", "roots", "changes", "crossing" })
+            {
+                var value = Wire.Get(frame, key);
+                if (value != null) kept[key] = value;
+            }
+            filters.Add(kept);
+            var residents = Wire.Get(frame, "residents") as List<object>;
+            if (residents == null) excluded.Clear();
+            else foreach (var r in residents) excluded.Remove((string)r);
+        }
+
+        void Unsubscribed(List<object> residents)
+        {
+            if (residents == null)
+            {
+                filters.Clear();
+                excluded.Clear();
+                return;
+            }
+            var gone = new HashSet<string>(StringComparer.Ordinal);
+            foreach (var r in residents) gone.Add((string)r);
+            var kept = new List<Dictionary<string, object>>();
+            foreach (var f in filters)
+            {
+                var listed = Wire.Get(f, "residents") as List<object>;
+                if (listed == null)
+                {
+                    kept.Add(f);
+                    excluded.UnionWith(gone);
+                    continue;
+                }
+                var rest = listed.FindAll(r => !gone.Contains((string)r));
+                if (rest.Count == 0) continue;
+                var edited = new Dictionary<string, object>(f, StringComparer.Ordinal);
+                edited["residents"] = rest;
+                kept.Add(edited);
+            }
+            filters = kept;
         }
 
         // ------------------------------------------------------------------ the game's thread

@@ -7,7 +7,7 @@
 //   mono CredenceTests.exe session URL VECTORS.json [TRANSCRIPT.msgpack]
 //       replay the scripted session of vectors/README.md against a sidecar on an empty
 //       database: every server vector must come back; with the transcript written by
-//       protocol.vectors.generate, every step must bring exactly its frames.
+//       tools.vectors, every step must bring exactly its frames.
 //   mono CredenceTests.exe client URL WRITER_TOKEN READER_TOKEN
 //       the client against a sidecar started with those tokens: auth, acks, refusals,
 //       notifications, window, paging, inbound backpressure, reconnect + resume + resend,
@@ -38,7 +38,7 @@ using System.Threading.Tasks;
 
 namespace Credence.Tests
 {
-    public static class Program
+    public static partial class Program
     {
         static int failures;
         static int checks;
@@ -65,8 +65,11 @@ namespace Credence.Tests
                     case "lifecycle": Lifecycle(new Uri(args[1]), args[2]).Wait(); break;
                     case "misremember": Misremember(new Uri(args[1])).Wait(); break;
                     case "bench": Bench(new Uri(args[1]), int.Parse(args[2])).Wait(); break;
+                    case "filters": Filters(new Uri(args[1])).Wait(); break;
+                    case "focus": Focus(new Uri(args[1])).Wait(); break;
+                    case "launcher": Launcher(args[1], args[2], args[3]).Wait(); break;
                     default:
-                        Console.WriteLine("usage: vectors FILE | session URL FILE [TRANSCRIPT] | client URL WTOKEN RTOKEN | lifecycle URL VECTORS | misremember URL | bench URL N");
+                        Console.WriteLine("usage: vectors FILE | session URL FILE [TRANSCRIPT] | client URL WTOKEN RTOKEN | lifecycle URL VECTORS | misremember URL | bench URL N | filters URL | focus URL | launcher PYTHON ROOT DB");
                         return 2;
                 }
             }
