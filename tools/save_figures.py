@@ -99,8 +99,10 @@ def _serve(args: list[str], port: int) -> subprocess.Popen[bytes]:
     )  # fmt: skip
 
 
-async def _wait_up(url: str) -> None:
-    for _ in range(300):
+async def _wait_up(url: str, server: subprocess.Popen[bytes]) -> None:
+    for _ in range(1200):
+        if server.poll() is not None:
+            raise RuntimeError(f"the sidecar exited with {server.returncode}")
         try:
             ws = await open_client(url, "probe", None)
         except (OSError, RuntimeError, TimeoutError):
@@ -130,7 +132,7 @@ def run(mode: str, n: int, tmp: Path) -> list[str]:
     server = _serve([f"--{mode.replace('_', '-')}", str(where)], port)
     try:
         url = f"ws://127.0.0.1:{port}"
-        asyncio.run(_wait_up(url))
+        asyncio.run(_wait_up(url, server))
         res = asyncio.run(_measure(url, n))
     finally:
         server.terminate()
