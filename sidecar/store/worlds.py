@@ -365,7 +365,7 @@ class _RowsBuild:
         try:
             self.store._purge(self.world)
         except (sqlite3.Error, StoreError) as exc:  # (a full disk): the next open removes it
-            log.warning("the rows of the failed save of world %r stay hidden until the "
+            log.info("the rows of the failed save of world %r stay hidden until the "
                         "database is next opened: %s", self.world, exc)  # fmt: skip
         finally:
             _ACTIVE.discard(self.key)
@@ -461,7 +461,7 @@ class _Merge:
             self._detach()
             self.store._purge(self.world)
         except (sqlite3.Error, StoreError) as exc:  # (a full disk): the next open removes it
-            log.warning("the rows of the failed save of world %r stay hidden until the "
+            log.info("the rows of the failed save of world %r stay hidden until the "
                         "database is next opened: %s", self.world, exc)  # fmt: skip
         finally:
             _ACTIVE.discard(self.key)
