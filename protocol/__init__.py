@@ -17,7 +17,10 @@ from .codec import (
 )
 from .errors import CloseCode, ErrorCode, ProtocolError
 from .frames import (
+    EVIDENCE_REFS_SHOWN,
+    MAX_LIMIT,
     PROTOCOL_VERSION,
+    TAGS_SHOWN,
     BeliefsQuery,
     DistributionQuery,
     EventFrame,
@@ -31,16 +34,20 @@ from .frames import (
     belief_frame,
     belief_summary,
     change_summary,
+    evidence_refs,
     parse_client_frame,
     parse_hello,
 )
 from .worlds import DeleteWorld, ForkWorld, WorldsQuery
 
 __all__ = [
+    "EVIDENCE_REFS_SHOWN",
     "MAX_INBOUND",
+    "MAX_LIMIT",
     "MAX_OUTBOUND",
     "MAX_SAFE_INT",
     "PROTOCOL_VERSION",
+    "TAGS_SHOWN",
     "BeliefsQuery",
     "CloseCode",
     "DeleteWorld",
@@ -65,6 +72,7 @@ __all__ = [
     "decode_msgpack",
     "encode",
     "encode_json",
+    "evidence_refs",
     "integral",
     "parse_client_frame",
     "parse_hello",

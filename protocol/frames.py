@@ -26,8 +26,11 @@ from .errors import ErrorCode, ProtocolError
 from .worlds import WORLD_FRAMES, DeleteWorld, ForkWorld, WorldsQuery, parse_world_frame
 
 __all__ = [
+    "EVIDENCE_REFS_SHOWN",
+    "MAX_LIMIT",
     "MAX_RESIDENTS",
     "PROTOCOL_VERSION",
+    "TAGS_SHOWN",
     "BeliefsQuery",
     "DistributionQuery",
     "EventFrame",
@@ -41,6 +44,7 @@ __all__ = [
     "belief_frame",
     "belief_summary",
     "change_summary",
+    "evidence_refs",
     "parse_client_frame",
     "parse_hello",
 ]
@@ -185,13 +189,18 @@ class BeliefsQuery:
     people: tuple[str, ...] = ()
     places: tuple[str, ...] = ()
     min_confidence: int | None = None
+    #: At most this many beliefs (the first in root order); None: every one.
+    limit: int | None = None
     rid: object = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExplainQuery:
+    """One belief's evidence and history; ``limit`` keeps the latest of each."""
+
     resident: str
     root: str
+    limit: int | None = None
     rid: object = None
 
 
@@ -336,6 +345,18 @@ def _strings(value: Any, key: str, rid: object) -> tuple[str, ...]:
     return tuple(dict.fromkeys(value))
 
 
+#: The largest ``limit`` of a ``beliefs`` or ``explain`` query.
+MAX_LIMIT = 10_000
+
+
+def _limit(frame: dict[str, Any], rid: object) -> int | None:
+    what = f"an integer between 1 and {MAX_LIMIT}"
+    limit = _integer(frame, "limit", rid, what, 1)
+    if limit is not None and limit > MAX_LIMIT:
+        raise _fail(f"field 'limit' must be {what}", rid)
+    return limit
+
+
 def _beliefs_query(frame: dict[str, Any], rid: object) -> BeliefsQuery:
     resident = _str(frame, "resident", rid)
     assert resident is not None
@@ -354,6 +375,7 @@ def _beliefs_query(frame: dict[str, Any], rid: object) -> BeliefsQuery:
         people=_strings(frame.get("people"), "people", rid),
         places=_strings(frame.get("places"), "places", rid),
         min_confidence=minimum,
+        limit=_limit(frame, rid),
         rid=rid,
     )
 
@@ -443,7 +465,7 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
     if kind == "explain":
         resident, root = _str(frame, "resident", rid), _str(frame, "root", rid)
         assert resident is not None and root is not None
-        return ExplainQuery(resident=resident, root=root, rid=rid)
+        return ExplainQuery(resident=resident, root=root, limit=_limit(frame, rid), rid=rid)
     if kind == "distribution":
         root = _str(frame, "root", rid)
         assert root is not None
@@ -491,23 +513,43 @@ def belief_frame(change: Change) -> dict[str, Any]:
     }
 
 
+#: A belief summary lists this many of its first and of its latest evidence refs (all of
+#: them when it has at most twice as many); ``evidence_count`` counts every one.
+EVIDENCE_REFS_SHOWN = 5
+#: A belief summary lists at most this many of its people, places and topics (the first
+#: gathered); ``people_count`` and the like count every one.
+TAGS_SHOWN = 20
+
+
+def evidence_refs(refs: tuple[str, ...] | list[str]) -> list[str]:
+    """The first and the latest refs of a belief: a bounded list however often it was seen
+    (``explain`` pages through every one)."""
+    if len(refs) <= 2 * EVIDENCE_REFS_SHOWN:
+        return list(refs)
+    return [*refs[:EVIDENCE_REFS_SHOWN], *refs[-EVIDENCE_REFS_SHOWN:]]
+
+
 def belief_summary(b: Belief) -> dict[str, Any]:
-    """A belief as carried in ``beliefs``/``explanation``/``distribution`` replies."""
+    """A belief as carried in ``beliefs``/``explanation`` replies."""
     return {
         "resident": b.resident,
         "root": b.root,
         "value": b.value,
         "subject": b.subject,
         "interpretation": b.interpretation,
-        "people": list(b.people),
-        "places": list(b.places),
-        "topics": list(b.topics),
+        "people": list(b.people[:TAGS_SHOWN]),
+        "places": list(b.places[:TAGS_SHOWN]),
+        "topics": list(b.topics[:TAGS_SHOWN]),
+        "people_count": len(b.people),
+        "places_count": len(b.places),
+        "topics_count": len(b.topics),
         "confidence": b.confidence,
         "state": str(b.state),
         "source_kind": str(b.source_kind),
         "source": b.source_resident_id,
         "intervention": None if b.intervention is None else str(b.intervention),
-        "evidence_refs": list(b.evidence_refs),
+        "evidence_refs": evidence_refs(b.evidence_refs),
+        "evidence_count": len(b.evidence_refs),
         "formed_day": b.formed_day,
         "updated_day": b.updated_day,
         "importance": b.importance,

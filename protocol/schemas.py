@@ -27,7 +27,14 @@ import orjson
 from sidecar.engine import ChangeKind, EventKind, Intervention
 from sidecar.engine.events import MAX_EDITS, MAX_ID_LEN, MAX_LIST_LEN, MAX_TEXT_LEN
 
-from .frames import MAX_FILTER, MAX_RESIDENTS, PROTOCOL_VERSION
+from .frames import (
+    EVIDENCE_REFS_SHOWN,
+    MAX_FILTER,
+    MAX_LIMIT,
+    MAX_RESIDENTS,
+    PROTOCOL_VERSION,
+    TAGS_SHOWN,
+)
 
 __all__ = ["SCHEMA_DIR", "client_schema", "main", "server_schema"]
 
@@ -147,6 +154,8 @@ _COMMON: dict[str, Schema] = {
 # --------------------------------------------------------------------------- client frames
 
 _ID_LIST = _list(_ref("id"), most=MAX_LIST_LEN)
+#: ``limit`` of a beliefs or explain query.
+_LIMIT: Schema = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
 _FILTER = {
     "description": f"a string or a list of at most {MAX_FILTER} strings",
     "anyOf": [
@@ -415,13 +424,14 @@ def client_schema() -> Schema:
                 "people": _FILTER,
                 "places": _FILTER,
                 "min_confidence": _ref("confidence"),
+                "limit": _LIMIT,
             },
             ["resident"],
         ),
         "explain": _frame(
             "explain",
-            "one belief with its evidence and history (SPEC §10.2)",
-            {"resident": _ref("id"), "root": _ref("name")},
+            "one belief with its evidence and history; limit keeps the latest (SPEC §10.2)",
+            {"resident": _ref("id"), "root": _ref("name"), "limit": _LIMIT},
             ["resident", "root"],
         ),
         "distribution": _frame(
@@ -505,6 +515,12 @@ _BELIEF = {
         "intervention": {"enum": [*(str(i) for i in Intervention), None]},
         "formed_day": {"type": "number"},
         "updated_day": {"type": "number"},
+        **{k: _list({"type": "string"}, most=TAGS_SHOWN) for k in ("people", "places", "topics")},
+        "evidence_refs": _list({"type": "string"}, most=2 * EVIDENCE_REFS_SHOWN),
+        **{
+            f"{k}_count": {"type": "integer", "minimum": 0}
+            for k in ("people", "places", "topics", "evidence")
+        },
     },
 }
 _CHANGE_FIELDS: Schema = {
@@ -609,6 +625,8 @@ def server_schema() -> Schema:
                 "resident": {"type": "string"},
                 "root": {"type": "string"},
                 "belief": _BELIEF,
+                "evidence_total": {"type": "integer", "minimum": 0},
+                "history_total": {"type": "integer", "minimum": 0},
                 "evidence": _list({"type": "object"}),
                 "history": _list(_CHANGE),
                 **_PAGED,
@@ -620,7 +638,8 @@ def server_schema() -> Schema:
             "reply to distribution, paged (SPEC §10.3, §11)",
             {
                 "root": {"type": "string"},
-                "values": _list({"type": "object"}),
+                "values": _list({"type": "object"}, most=50),
+                "values_total": {"type": "integer", "minimum": 0},
                 "residents": _list({"type": "object", "required": ["resident"]}),
                 **_PAGED,
             },

@@ -6,6 +6,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 __all__ = ["COMMANDS", "build_parser", "main", "version_line"]
 
@@ -40,8 +41,18 @@ def version_line() -> str:
     return f"credence {__version__} (protocol {PROTOCOL_VERSION})"
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one stderr line and exit status 2, like every
+    other error of the command line (``credence serve: argument --port: …``)."""
+
+    def error(self, message: str) -> NoReturn:
+        from .commands import one_line
+
+        self.exit(2, f"{self.prog}: {one_line(message)} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="credence", description="Credence: a belief-revision sidecar for game NPCs."
     )
     parser.add_argument(

@@ -32,7 +32,9 @@ One file holds everything ``credence serve`` needs; command-line flags override 
     writer_token = "s3cret"
     reader_token = "look"
 
-Every problem is a :class:`ConfigError` with one line naming the file and the key.
+Every problem is a :class:`ConfigError` with one line naming the file and the key. Every
+number goes through one check (:data:`SETTINGS`, and each rule's own :class:`Bound`), the
+same for a config key and the ``credence serve`` flag that sets it.
 A rules file is a table of rule names and numbers (``Rules``' fields); see
 :func:`sidecar.engine.rules_from_mapping`.
 """
@@ -45,25 +47,47 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .engine import Rules, RulesError, rules_from_mapping
+from .engine import Bound, Rules, RulesError, rules_from_mapping
+from .engine.events import MAX_ID_LEN
 
-__all__ = ["ConfigError", "FileConfig", "load_config", "load_rules"]
+__all__ = ["SETTINGS", "ConfigError", "FileConfig", "load_config", "load_rules", "setting"]
 
 _TOP = {"host", "port", "db", "data_dir", "synchronous", "log_level", "capture", "tokens",
         "limits", "rules", "worlds", "metrics", "pipeline"}  # fmt: skip
-_LIMITS: dict[str, type] = {
-    "max_frame": int,
-    "outbox_limit": int,
-    "max_inflight": int,
-    "hello_timeout": float,
-    "shutdown_timeout": float,
-    "readers": int,
+#: Every number of the server's settings, its type and range: a config key and the flag that
+#: sets the same number (``port`` / ``--port``, ``limits.max_frame`` / ``--max-frame``) both
+#: go through :func:`setting`. A frame must hold at least a ``hello``; a timeout of NaN or 0
+#: would close every connection before its hello.
+SETTINGS: dict[str, Bound] = {
+    "port": Bound(int, 0, 65535),
+    "max_frame": Bound(int, 1024, 64 * 2**20),
+    "outbox_limit": Bound(int, 64 * 1024, 2**30),
+    "max_inflight": Bound(int, 1, 1_000_000),
+    "hello_timeout": Bound(float, 0.1, 3600),
+    "shutdown_timeout": Bound(float, 0.1, 3600),
+    "readers": Bound(int, 1, 64),
 }
+_LIMITS = ("max_frame", "outbox_limit", "max_inflight", "hello_timeout", "shutdown_timeout",
+           "readers")  # fmt: skip
+#: Deepest nesting of tables and arrays a config or rules file may have (tomllib itself
+#: recurses: a 5,000-deep table would be a RecursionError).
+MAX_DEPTH = 32
 _WORLD_KEYS = {"rules", "writer_token", "reader_token"}
 
 
 class ConfigError(ValueError):
     """A config or rules file that cannot be used; the message is one line."""
+
+
+def setting(name: str, value: object, where: str, *, text: bool = False) -> int | float:
+    """One server setting checked against :data:`SETTINGS`: a TOML value, or (``text``) a
+    flag's text. ``where`` names the source (``c.toml: limits.max_frame``, ``--max-frame``).
+    """
+    bound = SETTINGS[name]
+    try:
+        return bound.parse(str(value)) if text else bound.check(value)
+    except ValueError as exc:
+        raise ConfigError(f"{where} {exc}") from None
 
 
 @dataclass(slots=True)
@@ -86,16 +110,50 @@ class FileConfig:
     world_rules: dict[str, Rules] = field(default_factory=dict)
 
 
+#: Largest config or rules file read (a config is a screen or two of text).
+MAX_FILE = 1024 * 1024
+
+
+def _depth(data: object) -> int:
+    """How deeply tables and arrays nest in ``data`` (walked without recursion: a file of
+    ``[a.a.a…]`` headers parses into a dict as deep as it likes)."""
+    deepest, stack = 0, [(data, 0)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth <= MAX_DEPTH:
+            if isinstance(item, dict):
+                stack.extend((v, depth + 1) for v in item.values())
+            elif isinstance(item, list):
+                stack.extend((v, depth + 1) for v in item)
+    return deepest
+
+
 def _read_toml(path: Path, what: str) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
-            return tomllib.load(fh)
+            raw = fh.read(MAX_FILE + 1)
     except FileNotFoundError:
         raise ConfigError(f"{what} {path}: no such file") from None
     except OSError as exc:
         raise ConfigError(f"{what} {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_FILE:
+        raise ConfigError(f"{what} {path}: larger than {MAX_FILE} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{what} {path}: not valid TOML: not UTF-8 text") from None
+    deep = f"{what} {path}: tables or arrays nested deeper than {MAX_DEPTH}"
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{what} {path}: not valid TOML: {exc}") from None
+        message = " ".join(str(exc).split())
+        raise ConfigError(f"{what} {path}: not valid TOML: {message}") from None
+    except RecursionError:  # (tomllib recurses into inline tables and arrays)
+        raise ConfigError(deep) from None
+    if _depth(data) > MAX_DEPTH:
+        raise ConfigError(deep)
+    return data
 
 
 def load_rules(
@@ -112,6 +170,14 @@ def load_rules(
         return rules_from_mapping(data, where or "rules")
     except RulesError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def _key(key: str) -> str:
+    """A TOML key as a message names it: bare if it is a plain name, else quoted and cut (a
+    quoted key may hold a newline or 5,000 characters; the message stays one short line)."""
+    if key and len(key) <= 60 and all(c.isalnum() or c in "-_" for c in key):
+        return key
+    return repr(key) if len(key) <= 60 else repr(key[:57]) + "..."
 
 
 def _str(value: Any, key: str, where: str) -> str:
@@ -153,15 +219,14 @@ def load_config(path: Path) -> FileConfig:
     base = path.parent
     unknown = sorted(set(data) - _TOP)
     if unknown:
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_TOP))})")
+        raise ConfigError(
+            f"{where}: unknown key {unknown[0]!r:.60} (known: {', '.join(sorted(_TOP))})"
+        )
     out = FileConfig()
     if "host" in data:
         out.host = _str(data["host"], "host", where)
     if "port" in data:
-        port = data["port"]
-        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-            raise ConfigError(f"{where}: port must be an integer from 0 to 65535")
-        out.port = port
+        out.port = int(setting("port", data["port"], f"{where}: port"))
     for key in ("db", "data_dir", "capture"):
         if key in data:
             setattr(out, key, base / _str(data[key], key, where))
@@ -187,43 +252,44 @@ def load_config(path: Path) -> FileConfig:
         raise ConfigError(f"{where}: [tokens] must be a table with writer and reader")
     for key in tokens:
         if key not in ("writer", "reader"):
-            raise ConfigError(f"{where}: unknown key tokens.{key} (known: writer, reader)")
+            raise ConfigError(f"{where}: unknown key tokens.{_key(key)} (known: writer, reader)")
     out.writer_tokens = _tokens(tokens.get("writer", []), "tokens.writer", where)
     out.reader_tokens = _tokens(tokens.get("reader", []), "tokens.reader", where)
     limits = data.get("limits", {})
     if not isinstance(limits, dict):
         raise ConfigError(f"{where}: [limits] must be a table")
     for key, value in limits.items():
-        kind = _LIMITS.get(key)
-        if kind is None:
+        if key not in _LIMITS:
             raise ConfigError(
-                f"{where}: unknown limit {key!r} (known: {', '.join(sorted(_LIMITS))})"
+                f"{where}: unknown limit {key!r:.60} (known: {', '.join(sorted(_LIMITS))})"
             )
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-            raise ConfigError(f"{where}: limits.{key} must be a positive number")
-        if kind is int and not isinstance(value, int):
-            raise ConfigError(f"{where}: limits.{key} must be a whole number")
-        out.limits[key] = kind(value)
+        out.limits[key] = setting(key, value, f"{where}: limits.{key}")
     if "rules" in data:
         out.rules = _rules_section(data["rules"], "rules", base, where)
     worlds = data.get("worlds", {})
     if not isinstance(worlds, dict):
         raise ConfigError(f"{where}: [worlds] must be a table of worlds")
     for world, section in worlds.items():
+        if not 0 < len(world) <= MAX_ID_LEN:
+            raise ConfigError(
+                f"{where}: worlds.{_key(world)}: a world id is 1 to {MAX_ID_LEN} characters "
+                "(what hello accepts)"
+            )
+        world_key = _key(world)
         if not isinstance(section, dict):
-            raise ConfigError(f"{where}: worlds.{world} must be a table")
+            raise ConfigError(f"{where}: worlds.{world_key} must be a table")
         for key in section:
             if key not in _WORLD_KEYS:
                 raise ConfigError(
-                    f"{where}: unknown key worlds.{world}.{key} "
+                    f"{where}: unknown key worlds.{world_key}.{_key(key)} "
                     f"(known: {', '.join(sorted(_WORLD_KEYS))})"
                 )
         if "rules" in section:
             out.world_rules[world] = _rules_section(
-                section["rules"], f"worlds.{world}.rules", base, where
+                section["rules"], f"worlds.{world_key}.rules", base, where
             )
         for key, dest in (("writer_token", out.writer_tokens), ("reader_token", out.reader_tokens)):
             if key in section:
-                for secret in _tokens(section[key], f"worlds.{world}.{key}", where):
+                for secret in _tokens(section[key], f"worlds.{world_key}.{key}", where):
                     dest.append(f"{world}={secret}")
     return out

@@ -112,13 +112,13 @@ def story() -> list[dict[str, Any]]:
         intervene(5, "alice", "implant", "cellar:contents", "gold", "there is gold in the cellar"),
         # people
         observe(
-            5, ["alice"], "relation:alice:bob", "friend", "bob is a good friend", people=["bob"]
+            5, ["alice"], "relation:bob:alice", "friend", "bob is a good friend", people=["bob"]
         ),
         say(
             31,
             "carol",
             ["alice"],
-            "relation:alice:dave",
+            "relation:dave:alice",
             "rival",
             "dave resents me",
             people=["dave"],
@@ -153,7 +153,7 @@ def crowd(resident: str = "alice", *, subject_pad: str = "") -> list[dict[str, A
                           f"rumour {i} about the {place} is true", places=[place]))  # fmt: skip
     for i in range(10):
         other = f"villager{i}"
-        events.append(observe(45, [resident], f"relation:{resident}:{other}", "friendly",
+        events.append(observe(45, [resident], f"relation:{other}:{resident}", "friendly",
                               f"{other} is friendly to me", people=[other]))  # fmt: skip
     for i in range(12):
         root, place = f"doubt{i}:state", PLACES[i % 2]
@@ -191,8 +191,8 @@ def zh_story() -> list[dict[str, Any]]:
         observe(4, ["阿美"], "well:water", "clean", "井水是乾淨的"),
         intervene(4, "阿美", "implant", "ring:owner", "dave", "銀戒指是大衛的"),
         observe(5, ["阿美"], "ring:owner", "erin", "銀戒指是艾琳的"),
-        observe(5, ["阿美"], "relation:阿美:阿明", "friend", "阿明是我的好朋友", people=["阿明"]),
+        observe(5, ["阿美"], "relation:阿明:阿美", "friend", "阿明是我的好朋友", people=["阿明"]),
         say(
-            5, "小芳", ["阿美"], "relation:阿美:大衛", "rival", "大衛對我懷恨在心", people=["大衛"]
+            5, "小芳", ["阿美"], "relation:大衛:阿美", "rival", "大衛對我懷恨在心", people=["大衛"]
         ),
     ]

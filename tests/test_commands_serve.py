@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from wsclient import WsClient, guard, observe
 
 from sidecar.commands.serve import URL_PREFIX
@@ -70,3 +72,76 @@ async def test_misremember_flag_sets_the_rules_of_new_worlds(tmp_path: Path) -> 
         if proc.poll() is None:
             proc.kill()
             proc.wait(guard(10))
+
+
+def serve_refused(cwd: Path, *args: str) -> str:
+    """Run ``credence serve ARGS`` in ``cwd``; assert it exits 2 with one stderr line and leaves
+    no file behind (no database, lock or data directory); return that line."""
+    before = sorted(cwd.iterdir())
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "sidecar.cli", "serve", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=guard(60), env=env,
+    )  # fmt: skip
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("credence"), done.stderr
+    assert done.stdout == ""
+    assert sorted(cwd.iterdir()) == before, "a file was left behind"
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--port", "70000"], "--port must be an integer from 0 to 65535, not 70000"),
+        (["--port", "x"], "--port must be an integer from 0 to 65535, not 'x'"),
+        (["--max-frame", "0"], "--max-frame must be an integer from 1024 to 67108864, not 0"),
+        (["--misremember", "2"], "--misremember: misremember must be a number from 0 to 1"),
+        (["--misremember", "nan"], "--misremember: misremember must be a number from 0 to 1"),
+        (["--seed", "18446744073709551616"], "--seed: seed must be an integer from 0 to"),
+        (["--mutable-prefix", ""], "--mutable-prefix: mutable_prefixes must be a list"),
+        (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+        (["--port"], "argument --port: expected one argument"),
+    ],
+)
+def test_a_bad_flag_is_one_line_exit_2_and_no_file(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    """Every out-of-range or malformed number on the command line is one line, exit 2, and
+    nothing (no credence.db) is created."""
+    assert message in serve_refused(tmp_path, *args)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[limits]\nhello_timeout = nan\n", "limits.hello_timeout must be a number from 0.1"),
+        ("[limits]\nmax_frame = 0\n", "limits.max_frame must be an integer from 1024"),
+        ("port = 70000\n", "port must be an integer from 0 to 65535, not 70000"),
+        ("[rules]\nmisremember = 2\n", "rules: misremember must be a number from 0 to 1"),
+        ("[rules]\ndecay_step = 0\n", "rules: decay_step must be an integer from 1 to 100"),
+        ("[rules]\nreinforce_step = 1e300\n", "rules: reinforce_step must be an integer"),
+        ("[" + ".".join(["a"] * 5000) + "]\nx = 1\n", "nested deeper than 32"),
+        ("a = " + "[" * 5000 + "]" * 5000 + "\n", "nested deeper than 32"),
+    ],
+)
+def test_a_bad_config_value_is_one_line_exit_2_and_no_file(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    """A config value out of range (NaN timeouts, a frame limit of 0, a port past 65535, a
+    rule that would spin the writer) or a 5,000-deep table is one line, exit 2, no file."""
+    (tmp_path / "c.toml").write_text(text)
+    assert message in serve_refused(tmp_path, "--config", "c.toml")
+
+
+def test_a_port_in_use_is_one_line_exit_2_and_no_database(tmp_path: Path) -> None:
+    """A port another socket holds is one line (which port, why), exit 2, and neither the
+    database nor a data directory is created."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = str(held.getsockname()[1])
+        line = serve_refused(tmp_path, "--port", port, "--db", "new.db")
+        assert line == f"credence serve: cannot listen on 127.0.0.1:{port}: Address already in use"
+        serve_refused(tmp_path, "--port", port, "--data-dir", "worlds")

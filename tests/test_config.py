@@ -39,7 +39,7 @@ log_level = "debug"
 writer = ["w1"]
 reader = "r1"
 [limits]
-max_frame = 1000
+max_frame = 4096
 hello_timeout = 2
 [rules]
 decay_step = 5
@@ -57,7 +57,7 @@ firsthand_initial = 90
     assert config.db == tmp_path / "state" / "c.db"
     assert list(config.writer_tokens) == ["w1", "town=tw"]
     assert list(config.reader_tokens) == ["r1"]
-    assert config.max_frame == 1000 and config.hello_timeout == 2.0
+    assert config.max_frame == 4096 and config.hello_timeout == 2.0
     assert config.rules.decay_step == 5
     assert config.world_rules["town"].decay_period_days == 3
     assert config.world_rules["north"].firsthand_initial == 90
@@ -88,14 +88,29 @@ def test_defaults_without_a_config_file() -> None:
     ("text", "message"),
     [
         ("prot = 1\n", "unknown key 'prot'"),
-        ("port = 'x'\n", "port must be an integer"),
+        ("port = 'x'\n", "port must be an integer from 0 to 65535, not str 'x'"),
         ("port = 70000\n", "port must be an integer"),
         ('db = "a"\ndata_dir = "b"\n', "not both"),
         ("[limits]\nmax_frames = 3\n", "unknown limit 'max_frames'"),
-        ("[limits]\nmax_frame = -3\n", "limits.max_frame must be a positive number"),
+        ("[limits]\nmax_frame = -3\n", "limits.max_frame must be an integer from 1024 to"),
+        ("[limits]\nmax_frame = 0\n", "limits.max_frame must be an integer from 1024 to"),
+        ("[limits]\nhello_timeout = nan\n", "limits.hello_timeout must be a number from 0.1"),
+        ("[limits]\nshutdown_timeout = inf\n", "limits.shutdown_timeout must be a number"),
+        ("[limits]\nreaders = 0\n", "limits.readers must be an integer from 1 to 64"),
+        ("[limits]\nmax_inflight = true\n", "limits.max_inflight must be an integer"),
+        ("[worlds.'']\nrules = 'x'\n", "a world id is 1 to 200 characters"),
+        (f"[worlds.{'w' * 201}]\nrules = 'x'\n", "a world id is 1 to 200 characters"),
+        ("[worlds.'a\\nb'.rules]\nx = 1\n", "unknown rule 'x'"),
+        ("[rules]\ndecay_step = 0\n", "rules: decay_step must be an integer from 1 to 100, not 0"),
+        ("[rules]\nreinforce_step = 1e300\n", "reinforce_step must be an integer from 0 to 100"),
+        ("[rules]\nseed = 18446744073709551615\n", "seed must be an integer from 0 to"),
+        ("[rules]\ntrust_default = nan\n", "trust_default must be a number from 0 to 1"),
+        ("[rules]\nmisremember = 2\n", "misremember must be a number from 0 to 1, not 2"),
+        ("[" + ".".join(["a"] * 5000) + "]\nx = 1\n", "nested deeper than 32"),
+        ("a = " + "{b = " * 5000 + "1" + "}" * 5000 + "\n", "nested deeper than 32"),
         ("[limits]\nmax_frame = 2.5\n", "whole number"),
         ("[rules]\ndecay_stp = 3\n", "unknown rule 'decay_stp' (did you mean 'decay_step'?)"),
-        ("[rules]\ndecay_step = 'x'\n", "decay_step must be a number"),
+        ("[rules]\ndecay_step = 'x'\n", "decay_step must be an integer from 1 to 100, not str"),
         ("[rules]\nfile = 'missing.toml'\n", "no such file"),
         ("[worlds.town]\nrule = 'x'\n", "unknown key worlds.town.rule"),
         ("[worlds.town.rules]\nfirsthand_initial = 101\n", "worlds.town.rules: firsthand_initial"),
@@ -119,11 +134,18 @@ def test_bad_config_is_one_clear_line(tmp_path: Path, text: str, message: str) -
     [
         ({"hearsay_initial": 50}, "hearsay_initial is not a rule of its own"),
         ({"reinforce_step": 2.5}, "reinforce_step must be a whole number"),
-        ({"reinforce_step": True}, "reinforce_step must be a number"),
-        ({"doubt_step": -1}, "doubt_step must not be negative"),
-        ({"decay_period_days": 0}, "decay_period_days must be positive"),
-        ({"trust_default": 1.5}, "trust_default must lie in [0, 1]"),
-        ({"hearsay_min": 60, "hearsay_max": 50}, "hearsay_min must not exceed hearsay_max"),
+        ({"reinforce_step": True}, "reinforce_step must be an integer from 0 to 100, not bool"),
+        ({"reinforce_step": "8"}, "reinforce_step must be an integer from 0 to 100, not str '8'"),
+        ({"doubt_step": [20]}, "doubt_step must be an integer from 0 to 100, not list [20]"),
+        ({"doubt_step": -1}, "doubt_step must be an integer from 0 to 100, not -1"),
+        ({"decay_step": 0}, "decay_step must be an integer from 1 to 100, not 0"),
+        ({"decay_period_days": 0}, "decay_period_days must be a number from 0.001 to 1e12"),
+        ({"decay_period_days": float("inf")}, "decay_period_days must be a number from 0.001"),
+        ({"trust_default": 1.5}, "trust_default must be a number from 0 to 1, not 1.5"),
+        ({"trust_default": float("nan")}, "trust_default must be a number from 0 to 1, not nan"),
+        ({"seed": 2**64}, "seed must be an integer from 0 to 9007199254740991"),
+        ({"late_event_days": 1e13}, "late_event_days must be a number from 0 to 1e12"),
+        ({"hearsay_min": 60, "hearsay_max": 50}, "hearsay_min (60) must not exceed hearsay_max"),
         ({"mutable_prefixes": "location:"}, "mutable_prefixes must be a list"),
     ],
 )

@@ -17,18 +17,29 @@ documented non-fatal codes; a probe event on another world's connection is ackno
 parses, and names at most ``max_residents`` residents. At the end ``credence rebuild
 --check`` passes.
 
-The quick tier (default test command) sends about 600 frames; ``CREDENCE_FUZZ_FRAMES=10000``
-(set by ``.ci/run``) sends at least that many.
+Two more fuzzers run without a server: export files for ``import`` (a valid export mutated
+where its structure lives: header fields and rules, event records, lines, checksum, sizes),
+whose oracle is "imported whole, or one documented WorldsError line; never another exception,
+and now and then the real CLI: exit 0 or 2, one stderr line"; and the config/rules loader
+(arbitrary TOML values for every key of a config file, its rules file and the serve flags),
+whose oracle is "a ServerConfig or one ConfigError line; accepted rules store and read back".
+
+The quick tier (default test command) sends about 600 frames and 150 import files and 300
+configs; ``CREDENCE_FUZZ_FRAMES=10000`` (set by ``.ci/run``) sends at least 10,000 frames and
+1,000 files and 2,000 configs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import math
 import os
 import random
 import sqlite3
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -491,3 +502,267 @@ def test_fuzz_every_frame_type_and_field_over_a_real_socket(tmp_path: Path) -> N
     assert {"ack", "invalid_event", "invalid_frame", "contract_violation",
             "forked", "worlds"} <= set(fuzzer.codes)  # fmt: skip
     assert fuzzer.codes["ack"] * 20 >= fuzzer.frames, "too few events applied to fuzz the engine"
+
+
+# --------------------------------------------------------------------------- import files
+
+#: Examples of the import-file and config fuzzers: a quick tier by default, more in CI.
+FILE_EXAMPLES = max(150, FRAMES // 10)
+#: A valid story to export (every event kind the engine refuses nothing of).
+STORY = [
+    {"event_id": "e1", "day": 1, "kind": "observe", "witnesses": ["ann"],
+     "claim": {"root": "well", "value": "dry"}, "subject": "dry"},
+    {"event_id": "e2", "day": 2, "kind": "say", "speaker": "bo", "listeners": ["ann", "cai"],
+     "claim": {"root": "mill", "value": "shut"}, "subject": "shut"},
+    {"event_id": "e3", "day": 3, "kind": "trust", "resident": "ann", "source": "bo",
+     "value": 0.2},
+    {"event_id": "e4", "day": 4, "kind": "intervene", "resident": "cai", "op": "implant",
+     "claim": {"root": "door:open", "value": True}, "subject": "open"},
+    {"event_id": "e5", "day": 40, "kind": "tick"},
+]  # fmt: skip
+
+
+def export_records() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The header and event records of a valid export of STORY."""
+    from sidecar.engine import DEFAULT_RULES
+    from sidecar.store.worlds import export_lines
+
+    lines = list(export_lines("town", DEFAULT_RULES, [parse_event(e) for e in STORY]))
+    return orjson.loads(lines[0]), [orjson.loads(line) for line in lines[1:-1]]
+
+
+@st.composite
+def fuzzed_export(draw: st.DrawFn) -> bytes:
+    """An export file mutated where its structure lives: header fields (world, rules and each
+    rule, version, count), event records (any field, as the frame fuzzer mutates frames),
+    lines (dropped, repeated, swapped, cut, junk, an over-long one), the checksum (mostly
+    recomputed, so the checks past it are reached) and the final newline."""
+    rnd = draw(st.randoms(use_true_random=False))
+    header, events = export_records()
+    records: list[Any] = [header, *events]
+    for _ in range(rnd.choice([0, 1, 1, 2, 3])):
+        how = rnd.choice(["header", "header", "rule", "event", "event", "lines"])
+        if how in ("header", "rule"):
+            rules = header.get("rules")
+            target = rules if how == "rule" and isinstance(rules, dict) else header
+            key = rnd.choice([*target, "x", "world", "events"])
+            if rnd.random() < 0.2:
+                target.pop(key, None)
+            else:
+                old = target.get(key)
+                target[key] = swapped(old, rnd) if rnd.random() < 0.4 else draw(hostile)
+        elif how == "event" and len(records) > 1:
+            i = rnd.randrange(1, len(records))
+            where = paths(records[i])
+            if not where:  # (a junk line, or an empty record)
+                continue
+            path = rnd.choice(where)
+            new = swapped(at(records[i], path), rnd) if rnd.random() < 0.5 else draw(hostile)
+            records[i] = replaced(records[i], path, new, rnd.random() < 0.2)
+        elif how == "lines" and len(records) > 1:
+            i = rnd.randrange(1, len(records))
+            change = rnd.choice(["drop", "repeat", "swap", "junk"])
+            if change == "drop":
+                del records[i]
+            elif change == "repeat":
+                records.insert(i, records[i])
+            elif change == "swap":
+                j = rnd.randrange(1, len(records))
+                records[i], records[j] = records[j], records[i]
+            else:
+                records[i] = rnd.choice([b"{", b"", b"[1, 2]", b"null", b"\xff\xfe", b"{}"])
+    body = b"".join(
+        (r if isinstance(r, bytes) else orjson.dumps(r, option=orjson.OPT_NON_STR_KEYS)) + b"\n"
+        for r in records
+    )
+    if rnd.random() < 0.05:
+        body += b'{"x": "' + b"y" * (5 * 2**20) + b'"}\n'  # past the line bound
+    checksum = hashlib.sha256(body).hexdigest()
+    ending = rnd.choice(["good"] * 8 + ["bad", "none", "cut"])
+    if ending == "bad":
+        checksum = checksum[::-1]
+    footer = b"" if ending == "none" else orjson.dumps({"sha256": checksum}) + b"\n"
+    data = body + footer
+    if ending == "cut":
+        data = data[: rnd.randrange(len(data))]
+    return data
+
+
+def test_fuzz_import_files(tmp_path: Path) -> None:
+    """Structure-aware fuzzing of export files: each one imports whole or is refused with one
+    documented line (a WorldsError), never another exception; the writer refuses an event
+    only with a documented code (never internal_error); now and then the real CLI runs the
+    same file: exit 0, or exit 2 and one stderr line, never a traceback."""
+    from sidecar.store import SingleFile, WorldsError
+    from sidecar.store.worlds import read_export
+
+    store = SingleFile(tmp_path / "import.db")
+    outcomes: dict[str, int] = {}
+    worlds = itertools.count()
+
+    @settings(max_examples=FILE_EXAMPLES, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(fuzzed_export())
+    def one(data: bytes) -> None:
+        path = tmp_path / "x.credence"
+        path.write_bytes(data)
+        n = next(worlds)
+        try:
+            _, rules, events = read_export(path)
+            info = store.import_events(f"i{n}", rules, events)
+        except WorldsError as exc:
+            message = str(exc)
+            assert "\n" not in message and "internal error" not in message, message
+            assert message.startswith(str(path)) or "refused on replay" in message, message
+            reason = message.removeprefix(f"{path}: ").split()
+            outcomes[" ".join(reason[:3])] = outcomes.get(" ".join(reason[:3]), 0) + 1
+        else:
+            assert info.events == len(events)
+            outcomes["imported"] = outcomes.get("imported", 0) + 1
+        if n % 25 == 0:
+            done = cli("import", str(path), "--db", str(tmp_path / "cli.db"), "--world", f"c{n}")
+            assert done.returncode in (0, 2), done.stderr
+            assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) <= 1
+
+    try:
+        one()
+    finally:
+        store.close()
+    print(f"\nimport fuzz: {FILE_EXAMPLES} files, outcomes {dict(sorted(outcomes.items()))}")
+    assert outcomes.get("imported", 0) > 0 and len(outcomes) > 5
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sidecar.cli", *args], capture_output=True, text=True,
+        timeout=guard(60), cwd=Path(__file__).resolve().parents[1],
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- config and rules
+
+toml_scalar = st.one_of(
+    st.integers(-(2**64), 2**64), st.floats(), st.booleans(),
+    st.text(st.characters(exclude_categories=("Cs",)), max_size=12),
+    st.sampled_from([0, 1, -1, 65535, 65536, 1024, 1023, 2**53, 2**63 - 1, 0.05, 1e300, 1e-300,
+                     "8", "", "x" * 300, "FULL", "NORMAL", "rules.toml", "a=b"]),
+)  # fmt: skip
+toml_value = st.recursive(
+    toml_scalar,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["a", "file", "x"]), inner)
+    ),
+    max_leaves=6,
+)
+
+
+def toml_text(value: Any) -> str:
+    """``value`` as a TOML inline value (strings escaped as JSON, which TOML reads, but DEL)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else repr(value)
+    if isinstance(value, str):
+        return orjson.dumps(value).decode().replace("\x7f", "\\u007f")
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_text(v) for v in value) + "]"
+    return "{" + ", ".join(f"{toml_text(k)} = {toml_text(v)}" for k, v in value.items()) + "}"
+
+
+def _rule_names() -> list[str]:
+    import dataclasses
+
+    from sidecar.engine import Rules
+
+    return [f.name for f in dataclasses.fields(Rules)]
+
+
+#: A valid value per key (1 where none is listed: valid for most rules and some limits).
+VALID: dict[str, Any] = {
+    "host": "127.0.0.1", "port": 0, "db": "x.db", "data_dir": "worlds", "synchronous": "NORMAL",
+    "log_level": "INFO", "capture": "c.capture", "metrics": True, "pipeline": False,
+    "max_frame": 4096, "outbox_limit": 70000, "hello_timeout": 2.5, "shutdown_timeout": 1,
+    "readers": 2, "decay_step": 3, "misremember": 0.5, "seed": 7, "rules": "rules.toml",
+    "trust_default": 0.5, "mutable_prefixes": ["location:"], "late_event_days": 1e12,
+    "decay_period_days": 2.5, "writer_token": "s3cret", "reader_token": ["look"],
+    "hearsay_min": 10, "hearsay_max": 90,
+}  # fmt: skip
+TOP_KEYS = ["host", "port", "db", "data_dir", "synchronous", "log_level", "capture", "metrics",
+            "pipeline", "prot"]  # fmt: skip
+LIMIT_KEYS = ["max_frame", "outbox_limit", "max_inflight", "hello_timeout", "shutdown_timeout",
+              "readers", "max_frames"]  # fmt: skip
+FLAGS = ["--port", "--max-frame", "--misremember", "--seed", "--mutable-prefix", "--log-level",
+         "--host"]  # fmt: skip
+
+
+@st.composite
+def fuzzed_config(draw: st.DrawFn) -> tuple[str, str, list[str]]:
+    """A config file (keys from every section, each given an arbitrary TOML value, now and
+    then a valid one), a rules file it may name, and ``credence serve`` flags with any text."""
+    rnd = draw(st.randoms(use_true_random=False))
+    rules = _rule_names()
+
+    def value(key: str) -> Any:
+        if rnd.random() < 0.6:  # mostly a valid value, so what passes meets the later checks
+            return VALID.get(key, 1)
+        return draw(toml_value)
+
+    lines = [f"{k} = {toml_text(value(k))}" for k in rnd.sample(TOP_KEYS, rnd.randrange(3))]
+    for section, keys in (("limits", LIMIT_KEYS), ("rules", [*rules, "file", "decay_stp"])):
+        if rnd.random() < 0.6:
+            lines.append(f"[{section}]")
+            lines += [f"{k} = {toml_text(value(k))}" for k in rnd.sample(keys, rnd.randrange(4))]
+    if rnd.random() < 0.3:
+        world = rnd.choice(["town", "''", '"a\\nb"', "w" * 201])
+        lines.append(f"[worlds.{world}]")
+        lines += [f"{k} = {toml_text(value(k))}" for k in
+                  rnd.sample(["rules", "writer_token", "reader_token", "x"], rnd.randrange(3))]  # fmt: skip
+    if rnd.random() < 0.05:
+        lines.append("deep = " + "[" * 200 + "]" * 200)
+    text = "\n".join(lines) + "\n"
+    rules_file = "\n".join(
+        f"{k} = {toml_text(value(k))}" for k in rnd.sample(rules, rnd.randrange(4))
+    )
+    flags: list[str] = []
+    for flag in rnd.sample(FLAGS, rnd.randrange(3)):
+        flags.append(f"{flag}={draw(toml_scalar)}")  # (=: a value may start with "-")
+    return text, rules_file + "\n", flags
+
+
+def test_fuzz_config_and_rules_loader(tmp_path: Path) -> None:
+    """Arbitrary TOML values for every key of a config file, its rules file and the serve
+    flags: the loader answers a ServerConfig or one ConfigError line, nothing else; and rules
+    it accepts store and read back unchanged (a world made with them opens again)."""
+    from sidecar.cli import build_parser
+    from sidecar.commands.serve import server_config
+    from sidecar.config import ConfigError
+    from sidecar.engine import rules_from_stored, rules_to_stored
+
+    outcomes = {"accepted": 0, "refused": 0}
+
+    parser = build_parser()
+
+    @settings(max_examples=FILE_EXAMPLES * 2, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(fuzzed_config())
+    def one(case: tuple[str, str, list[str]]) -> None:
+        text, rules_text, flags = case
+        (tmp_path / "c.toml").write_text(text, encoding="utf-8")
+        (tmp_path / "rules.toml").write_text(rules_text, encoding="utf-8")
+        args = parser.parse_args(["serve", "--config", str(tmp_path / "c.toml"), *flags])
+        try:
+            config, _ = server_config(args)
+        except ConfigError as exc:
+            assert "\n" not in str(exc) and len(str(exc)) < 500, str(exc)
+            outcomes["refused"] += 1
+            return
+        outcomes["accepted"] += 1
+        for rules in (config.rules, *config.world_rules.values()):
+            stored = orjson.loads(orjson.dumps(rules_to_stored(rules)))
+            assert rules_from_stored(stored) == rules
+
+    one()
+    print(f"\nconfig fuzz: {outcomes}")
+    assert outcomes["accepted"] > 0 and outcomes["refused"] > 0

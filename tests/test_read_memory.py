@@ -14,6 +14,7 @@ from read_world import WORLD, build, observe, open_reader, say
 from wsclient import rebuild_check
 
 from sidecar.read import Focus, project
+from sidecar.read.packing import BULK_SAMPLE
 from sidecar.store import BeliefFilter, Reader
 
 _n = iter(range(1, 1_000_000))
@@ -60,7 +61,11 @@ def test_bulk_facts_collapse_and_hearsay_survives_a_2000_budget(town: Reader) ->
         assert len(n.text) <= 2000
         assert bulk in n.text
         assert n.text.count("oak stands") == 1
-        assert len(_section(n, "sure")) >= 120  # the bulk line stands for every tree
+        sure = _section(n, "sure")  # the bulk line lists a sample and counts every tree
+        bulk_entries = [e for e in sure if e["merged"] == "tree"]
+        assert len(bulk_entries) == BULK_SAMPLE
+        assert {e["members"] for e in bulk_entries} == {120}
+        assert next(s for s in n.sections if s["name"] == "sure")["omitted"] == 0
         told = {e["root"] for e in _section(n, "told")}
         assert told == {"water:well", "festival:day", "mill:owner"}
 

@@ -148,9 +148,10 @@ async def test_every_error_code_is_reachable_over_the_wire(tmp_path: Path) -> No
                      **observe([f"w{i}" for i in range(257)], "r", 1)}  # fmt: skip
             saw(await expect_error_then_ack(c, crowd, "too_many_residents"))
             saw(await c.request({"type": "beliefs", "resident": "nobody"}))
-            people = [f"{i:04d}" + "p" * 196 for i in range(320)]
-            await c.event("observe", **observe(["mira"], "crowd", "big", people=people))
-            saw(await c.request({"type": "beliefs", "resident": "mira"}))
+            terms = [f"{i:03d}" + "t" * 197 for i in range(100)]  # an 80 KB focus, echoed
+            focus = {"people": terms, "places": terms, "roots": terms, "topics": terms}
+            await c.event("observe", **observe(["mira"], "crowd", "big"))
+            saw(await c.request({"type": "narrative", "resident": "mira", "focus": focus}))
         async with WsClient(sc.url, token="ro") as r:
             saw(await r.event("tick", day=2))
         async with WsClient(sc.url, token="wrong") as bad:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from wsclient import WsClient, db_rows, observe, running, say
 
-from protocol import MAX_OUTBOUND
+from protocol import MAX_OUTBOUND, TAGS_SHOWN
 from sidecar.server import Sidecar
 
 
@@ -225,23 +225,34 @@ async def test_long_beliefs_reply_is_paged_under_60_kib(sc: Sidecar) -> None:
         ]
 
 
-async def test_reply_that_cannot_fit_is_too_large_and_connection_survives(sc: Sidecar) -> None:
-    """A belief too big for a frame makes beliefs/explain answer too_large; later requests work."""
+async def test_a_belief_about_many_people_still_answers_bounded(sc: Sidecar) -> None:
+    """A belief naming 320 long ids (64 KB) lists the first few in beliefs and explain, with
+    their count: one large belief no longer makes its resident's replies too_large."""
     async with WsClient(sc.url) as c:
         people = [f"{i:04d}" + "p" * 196 for i in range(320)]  # ~64 KB of people on one belief
         ack = await c.event("observe", **observe(["mira"], "crowd", "large", people=people))
         assert ack["type"] == "ack"
-        for query in (
-            {"type": "beliefs", "resident": "mira"},
-            {"type": "explain", "resident": "mira", "root": "crowd"},
-        ):
-            reply = await c.request(query)
-            assert (reply["type"], reply["code"]) == ("error", "too_large"), query
-            assert reply["rid"] == query["rid"]
-        follow = await c.event("observe", **observe(["kai"], "well", "clean"))
-        assert follow["type"] == "ack"
-        reply = await c.request({"type": "beliefs", "resident": "kai"})
-        assert reply["type"] == "beliefs" and len(reply["beliefs"]) == 1
+        [listing] = await c.request_all({"type": "beliefs", "resident": "mira"})
+        [explained] = await c.request_all({"type": "explain", "resident": "mira", "root": "crowd"})
+        for summary in (listing["beliefs"][0], explained["belief"]):
+            assert summary["people"] == people[:TAGS_SHOWN]
+            assert summary["people_count"] == 320
+
+
+async def test_reply_that_cannot_fit_is_too_large_and_connection_survives(sc: Sidecar) -> None:
+    """A narrative whose echoed focus (the client's own 80 KB of terms) cannot fit in a frame
+    is too_large; the connection then answers the same query with a small focus."""
+    async with WsClient(sc.url) as c:
+        await well_story(c)
+        terms = [f"{i:03d}" + "t" * 197 for i in range(100)]
+        focus = {"people": terms, "places": terms, "roots": terms, "topics": terms}
+        reply = await c.request({"type": "narrative", "resident": "mira", "focus": focus})
+        assert (reply["type"], reply["code"]) == ("error", "too_large")
+        assert reply["rid"] is not None
+        fine = await c.request_all(
+            {"type": "narrative", "resident": "mira", "focus": {"people": ["bo"]}}
+        )
+        assert fine[-1]["type"] == "narrative" and fine[-1]["more"] is False
 
 
 async def test_query_reads_the_connections_own_earlier_writes(sc: Sidecar) -> None:

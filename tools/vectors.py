@@ -1403,6 +1403,27 @@ def _queries(v: _Vectors) -> None:
         out[0],
     )
     out = s(
+        "client.explain.limit",
+        "Only the latest piece of evidence and the latest change of that belief.",
+        {"type": "explain", "resident": "mira", "root": "water:well", "limit": 1, "rid": 46},
+    )
+    v.server(
+        "server.explanation.limit",
+        "The latest evidence and change; evidence_total and history_total count every one.",
+        out[0],
+    )
+    s(
+        "client.beliefs.limit",
+        "At most two beliefs, after a root: one page of a long listing.",
+        _beliefs(47, after="a", limit=2),
+    )
+    s(
+        "invalid.beliefs_limit_zero",
+        "limit must be between 1 and 10000.",
+        {"type": "beliefs", "resident": "mira", "limit": 0, "rid": 48},
+        error=ErrorCode.INVALID_FRAME,
+    )
+    out = s(
         "client.distribution",
         "Who believes what about the festival day.",
         {"type": "distribution", "root": "festival:day", "rid": 34},

@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from ..read.queries import NotFound, world_exists
 from ..store import Reader, StoreError
+from . import fail
 
 __all__ = ["add_common", "emit", "with_reader"]
 
@@ -26,11 +27,6 @@ def add_common(p: argparse.ArgumentParser) -> None:
     """The ``--db`` and ``--world`` flags every read command takes."""
     p.add_argument("--db", default="./credence.db", help="database file (default ./credence.db)")
     p.add_argument("--world", required=True, help="world id")
-
-
-def fail(prog: str, message: str) -> int:
-    print(f"credence {prog}: {message}", file=sys.stderr)
-    return 2
 
 
 def with_reader(
@@ -64,7 +60,11 @@ def emit(text: str, out: str | None = None) -> None:
     if not text.endswith("\n"):
         text += "\n"
     if out:
-        Path(out).write_text(text, encoding="utf-8")
+        try:
+            Path(out).write_text(text, encoding="utf-8")
+        except OSError as exc:  # (one line and exit 2, as every other bad input)
+            print(f"credence: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+            raise SystemExit(2) from None
         return
     stream = sys.stdout
     reconfigure = getattr(stream, "reconfigure", None)

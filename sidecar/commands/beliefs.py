@@ -7,8 +7,10 @@ import json
 
 from protocol import belief_summary
 
+from ..engine import Bound
 from ..read.queries import NotFound
 from ..store import BeliefFilter, Reader
+from . import number
 from ._reading import add_common, emit, with_reader
 
 _STATES = ("influencing", "past", "doubtful", "anomalous", "corrected")
@@ -23,15 +25,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--state", action="append", default=[], choices=_STATES, help="(repeatable)")
     p.add_argument("--person", action="append", default=[], help="person involved (repeatable)")
     p.add_argument("--place", action="append", default=[], help="place (repeatable)")
-    p.add_argument("--min-confidence", type=int, help="at least this confidence (0-100)")
+    p.add_argument(
+        "--min-confidence", type=number(Bound(int, 0, 100)),
+        help="at least this confidence (0-100)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the wire form (one JSON list)")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.min_confidence is not None and not 0 <= args.min_confidence <= 100:
-        print("credence beliefs: --min-confidence must lie between 0 and 100")
-        return 2
     where = BeliefFilter(
         root=args.root, prefixes=tuple(args.prefix), states=tuple(args.state),
         people=tuple(args.person), places=tuple(args.place), min_confidence=args.min_confidence,

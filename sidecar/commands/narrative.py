@@ -5,9 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..engine import Bound
 from ..read.narrative import MIN_BUDGET, Focus, project
 from ..read.wording import LANGUAGES
+from . import number
 from ._reading import add_common, emit, with_reader
+
+#: The budgets a ``narrative`` frame accepts (SPEC §10.4), the same on the command line.
+MAX_BUDGET = 50_000
+BUDGET = Bound(int, MIN_BUDGET, MAX_BUDGET)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -17,7 +23,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_common(p)
     p.add_argument("--resident", required=True, help="resident id")
     p.add_argument(
-        "--budget", type=int, default=2000, help=f"characters, at least {MIN_BUDGET} (default 2000)"
+        "--budget",
+        type=number(BUDGET),
+        default=2000,
+        help=f"characters, {MIN_BUDGET} to {MAX_BUDGET} as over the wire (default 2000)",
     )
     p.add_argument("--lang", choices=sorted(LANGUAGES), default="en", help="language (default en)")
     p.add_argument("--json", action="store_true", help="print the wire form instead of the text")

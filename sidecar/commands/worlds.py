@@ -8,12 +8,14 @@ same files; ``delete`` is not (use the ``delete`` frame then), and asks for ``--
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
+
+from ..engine import MAX_SAFE_INTEGER, Bound
+from . import fail, number
 
 if TYPE_CHECKING:
     from ..store import DataDir, SingleFile
@@ -46,7 +48,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     _where(p)
     p.add_argument("--world", required=True, help="the world to copy")
     p.add_argument("--into", required=True, help="the new world's id")
-    p.add_argument("--at", type=int, help="keep events with seq <= AT (default: all of them)")
+    p.add_argument(
+        "--at", type=number(Bound(int, 0, MAX_SAFE_INTEGER)),
+        help="keep events with seq <= AT (default: all of them)",
+    )  # fmt: skip
     p.set_defaults(run=run_fork)
 
     p = sub.add_parser("export", help=_HELP["export"])
@@ -75,8 +80,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _fail(command: str, message: str) -> int:
-    print(f"credence {command}: {message}", file=sys.stderr)
-    return 2
+    return fail(command, message)
 
 
 def _open(args: argparse.Namespace, *, create: bool = False) -> SingleFile | DataDir:
@@ -131,6 +135,13 @@ def run_worlds(args: argparse.Namespace) -> int:
 
 
 def run_fork(args: argparse.Namespace) -> int:
+    from ..store import WorldsError, check_world_id
+
+    try:
+        check_world_id(args.into, "--into")
+    except WorldsError as exc:
+        return _fail("fork", str(exc))
+
     def body(store: SingleFile | DataDir) -> int:
         i = store.fork(args.world, args.into, args.at)
         print(f"forked {args.world!r} into {i.world!r}: {i.events} events replayed, day {i.day:g}")
@@ -151,10 +162,19 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from ..store import import_world
+    from ..store import WorldsError, check_world_id
+    from ..store.worlds import read_export
+
+    # The id and the whole file are checked before any database is opened (or created).
+    try:
+        if args.world is not None:
+            check_world_id(args.world, "--world")
+        original, rules, events = read_export(args.file)
+    except WorldsError as exc:
+        return _fail("import", str(exc))
 
     def body(store: SingleFile | DataDir) -> int:
-        i = import_world(store, args.file, args.world)
+        i = store.import_events(args.world or original, rules, events)
         print(f"imported {i.world!r}: {i.events} events replayed, {i.beliefs} beliefs")
         return 0
 

@@ -47,19 +47,25 @@ from .revise import age, revise
 from .roots import RootDecl, RootSchema, SchemaViolation, parse_schema
 from .rules import (
     DEFAULT_RULES,
+    MAX_SAFE_INTEGER,
     RULES_VERSION,
     TRANSITIONS,
+    Bound,
+    Prefixes,
     Rules,
     RulesError,
     check_transition,
+    rule_check,
     rules_from_mapping,
     rules_from_stored,
     rules_to_stored,
+    rules_with,
 )
 from .world import BeliefReader, MemoryWorld, Outcome, believes_root, derive_evidence, ingest
 
 __all__ = [
     "DEFAULT_RULES",
+    "MAX_SAFE_INTEGER",
     "REASONS",
     "RULES_VERSION",
     "TRANSITIONS",
@@ -69,6 +75,7 @@ __all__ = [
     "BaseEvent",
     "Belief",
     "BeliefReader",
+    "Bound",
     "Change",
     "ChangeKind",
     "Claim",
@@ -87,6 +94,7 @@ __all__ = [
     "Observe",
     "Op",
     "Outcome",
+    "Prefixes",
     "Propose",
     "Register",
     "Relation",
@@ -114,8 +122,10 @@ __all__ = [
     "parse_event",
     "parse_schema",
     "revise",
+    "rule_check",
     "rules_from_mapping",
     "rules_from_stored",
     "rules_to_stored",
+    "rules_with",
     "same_value",
 ]

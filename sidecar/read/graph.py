@@ -34,7 +34,7 @@ from typing import Any
 
 from ..engine import Belief, same_value
 from ..store import Reader
-from .items import clip_text
+from .phrasing import clip_text
 from .queries import NotFound, corrections, evidence_rows, resident_known
 
 __all__ = ["EDGE_TYPES", "NODE_TYPES", "claim_id", "graph", "to_dot"]

@@ -1,10 +1,10 @@
-"""Sorting a resident's beliefs into narrative sections, and phrasing each one.
+"""Stage 2 of the narrative: classify what was recalled into section items.
 
-An :class:`Item` is one belief with everything its sentence needs (its correction, the
-evidence that contradicts it). :func:`full_line` is the sentence used when there is room;
-:func:`compact_line` is the short form used in merged lines and under tight budgets. Both
-take ``clip``, the most characters of any one subject to keep, so a budget can shorten
-contested beliefs instead of dropping them.
+An :class:`Item` is one memory placed in a section, with the records its sentence will draw
+on: a belief with its correction or the evidence that contradicts it, an act episode
+(:class:`Acts`: per actor and action, how often done and how it last failed) or a trust
+line (:class:`Trust`). :func:`classify` takes only :func:`.recall.recall`'s output; no
+wording happens here (that is :mod:`.phrasing`), no ranking (:mod:`.ranking`).
 """
 
 from __future__ import annotations
@@ -12,22 +12,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine import Belief, SourceKind, State, Value, same_value
+from ..engine import Belief, SourceKind, State, same_value
 from .queries import Contradiction, Correction
-from .wording import Words
+from .recall import ActEpisode, Recall, TrustRecord
 
 __all__ = [
-    "KIND_CLIP",
     "RELATION_PREFIX",
     "SOCIAL_SECTIONS",
     "SURE_AT",
     "THINK_AT",
+    "TRUST_HIGH",
+    "TRUST_LOW",
+    "Acts",
     "Item",
+    "Trust",
     "classify",
-    "clip_text",
-    "compact_line",
-    "entry",
-    "full_line",
+    "classify_belief",
     "tier_of",
 ]
 
@@ -36,8 +36,12 @@ SURE_AT = 85
 THINK_AT = 65
 #: Roots of beliefs about people ("how I see the people around me").
 RELATION_PREFIX = "relation:"
-#: Longest a root's declared display text (root schema) is kept where it names a claim.
-KIND_CLIP = 60
+#: Trust bands of the people section: trust at least 0.7 is high, below 0.45 low.
+TRUST_HIGH = 0.7
+TRUST_LOW = 0.45
+#: Roots the narrative phrases from elsewhere: acts as episodes, and "what I think Bo
+#: believes", which repeats what the told/corrected lines already say.
+_NOT_PHRASED = ("believes:", "action:")
 
 #: Priority tiers, kept lowest first (see :mod:`.ranking`): contested 0, corrected 1, then
 #: told/people/acts about the focus 2, sure/believed about the focus 3, told/people/acts 4,
@@ -47,12 +51,40 @@ SOCIAL_SECTIONS = frozenset({"told", "people", "acts"})
 
 
 @dataclass(frozen=True, slots=True)
-class Item:
-    """One belief placed in a section, with the records its sentence draws on.
+class Acts:
+    """The episodes of one actor and action the resident did or saw done, oldest first."""
 
-    ``score`` and ``why`` come from :func:`.ranking.rank`; ``prepared`` holds the full and
-    compact lines of an item that is not phrased from a belief (an act episode, a trust
-    line), and ``extra`` its own fields for the wire.
+    actor: str
+    action: str
+    episodes: tuple[ActEpisode, ...]
+
+    @property
+    def done(self) -> tuple[ActEpisode, ...]:
+        return tuple(a for a in self.episodes if a.status == "completed")
+
+    @property
+    def failed(self) -> tuple[ActEpisode, ...]:
+        return tuple(a for a in self.episodes if a.status != "completed")
+
+
+@dataclass(frozen=True, slots=True)
+class Trust:
+    """A trust line: the general trust in a source (or, with none, the first topic's), its
+    band, and the record it comes from."""
+
+    value: float
+    band: str  # "high", "mid" or "low"
+    topics: tuple[str, ...]  # the topics trusted, when no general trust is set
+    record: TrustRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One memory placed in a section, with the records its sentence draws on.
+
+    ``score`` and ``why`` come from :func:`.ranking.rank`; ``acts`` or ``trust`` is set for
+    an item not phrased from its belief (an act episode, a trust line, whose ``belief``
+    stands in for ranking), and ``extra`` holds an item's own fields for the wire.
     """
 
     belief: Belief
@@ -65,8 +97,14 @@ class Item:
     score: float = 0.0
     why: dict[str, Any] | None = None
     relevant: bool = False
-    prepared: tuple[str, str] | None = None
+    acts: Acts | None = None
+    trust: Trust | None = None
     extra: dict[str, Any] | None = None
+
+    @property
+    def from_belief(self) -> bool:
+        """Whether the line is phrased from the belief (not an act or trust line)."""
+        return self.acts is None and self.trust is None
 
     @property
     def key(self) -> tuple[int, float, float, str]:
@@ -88,32 +126,6 @@ def tier_of(section: str, relevant: bool) -> int:
     if relevant:
         return 2 if social else 3
     return 4 if social else 5
-
-
-def _value_text(value: Value | None) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "" if value is None else str(value)
-
-
-def clip_text(text: str, clip: int | None) -> str:
-    """``text`` cut to ``clip`` characters, an ellipsis marking the cut."""
-    if clip is None or len(text) <= clip:
-        return text
-    return text[: max(1, clip - 1)].rstrip() + "…"
-
-
-def _clean(subject: str | None, root: str, value: Value | None, words: Words) -> str:
-    """One line of text, without the sentence's own full stop (the template adds one).
-
-    Without a subject, the root is named by the schema's display text when one is declared.
-    """
-    text = " ".join((subject or "").split()).rstrip(".。")
-    if text:
-        return text
-    kind = words.kind(root)
-    named = root if kind is None else clip_text(" ".join(kind.split()), KIND_CLIP)
-    return f"{named}: {_value_text(value)}"
 
 
 def _group(belief: Belief, section: str) -> str | None:
@@ -160,7 +172,7 @@ def _section(belief: Belief) -> str:
     return "sure" if _band(belief, "sure") == "sure" else "believe"
 
 
-def classify(
+def classify_belief(
     belief: Belief, correction: Correction | None = None, counter: Contradiction | None = None
 ) -> Item:
     """Place one belief. A contradiction that agrees with the current value is not one."""
@@ -183,153 +195,87 @@ def classify(
     )
 
 
-def _who(item: Item, words: Words) -> str:
-    b = item.belief
-    names = list(b.heard_from) or ([b.source_resident_id] if b.source_resident_id else [])
-    return words.who(names)
-
-
-def _influencing(item: Item, words: Words, s: str) -> str:
-    template = {
-        "sure": words.sure,
-        "think": words.think,
-        "unsure": words.unsure,
-        "implanted": words.implanted,
-        "heard": words.told,
-    }[item.band]
-    return template.format(s=s, who=_who(item, words))
-
-
-def _contested(item: Item, words: Words, s: str, clip: int | None) -> str:
-    b, counter = item.belief, item.counter
-    c = (
-        ""
-        if counter is None
-        else clip_text(
-            words.first_person(_clean(counter.subject, b.root, counter.value, words)), clip
-        )
+def _act_item(resident: str, belief: Belief, acts: tuple[ActEpisode, ...]) -> Item:
+    first = acts[0]
+    counts: dict[str, int] = {}
+    for a in acts:
+        counts[a.status] = counts.get(a.status, 0) + 1
+    return Item(
+        belief=belief,
+        section="acts",
+        band="act",
+        tier=tier_of("acts", False),
+        group=None,
+        acts=Acts(first.actor, first.action, acts),
+        extra={
+            "actor": first.actor,
+            "action": first.action,
+            "episodes": counts,
+            "last_day": acts[-1].day,
+            "_people": (first.actor,),
+        },
     )
-    seen = counter is not None and counter.source_kind == SourceKind.FIRSTHAND
-    c_who = words.who([counter.source]) if counter is not None and counter.source else ""
-    if item.section == "anomalies":
-        if counter is None:
-            return words.anomaly.format(s=s)
-        template = words.anomaly_seen if seen else words.anomaly_told
-        return template.format(s=s, c=c, who=c_who)
-    if b.source_kind is SourceKind.HEARSAY:
-        head = words.doubt_told.format(s=s, who=_who(item, words))
-    elif b.source_kind is SourceKind.IMPLANTED:
-        head = words.doubt_implanted.format(s=s)
-    else:
-        head = words.doubt.format(s=s)
-    if counter is None:
-        return head + words.stop
-    tail = words.otherwise_seen if seen else words.otherwise_told
-    return head + tail.format(c=c, who=c_who)
 
 
-def _before(item: Item, words: Words, clip: int | None) -> str | None:
-    corr = item.correction
-    if corr is None or (corr.subject_before is None and corr.value_before is None):
-        return None
-    text = _clean(corr.subject_before, item.belief.root, corr.value_before, words)
-    return clip_text(words.first_person(text), clip)
+def _trust_item(resident: str, record: TrustRecord) -> Item:
+    rows = record.rows
+    general = next((r for r in rows if r["topic"] is None), None)
+    value = float((general or rows[0])["value"])
+    band = "high" if value >= TRUST_HIGH else "low" if value < TRUST_LOW else "mid"
+    topics = () if general is not None else tuple(r["topic"] for r in rows)
+    history, reason = record.history, record.reason
+    first = history[0].day if history else 0.0
+    last = history[-1].day if history else 0.0
+    belief = Belief(
+        resident=resident,
+        root=f"trust:{record.source}",
+        value=round(value * 100),
+        subject=(reason or {}).get("told") or "",
+        confidence=round(value * 100),
+        state=State.INFLUENCING,
+        source_kind=SourceKind.FIRSTHAND,
+        source_resident_id=None,
+        formed_day=first,
+        updated_day=last,
+        last_evidence_day=last,
+        people=(record.source,),
+    )
+    return Item(
+        belief=belief,
+        section="people",
+        band="trust",
+        tier=tier_of("people", False),
+        group=None,
+        trust=Trust(value, band, topics, record),
+        extra={
+            "person": record.source,
+            "trust": value,
+            "topic_trust": {r["topic"]: r["value"] for r in rows if r["topic"]},
+            "reason": reason,
+            "_people": (record.source,),
+        },
+    )
 
 
-def _prior_told(item: Item, words: Words) -> str | None:
-    corr = item.correction
-    if corr is None or corr.prior_source_kind != SourceKind.HEARSAY or not corr.prior_source:
-        return None
-    return words.who([corr.prior_source])
-
-
-def full_line(item: Item, words: Words, clip: int | None = None) -> str:
-    """The sentence for one belief, its subject (and quoted ones) cut to ``clip``."""
-    if item.prepared is not None:
-        return item.prepared[0]
-    b = item.belief
-    s = clip_text(words.first_person(_clean(b.subject, b.root, b.value, words)), clip)
-    if item.section in ("doubts", "anomalies"):
-        return _contested(item, words, s, clip)
-    if item.section == "corrections":
-        x = _before(item, words, clip)
-        if x is None:
-            return words.corrected_unknown.format(s=s)
-        who = _prior_told(item, words)
-        did = words.own(s)  # "until I drew a bucket", not "until I saw I drew a bucket"
-        if who:
-            return (words.corrected_told_did if did else words.corrected_told).format(
-                x=x, y=s, who=who
-            )
-        return (words.corrected_did if did else words.corrected).format(x=x, y=s)
-    if item.section == "faded":
-        told = b.source_kind is SourceKind.HEARSAY
-        return (words.faded_told if told else words.faded).format(s=s)
-    return _influencing(item, words, s)
-
-
-def compact_line(item: Item, words: Words, clip: int | None = None) -> str:
-    """The short form: the section heading (or merge line) carries the rest of the meaning.
-
-    Hearsay keeps its source in every form, so even the shortest line never reads as seen.
-    """
-    if item.prepared is not None:
-        return item.prepared[1]
-    b = item.belief
-    s = clip_text(words.first_person(_clean(b.subject, b.root, b.value, words)), clip)
-    section, band = item.section, item.band
-    told = b.source_kind is SourceKind.HEARSAY
-    if section == "corrections":
-        x = _before(item, words, clip)
-        return s if x is None else words.c_corrected.format(x=x, y=s)
-    if section == "faded":
-        return (words.c_faded_told if told else words.c_faded).format(s=s)
-    if told:
-        plain = section in ("told", "doubts", "anomalies")  # the heading already says so
-        template = words.c_told if plain else words.c_told_unconfirmed
-        return template.format(s=s, who=_who(item, words))
-    if section in ("doubts", "anomalies"):
-        return s
-    return {
-        "sure": "{s}",
-        "think": words.c_think,
-        "unsure": words.c_unsure,
-        "implanted": words.c_implanted,
-    }[band].format(s=s)
-
-
-def entry(item: Item, line: str, merged: str | None) -> dict[str, Any]:
-    """The wire form of one belief in a narrative section (plain JSON/msgpack types)."""
-    b = item.belief
-    out: dict[str, Any] = {
-        "root": b.root,
-        "value": b.value,
-        "subject": b.subject,
-        "confidence": b.confidence,
-        "state": str(b.state),
-        "source_kind": str(b.source_kind),
-        "source": b.source_resident_id,
-        "sources": list(b.heard_from),
-        "band": item.band,
-        "updated_day": b.updated_day,
-        "text": line,
-        "merged": merged,
-        "why": item.why,
-    }
-    if item.extra:
-        out.update({k: v for k, v in item.extra.items() if not k.startswith("_")})
-    if item.correction is not None:
-        out["value_before"] = item.correction.value_before
-        out["subject_before"] = item.correction.subject_before
-        out["corrected_day"] = item.correction.day
-    if item.counter is not None:
-        c = item.counter
-        out["contradicted_by"] = {
-            "event_id": c.event_id,
-            "day": c.day,
-            "value": c.value,
-            "subject": c.subject,
-            "source_kind": c.source_kind,
-            "source": c.source,
-        }
-    return out
+def classify(recalled: Recall) -> list[Item]:
+    """Every memory of the recalled resident as an unranked item: its beliefs (but acts and
+    what it thinks others believe), one item per actor and action it did or saw done (acts
+    whose belief is gone are left out), one per source in its trust table."""
+    resident = recalled.resident
+    items = [
+        classify_belief(
+            b,
+            recalled.corrections.get((resident, b.root)),
+            recalled.contradictions.get((resident, b.root)),
+        )
+        for b in recalled.beliefs
+        if not b.root.startswith(_NOT_PHRASED)
+    ]
+    by_root = {b.root: b for b in recalled.beliefs if b.root.startswith("action:")}
+    items += [
+        _act_item(resident, by_root[root], acts)
+        for root, acts in recalled.acts.items()
+        if root in by_root
+    ]
+    items += [_trust_item(resident, record) for record in recalled.trust]
+    return items

@@ -20,8 +20,14 @@ sections, always in this order (empty ones left out):
 Residents are named by their registered display names (ids only where none is known), and
 the resident itself is "I". Where a line would name a claim by its root (no ``subject``
 from the game, or a bulk line's kind), the world's root schema's display text for the
-longest declared prefix, in ``lang`` else English, stands in for the raw root. Lines are ranked for an optional focus (:mod:`.ranking`); each
-entry's ``why`` says why it was chosen.
+longest declared prefix, in ``lang`` else English, stands in for the raw root. Lines are
+ranked for an optional focus (:mod:`.ranking`); each entry's ``why`` says why it was chosen.
+
+The projection is one straight pipe, each stage a module that only takes the earlier
+stages' outputs: :func:`.recall.recall` reads the store once; :func:`.items.classify`
+places each memory in a section; :func:`.ranking.rank` scores it for the focus;
+:func:`.phrasing.phrase` words it; :func:`.packing.pack` fits the lines into the budget;
+this module assembles the text and the wire form of each entry.
 
 Wording carries the epistemic state (see :mod:`.wording`): firsthand beliefs are "sure"
 (confidence ≥ 85), "think" (65–84) or "not certain"; hearsay always names who said it and is
@@ -32,24 +38,21 @@ rules are in :mod:`.packing`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from functools import partial
+from dataclasses import dataclass, field
 from typing import Any
 
+from protocol import TAGS_SHOWN
+
 from ..store import Reader
-from .items import Item, classify, entry
-from .memories import act_items, trust_items
+from .items import Item, classify
 from .packing import MIN_BUDGET, Layout, pack
-from .queries import NotFound, contradictions, corrections, resident_known
+from .phrasing import narrative_words, phrase
+from .queries import NotFound, resident_known
 from .ranking import Focus, rank
-from .registry import Registry, load_registry, load_root_texts
+from .recall import recall
 from .wording import SECTIONS, Words, words_for
 
-__all__ = ["MIN_BUDGET", "Focus", "Narrative", "project", "project_items"]
-
-#: Roots the narrative phrases from elsewhere: acts as episodes, and "what I think Bo
-#: believes", which repeats what the told/corrected lines already say.
-_NOT_PHRASED = ("believes:", "action:")
+__all__ = ["MIN_BUDGET", "Focus", "Narrative", "entry", "project", "ranked_items"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,53 +84,62 @@ class Narrative:
         }
 
 
-def _words(
-    words: Words, registry: Registry, resident: str, root_texts: tuple[tuple[str, str], ...] = ()
-) -> Words:
-    """``words`` with the registry's names in its language, the resident as "I", and the
-    root schema's display text in its language."""
-    names = {r: registry.name(r, words.lang) for r in registry.names}
-    names[resident] = words.self_name
-    own = sorted(registry.all_names(resident), key=lambda n: (-len(n), n))
-    return replace(words, names=names, self_names=tuple(n for n in own if n), root_texts=root_texts)
-
-
-def project_items(
-    reader: Reader,
-    world: str,
-    resident: str,
-    *,
-    words: Words | None = None,
-    registry: Registry | None = None,
-    focus: Focus | None = None,
+def ranked_items(
+    reader: Reader, world: str, resident: str, *, lang: str = "en", focus: Focus | None = None
 ) -> list[Item]:
-    """Every memory of ``resident``, classified and ranked; a handful of queries whatever
-    the count."""
-    registry = registry if registry is not None else load_registry(reader, world)
-    if words is None:
-        words = _words(words_for("en"), registry, resident, load_root_texts(reader, world, "en"))
-    beliefs = reader.beliefs(world, resident)
-    fixes = corrections(reader, world, resident)
-    counters = contradictions(reader, world, resident)
-    items = [
-        classify(b, fixes.get((resident, b.root)), counters.get((resident, b.root)))
-        for b in beliefs
-        if not b.root.startswith(_NOT_PHRASED)
-    ]
-    today = reader.world_day(world)
-    by_root = {b.root: b for b in beliefs if b.root.startswith("action:")}
-    label = partial(registry.action, lang=words.lang)
-    items += act_items(reader, world, resident, by_root, words, label, today)
-    items += trust_items(reader, world, resident, words)
-    return rank(items, focus or Focus(), today, registry)
+    """Every memory of ``resident``, classified and ranked (the pipe up to wording)."""
+    recalled = recall(reader, world, resident, lang)
+    return rank(classify(recalled), focus or Focus(), recalled.day, recalled.registry)
+
+
+def entry(item: Item, line: str, merged: str | None) -> dict[str, Any]:
+    """The wire form of one belief in a narrative section (plain JSON/msgpack types)."""
+    b = item.belief
+    out: dict[str, Any] = {
+        "root": b.root,
+        "value": b.value,
+        "subject": b.subject,
+        "confidence": b.confidence,
+        "state": str(b.state),
+        "source_kind": str(b.source_kind),
+        "source": b.source_resident_id,
+        "sources": list(b.heard_from[:TAGS_SHOWN]),
+        "band": item.band,
+        "updated_day": b.updated_day,
+        "text": line,
+        "merged": merged,
+        "why": item.why,
+    }
+    if item.extra:
+        out.update({k: v for k, v in item.extra.items() if not k.startswith("_")})
+    if item.correction is not None:
+        out["value_before"] = item.correction.value_before
+        out["subject_before"] = item.correction.subject_before
+        out["corrected_day"] = item.correction.day
+    if item.counter is not None:
+        c = item.counter
+        out["contradicted_by"] = {
+            "event_id": c.event_id,
+            "day": c.day,
+            "value": c.value,
+            "subject": c.subject,
+            "source_kind": c.source_kind,
+            "source": c.source,
+        }
+    return out
 
 
 def _sections(layout: Layout, items: list[Item], words: Words) -> list[dict[str, Any]]:
     entries: dict[str, list[dict[str, Any]]] = {name: [] for name in SECTIONS}
+    represented = dict.fromkeys(SECTIONS, 0)
     for line in sorted(layout.lines, key=lambda ln: ln.key):
-        for item in line.items:
-            entries[line.section].append(entry(item, line.text, line.merged))
-    totals = {name: 0 for name in SECTIONS}
+        represented[line.section] += len(line.items)
+        for phrased in line.listed:
+            one = entry(phrased.item, line.text, line.merged)
+            if line.bulk:
+                one["members"] = len(line.items)
+            entries[line.section].append(one)
+    totals = dict.fromkeys(SECTIONS, 0)
     for item in items:
         totals[item.section] += 1
     return [
@@ -135,7 +147,7 @@ def _sections(layout: Layout, items: list[Item], words: Words) -> list[dict[str,
             "name": name,
             "title": words.headings[name],
             "entries": entries[name],
-            "omitted": totals[name] - len(entries[name]),
+            "omitted": totals[name] - represented[name],
         }
         for name in SECTIONS
     ]
@@ -158,15 +170,17 @@ def project(
     world has never heard of (a registered resident is known from its registration).
     """
     focus = focus or Focus()
-    base = words_for(lang)
+    words_for(lang)  # an unknown language is refused before anything is read
     if budget < MIN_BUDGET:
         raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")
     if not resident_known(reader, world, resident):
         raise NotFound(f"resident {resident!r} is unknown in world {world!r}")
-    registry = load_registry(reader, world)
-    words = _words(base, registry, resident, load_root_texts(reader, world, lang))
-    items = project_items(reader, world, resident, words=words, registry=registry, focus=focus)
-    layout, compressed = pack(items, words, budget)
+    recalled = recall(reader, world, resident, lang)  # 1. read once
+    items = classify(recalled)  # 2. classify
+    items = rank(items, focus, recalled.day, recalled.registry)  # 3. rank
+    words = narrative_words(lang, recalled)
+    phrased = phrase(items, words, recalled.day)  # 4. word
+    layout, compressed = pack(phrased, words, budget)  # 5. pack
     omitted = len(items) - len(layout.included())
     text = layout.render(omitted)
     assert len(text) <= budget, "packing broke its own budget"
@@ -179,5 +193,5 @@ def project(
         omitted=omitted,
         compressed=compressed,
         focus=focus,
-        day=reader.world_day(world),
+        day=recalled.day,
     )

@@ -1,4 +1,5 @@
-"""Fitting a narrative into a character budget without losing what matters most.
+"""Stage 5 of the narrative: fit the worded items into a character budget without losing
+what matters most. It lays out :mod:`.phrasing`'s output only.
 
 The budget is a hard ceiling on ``len(text)`` for any budget of at least :data:`MIN_BUDGET`.
 When everything does not fit, the text keeps, in order:
@@ -35,11 +36,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from .items import KIND_CLIP, Item, clip_text, compact_line, full_line
+from .phrasing import KIND_CLIP, Phrased, clip_text
 from .wording import SECTIONS, Words
 
 __all__ = [
     "BULK_AT",
+    "BULK_SAMPLE",
     "MERGE_MAX_ITEMS",
     "MIN_BUDGET",
     "MIN_SUBJECT",
@@ -60,6 +62,9 @@ MERGE_ITEM_SUBJECT = 60
 MERGE_MAX_ITEMS = 6
 #: Fewest similar facts (same section, same root family) collapsed into one bulk line.
 BULK_AT = 5
+#: Most members of a bulk line listed as entries of its section (the best ranked); the
+#: line's ``members`` counts them all, so a reply stays bounded however many there are.
+BULK_SAMPLE = 3
 _BULK_SECTIONS = frozenset({"sure", "believe", "faded"})
 
 
@@ -69,9 +74,15 @@ class Line:
 
     section: str
     text: str
-    items: list[Item]
+    items: list[Phrased]
     key: tuple[int, float, float, str]
     merged: str | None = None
+    bulk: bool = False
+
+    @property
+    def listed(self) -> list[Phrased]:
+        """The items this line lists as section entries: a bulk line's first few."""
+        return self.items[:BULK_SAMPLE] if self.bulk else self.items
 
 
 @dataclass(slots=True)
@@ -107,7 +118,7 @@ class Layout:
         self._sections.add(section)
         self.counts[section] = text
 
-    def included(self) -> list[Item]:
+    def included(self) -> list[Phrased]:
         return [item for line in self.lines for item in line.items]
 
     def render(self, omitted: int) -> str:
@@ -127,7 +138,7 @@ class Layout:
         return "\n\n".join(blocks) if blocks else self.words.empty
 
 
-def _single(item: Item, text: str) -> Line:
+def _single(item: Phrased, text: str) -> Line:
     return Line(item.section, text, [item], item.key)
 
 
@@ -138,7 +149,7 @@ def _laid(words: Words, lines: list[Line], *, short: bool = False) -> Layout:
     return layout
 
 
-def _protected(items: list[Item], words: Words, room: int) -> Layout:
+def _protected(items: list[Phrased], words: Words, room: int) -> Layout:
     """Lay out contested and corrected beliefs, shortening them as far as needed.
 
     Tried in order until one fits: full sentences; compact lines; compact lines under short
@@ -146,25 +157,25 @@ def _protected(items: list[Item], words: Words, room: int) -> Layout:
     what even the shortest cut cannot hold; one counting sentence.
     """
 
-    def lines(make: Callable[[Item], str]) -> list[Line]:
+    def lines(make: Callable[[Phrased], str]) -> list[Line]:
         return [_single(i, make(i)) for i in items]
 
     def fitting(candidate: list[Line], short: bool) -> Layout | None:
         layout = _laid(words, candidate, short=short)
         return layout if layout.used <= room else None
 
-    full = lines(lambda i: full_line(i, words))
-    compact = lines(lambda i: compact_line(i, words))
+    full = lines(lambda i: i.full())
+    compact = lines(lambda i: i.compact())
     for candidate, short in ((full, False), (compact, False), (compact, True)):
         found = fitting(candidate, short)
         if found is not None:
             return found
-    longest = max((len(i.belief.subject) for i in items), default=MIN_SUBJECT)
+    longest = max((len(i.item.belief.subject) for i in items), default=MIN_SUBJECT)
     lo, hi = MIN_SUBJECT, max(MIN_SUBJECT, longest)
     best: Layout | None = None
     while lo <= hi:  # the longest cut at which everything fits
         mid = (lo + hi) // 2
-        found = fitting(lines(partial(compact_line, words=words, clip=mid)), True)
+        found = fitting(lines(partial(Phrased.compact, clip=mid)), True)
         if found is not None:
             best, lo = found, mid + 1
         else:
@@ -185,7 +196,7 @@ def _count_line(words: Words, section: str, n: int, shown: int) -> str:
     return words.count(forms[0] if shown else forms[1], n)
 
 
-def _round_robin(items: list[Item]) -> list[Item]:
+def _round_robin(items: list[Phrased]) -> list[Phrased]:
     """Interleave sections (first doubt, first anomaly, first correction, second doubt, ...)
     so that when only a few lines fit, each kind of protected belief gets some."""
     rank: dict[str, int] = {}
@@ -196,7 +207,7 @@ def _round_robin(items: list[Item]) -> list[Item]:
     return [item for *_, item in sorted(keyed, key=lambda k: (k[0], k[1]))]
 
 
-def _counted(items: list[Item], words: Words, room: int) -> Layout:
+def _counted(items: list[Phrased], words: Words, room: int) -> Layout:
     """Spell out what fits at the shortest cut; count the rest of each section."""
     totals = {s: sum(1 for i in items if i.section == s) for s in _COUNTED}
     layout = Layout(words, short=True)
@@ -210,7 +221,7 @@ def _counted(items: list[Item], words: Words, room: int) -> Layout:
     if layout.used > room:
         return _summary(items, words)
     for item in _round_robin(items):
-        text = compact_line(item, words, clip=MIN_SUBJECT)
+        text = item.compact(MIN_SUBJECT)
         if layout.fits(item.section, text, room):
             layout.add(_single(item, text))
     shown = {s: sum(1 for i in layout.included() if i.section == s) for s in _COUNTED}
@@ -225,7 +236,7 @@ def _counted(items: list[Item], words: Words, room: int) -> Layout:
     return layout
 
 
-def _summary(items: list[Item], words: Words) -> Layout:
+def _summary(items: list[Phrased], words: Words) -> Layout:
     """The last resort: one sentence counting contested and corrected beliefs."""
     parts = []
     for section, forms in (
@@ -246,16 +257,16 @@ def _family(root: str) -> str | None:
     return root.rsplit(":", 1)[0] if ":" in root else None
 
 
-def _bulk(items: list[Item]) -> tuple[list[list[Item]], list[Item]]:
+def _bulk(items: list[Phrased]) -> tuple[list[list[Phrased]], list[Phrased]]:
     """Split off bulk families (see the module doc); the rest keep their order."""
-    families: dict[tuple[str, str], list[Item]] = {}
+    families: dict[tuple[str, str], list[Phrased]] = {}
     for item in items:
-        family = _family(item.belief.root)
+        family = _family(item.item.belief.root)
         if (
             family is not None
             and item.section in _BULK_SECTIONS
-            and not item.relevant
-            and item.prepared is None
+            and not item.item.relevant
+            and item.item.from_belief
         ):
             families.setdefault((item.section, family), []).append(item)
     bulk = [unit for unit in families.values() if len(unit) >= BULK_AT]
@@ -263,32 +274,33 @@ def _bulk(items: list[Item]) -> tuple[list[list[Item]], list[Item]]:
     return bulk, [i for i in items if id(i) not in taken]
 
 
-def _bulk_texts(words: Words, unit: list[Item]) -> tuple[str, str]:
+def _bulk_texts(words: Words, unit: list[Phrased]) -> tuple[str, str]:
     """The full and compact bulk line of one family (the best-ranked item as example)."""
     first = unit[0]
-    family = _family(first.belief.root) or first.belief.root
+    family = _family(first.item.belief.root) or first.item.belief.root
     kind = words.kind(family + ":")  # the schema's text for the prefix every root shares
     label = (
         family.replace("_", " ") if kind is None else clip_text(" ".join(kind.split()), KIND_CLIP)
     )
-    s = compact_line(first, words, clip=MERGE_ITEM_SUBJECT)
+    s = first.compact(MERGE_ITEM_SUBJECT)
     return (
         words.bulk.format(n=len(unit), k=label, s=s),
         words.c_bulk.format(n=len(unit), k=label, s=s),
     )
 
 
-def _bulk_line(text: str, unit: list[Item]) -> Line:
+def _bulk_line(text: str, unit: list[Phrased]) -> Line:
     first = unit[0]
-    return Line(first.section, text, unit, first.key, merged=_family(first.belief.root))
+    family = _family(first.item.belief.root)
+    return Line(first.section, text, unit, first.key, merged=family, bulk=True)
 
 
-def _units(items: list[Item]) -> list[tuple[str, list[Item]]]:
+def _units(items: list[Phrased]) -> list[tuple[str, list[Phrased]]]:
     """Unprotected items as bulk families, merge groups (same section and place/person)
     or singletons, in priority order of their best item."""
     bulk, rest = _bulk(items)
-    groups: dict[tuple[str, str], list[Item]] = {}
-    units: list[list[Item]] = []
+    groups: dict[tuple[str, str], list[Phrased]] = {}
+    units: list[list[Phrased]] = []
     for item in rest:
         if item.group is None:
             units.append([item])
@@ -304,15 +316,15 @@ def _units(items: list[Item]) -> list[tuple[str, list[Item]]]:
     return sorted(tagged, key=lambda t: t[1][0].key)
 
 
-def _merged_text(words: Words, group: str, items: list[Item], shown: int) -> str:
-    parts = [compact_line(i, words, clip=MERGE_ITEM_SUBJECT) for i in items[:shown]]
+def _merged_text(words: Words, group: str, items: list[Phrased], shown: int) -> str:
+    parts = [i.compact(MERGE_ITEM_SUBJECT) for i in items[:shown]]
     body = words.merge_sep.join(parts)
     if shown < len(items):
         body += words.merge_more.format(n=len(items) - shown)
     return words.merged.format(k=words.name(group), items=body)
 
 
-def _fill(layout: Layout, items: list[Item], room: int) -> None:
+def _fill(layout: Layout, items: list[Phrased], room: int) -> None:
     """Add unprotected items in priority order, merged by place or person, while room lasts."""
     words = layout.words
     for kind, unit in _units(items):
@@ -324,7 +336,7 @@ def _fill(layout: Layout, items: list[Item], room: int) -> None:
                     break
             continue
         if len(unit) == 1:
-            forms = (full_line(first, words, MAX_SUBJECT), compact_line(first, words, MAX_SUBJECT))
+            forms = (first.full(MAX_SUBJECT), first.compact(MAX_SUBJECT))
             for text in forms:
                 if layout.fits(first.section, text, room):
                     layout.add(_single(first, text))
@@ -338,7 +350,7 @@ def _fill(layout: Layout, items: list[Item], room: int) -> None:
                 break
 
 
-def pack(items: list[Item], words: Words, budget: int) -> tuple[Layout, bool]:
+def pack(items: list[Phrased], words: Words, budget: int) -> tuple[Layout, bool]:
     """Choose and phrase the lines for ``budget``; return the layout and whether it had to
     compress. ``items`` may be in any order."""
     if budget < MIN_BUDGET:
@@ -347,7 +359,7 @@ def pack(items: list[Item], words: Words, budget: int) -> tuple[Layout, bool]:
     bulk, rest = _bulk(ordered)
     full = _laid(
         words,
-        [_single(i, full_line(i, words)) for i in rest]
+        [_single(i, i.full()) for i in rest]
         + [_bulk_line(_bulk_texts(words, unit)[0], unit) for unit in bulk],
     )
     if len(full.render(0)) <= budget:

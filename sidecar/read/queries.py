@@ -100,17 +100,20 @@ def corrections(
 ) -> dict[tuple[str, str], Correction]:
     """The latest correction of every corrected belief, keyed by ``(resident, root)``.
 
-    One windowed scan over the change log (index ``changes_by_belief``): ``LAG`` gives the
-    change before each correction, whose ``source_kind`` is the belief's source back then.
+    Reads only the corrections (partial index ``changes_corrected``) and, for each, the
+    change just before it (index ``changes_by_belief``), whose ``source_kind`` is the
+    belief's source back then.
     """
     where, params = _where(world, resident, root, "c")
     sql = (
-        "SELECT * FROM (SELECT c.*, "
-        "LAG(c.source_kind) OVER w AS prior_source_kind, "
-        "LAG(c.source_resident) OVER w AS prior_source "
-        f"FROM changes c WHERE {where} "
-        "WINDOW w AS (PARTITION BY c.resident, c.root ORDER BY c.seq)) "
-        "WHERE kind = 'corrected' ORDER BY seq"
+        "SELECT c.*, "
+        "p.source_kind AS prior_source_kind, p.source_resident AS prior_source "
+        "FROM changes c "
+        "LEFT JOIN changes p ON p.world = c.world AND p.resident = c.resident "
+        "AND p.root = c.root AND p.seq = (SELECT max(q.seq) FROM changes q "
+        "WHERE q.world = c.world AND q.resident = c.resident AND q.root = c.root "
+        "AND q.seq < c.seq) "
+        f"WHERE {where} AND c.kind = 'corrected' ORDER BY c.seq"
     )
     out: dict[tuple[str, str], Correction] = {}
     for r in _rows(reader, sql, params):
@@ -133,10 +136,11 @@ def corrections(
 def contradictions(
     reader: Reader, world: str, resident: str | None = None, root: str | None = None
 ) -> dict[tuple[str, str], Contradiction]:
-    """The latest contradicting evidence of every belief that has one."""
+    """The latest contradicting evidence of every belief that has one (partial index
+    ``evidence_contradicting``: only contradicting rows are read)."""
     where, params = _where(world, resident, root, "ev")
     sql = (
-        "SELECT ev.* FROM evidence ev JOIN events e "
+        "SELECT ev.* FROM evidence ev CROSS JOIN events e "
         "ON e.world = ev.world AND e.event_id = ev.event_id "
         f"WHERE {where} AND ev.relation = 'contradicts' ORDER BY e.seq"
     )

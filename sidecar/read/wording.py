@@ -117,6 +117,12 @@ class Words:
     #: Display text of the world's declared root prefixes in this language (from the root
     #: schema, ``(prefix, text)``): a root or root family is named by its longest match.
     root_texts: tuple[tuple[str, str], ...] = ()
+    #: Labels of the game's action ids in this language (from the registry).
+    actions: Mapping[str, str] = field(default_factory=dict)
+
+    def action_label(self, action: str) -> str:
+        """The label of ``action`` (its id, ``_`` as spaces, when the game gave none)."""
+        return self.actions.get(action) or action.replace("_", " ")
 
     def kind(self, root: str) -> str | None:
         """The declared display text of the longest prefix ``root`` starts with, if any."""

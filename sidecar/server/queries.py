@@ -33,7 +33,13 @@ from ..engine import same_value
 from ..read.explain import evidence_summary
 from ..store import BeliefFilter, EventResult, Reader, ResultStatus
 
-__all__ = ["answer", "event_reply", "paginate"]
+__all__ = ["answer", "event_reply", "paginate", "split_section"]
+
+#: A distribution's head lists the values most residents hold, at most this many
+#: (``values_total`` counts them all; every resident's row has its value).
+DISTRIBUTION_VALUES_SHOWN = 50
+#: A trust entry lists the latest change records that moved it (``history_total`` counts).
+TRUST_HISTORY_SHOWN = 20
 
 # Leave room for the frame's own keys and the largest single list item we allow.
 _PAGE_BUDGET = MAX_OUTBOUND - 4096
@@ -48,28 +54,104 @@ def _size(value: Any) -> int:
     return max(len(msgpack.packb(value, use_bin_type=True)), len(orjson.dumps(value)))
 
 
-def paginate(head: dict[str, Any], lists: dict[str, list[Any]]) -> list[dict[str, Any]]:
-    """Split ``lists`` over as many frames as needed, each under the outbound limit."""
-    base = _size(head) + 64
-    pages: list[dict[str, Any]] = []
-    current: dict[str, list[Any]] = {name: [] for name in lists}
-    used = base
+def _fitting_prefix(text: str, room: int) -> int:
+    """The most code points of ``text`` whose encoding takes at most ``room`` bytes."""
+    if _size(text) <= room:
+        return len(text)
+    lo, hi = 0, len(text)
+    while lo < hi:  # the longest prefix that fits
+        mid = (lo + hi + 1) // 2
+        if _size(text[:mid]) <= room:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+Split = Callable[[Any, int], list[Any]]
+
+
+def paginate(
+    head: dict[str, Any],
+    lists: dict[str, list[Any]],
+    *,
+    texts: tuple[str, ...] = (),
+    split: dict[str, Split] | None = None,
+) -> list[dict[str, Any]]:
+    """Split a reply over as many frames as needed, each under the outbound limit.
+
+    Every part repeats ``head``, except its ``texts`` fields: a long one is cut between code
+    points over the first parts (each part holds the next piece; later parts ``""``). List
+    entries fill the parts in order; an entry too large for a part of its own is cut by
+    its field's ``split`` function (a narrative section into runs of its entries) or, with
+    none, is ``too_large``: that happens only when the client's own values cannot fit.
+    """
+    fixed = {k: v for k, v in head.items() if k not in texts}
+    base = _size({**fixed, **dict.fromkeys(texts, "")}) + 64
+    room = _PAGE_BUDGET - base
+    if room <= 0:
+        raise ProtocolError(ErrorCode.TOO_LARGE, "the reply's own fields are too large to send")
+    pages: list[tuple[dict[str, str], dict[str, list[Any]]]] = []
+    current: tuple[dict[str, str], dict[str, list[Any]]] = ({}, {n: [] for n in lists})
+    used = 0
+
+    def turn() -> None:
+        nonlocal current, used
+        pages.append(current)
+        current, used = ({}, {n: [] for n in lists}), 0
+
+    for name in texts:
+        rest = str(head.get(name) or "")
+        while rest:
+            take = _fitting_prefix(rest, room - used - _size(""))
+            if take == 0:
+                turn()
+                continue
+            current[0][name] = rest[:take]
+            used += _size(rest[:take])
+            rest = rest[take:]
+            if rest:
+                turn()
     for name, items in lists.items():
+        cut = (split or {}).get(name)
         for item in items:
-            cost = _size(item)
-            if base + cost > _PAGE_BUDGET:
-                raise ProtocolError(ErrorCode.TOO_LARGE, f"one {name} entry is too large to send")
-            if used + cost > _PAGE_BUDGET:
-                pages.append(current)
-                current = {n: [] for n in lists}
-                used = base
-            current[name].append(item)
-            used += cost
+            pieces = [item]
+            if _size(item) + 1 > room and cut is not None:
+                pieces = cut(item, room)
+            for piece in pieces:
+                cost = _size(piece) + 1  # and its separator in the list
+                if cost > room:
+                    raise ProtocolError(
+                        ErrorCode.TOO_LARGE, f"one {name} entry is too large to send"
+                    )
+                if used + cost > room:
+                    turn()
+                current[1][name].append(piece)
+                used += cost
     pages.append(current)
     frames = []
-    for part, page in enumerate(pages):
-        frames.append({**head, **page, "part": part, "more": part < len(pages) - 1})
+    for part, (cut_texts, page) in enumerate(pages):
+        frame = {k: cut_texts.get(k, "") if k in texts else v for k, v in head.items()}
+        frames.append({**frame, **page, "part": part, "more": part < len(pages) - 1})
     return frames
+
+
+def split_section(section: dict[str, Any], room: int) -> list[dict[str, Any]]:
+    """A narrative section as runs of its entries, each run a section of its own (same
+    ``name``, ``title`` and ``omitted``) that fits in ``room`` bytes (SPEC §11)."""
+    runs: list[dict[str, Any]] = []
+    run: dict[str, Any] = {**section, "entries": []}
+    used = _size(run)
+    for entry in section["entries"]:
+        cost = _size(entry) + 1  # and its separator
+        if run["entries"] and used + cost > room:
+            runs.append(run)
+            run = {**section, "entries": []}
+            used = _size(run)
+        run["entries"].append(entry)
+        used += cost
+    runs.append(run)
+    return runs
 
 
 def _not_found(what: str, rid: object) -> ProtocolError:
@@ -81,7 +163,8 @@ def _beliefs(reader: Reader, world: str, q: BeliefsQuery) -> list[dict[str, Any]
         root=q.root, prefixes=q.prefixes, states=q.states, people=q.people, places=q.places,
         min_confidence=q.min_confidence,
     )  # fmt: skip
-    beliefs = reader.beliefs(world, q.resident, after_root=q.after, where=where)
+    limit = -1 if q.limit is None else q.limit
+    beliefs = reader.beliefs(world, q.resident, after_root=q.after, limit=limit, where=where)
     if not beliefs and not reader.is_resident(world, q.resident):
         raise _not_found(f"resident {q.resident!r} is unknown in world {world!r}", q.rid)
     head = {"type": "beliefs", "rid": q.rid, "resident": q.resident}
@@ -92,14 +175,22 @@ def _explain(reader: Reader, world: str, q: ExplainQuery) -> list[dict[str, Any]
     belief = reader.belief(world, q.resident, q.root)
     if belief is None:
         raise _not_found(f"{q.resident!r} holds no belief on {q.root!r}", q.rid)
-    evidence = [evidence_summary(e) for e in reader.evidence(world, q.resident, q.root)]
-    history = [change_summary(c) for c in reader.history(world, q.resident, q.root)]
+    found = reader.evidence(world, q.resident, q.root, latest=q.limit, refs=belief.evidence_refs)
+    evidence = [evidence_summary(e) for e in found]
+    changes = reader.history(world, q.resident, q.root, latest=q.limit)
+    history = [change_summary(c) for c in changes]
     head = {
         "type": "explanation",
         "rid": q.rid,
         "resident": q.resident,
         "root": q.root,
         "belief": belief_summary(belief),
+        "evidence_total": len(evidence)
+        if q.limit is None or len(evidence) < q.limit
+        else reader.evidence_count(world, q.resident, q.root),
+        "history_total": len(history)
+        if q.limit is None or len(history) < q.limit
+        else reader.history_count(world, q.resident, q.root),
     }
     return paginate(head, {"evidence": evidence, "history": history})
 
@@ -137,7 +228,13 @@ def _distribution(reader: Reader, world: str, q: DistributionQuery) -> list[dict
         }
         for b in beliefs
     ]
-    head: dict[str, Any] = {"type": "distribution", "rid": q.rid, "root": q.root, "values": summary}
+    head: dict[str, Any] = {
+        "type": "distribution",
+        "rid": q.rid,
+        "root": q.root,
+        "values": summary[:DISTRIBUTION_VALUES_SHOWN],  # the head is in every part: bounded
+        "values_total": len(summary),
+    }
     if known:
         # The world's own observation is reported beside the beliefs, never copied into one.
         false = sum(1 for b in beliefs if not same_value(b.value, truth))
@@ -156,7 +253,9 @@ def _narrative(reader: Reader, world: str, q: NarrativeQuery) -> list[dict[str, 
     data = result.to_dict()
     sections = data.pop("sections", [])
     head = {"type": "narrative", "rid": q.rid, "resident": q.resident, "lang": q.lang, **data}
-    return paginate(head, {"sections": sections})
+    return paginate(
+        head, {"sections": sections}, texts=("text",), split={"sections": split_section}
+    )
 
 
 def _graph(reader: Reader, world: str, q: GraphQuery) -> list[dict[str, Any]]:
@@ -172,7 +271,7 @@ def _trust(reader: Reader, world: str, q: TrustQuery) -> list[dict[str, Any]]:
         raise _not_found(f"resident {q.resident!r} is unknown in world {world!r}", q.rid)
     rows = [
         {**row, "history": [change_summary(c) for c in row["history"]]}
-        for row in reader.trust(world, q.resident, q.source)
+        for row in reader.trust(world, q.resident, q.source, latest=TRUST_HISTORY_SHOWN)
     ]
     head = {
         "type": "trust", "rid": q.rid, "resident": q.resident, "source": q.source,

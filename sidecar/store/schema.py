@@ -15,6 +15,7 @@ __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "cheap_checks",
+    "install_plan_statistics",
     "migrate",
     "schema_version",
     "unknown_migrations",
@@ -370,6 +371,73 @@ def _lean_tables(conn: sqlite3.Connection) -> None:
     conn.execute("DROP INDEX IF EXISTS changes_by_resident")
 
 
+#: 0008 (issue 17): every query of the read side searches by resident (or root), never the
+#: whole world. SQLite without statistics takes any index's first column as selective, so
+#: for ``WHERE world = ? AND resident = ?`` it would as soon walk the primary key's
+#: ``(world, …)`` prefix — every row of the world — as the ``(world, resident, …)`` index.
+#: The migration installs fixed planner statistics (``sqlite_stat1``) that describe the
+#: shape of Credence's data instead of a sample of it: a world is a tenth of the rows, a
+#: resident or root a hundredth of that, every further column a tenth; partial indexes hold
+#: a hundredth of their table. Two partial indexes hold the few rows the narrative picks
+#: out of a resident's history: contradicting evidence and corrections. The test pins the
+#: plans (``EXPLAIN QUERY PLAN``).
+_QUERY_INDEXES = """
+CREATE INDEX IF NOT EXISTS evidence_contradicting ON evidence (world, resident, root)
+    WHERE relation = 'contradicts';
+CREATE INDEX IF NOT EXISTS changes_corrected ON changes (world, resident, root, seq)
+    WHERE kind = 'corrected';
+"""
+_PLANNED_TABLES = ("events", "residents", "evidence", "beliefs", "changes", "trust", "facts")
+_TABLE_ROWS = 1_000_000
+_SELECTIVITY = {"world": 10, "resident": 100, "root": 100}
+
+
+def _index_stat(conn: sqlite3.Connection, index: str, unique: bool, partial: bool) -> str:
+    """One ``sqlite_stat1.stat``: the rows, then the rows per key of each column prefix."""
+    columns = [r[2] for r in conn.execute(f"PRAGMA index_xinfo('{index}')") if r[5]]
+    rows = _TABLE_ROWS // (100 if partial else 1)
+    figures = [rows]
+    for n, column in enumerate(columns):
+        rows = max(1, rows // _SELECTIVITY.get(column, 10))
+        figures.append(1 if unique and n == len(columns) - 1 else rows)
+    return " ".join(str(f) for f in figures)
+
+
+def install_plan_statistics(conn: sqlite3.Connection) -> None:
+    """Replace ``sqlite_stat1`` with the fixed statistics described above and load them.
+
+    Run by migration 0008 and again after any later migration (a rebuilt table loses its
+    rows in ``sqlite_stat1``).
+    """
+    conn.execute("ANALYZE sqlite_schema")  # creates sqlite_stat1 if it is missing
+    conn.execute("DELETE FROM sqlite_stat1")
+    for table in _PLANNED_TABLES:
+        if not conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+        ).fetchone():
+            continue
+        rowid = (
+            "WITHOUT ROWID"
+            not in str(
+                conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+            ).upper()
+        )
+        for _, name, unique, origin, partial in conn.execute(f"PRAGMA index_list('{table}')"):
+            stat_name = table if origin == "pk" and not rowid else name
+            stat = _index_stat(conn, name, bool(unique), bool(partial))
+            conn.execute(
+                "INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES (?, ?, ?)",
+                (table, stat_name, stat),
+            )
+    conn.execute("ANALYZE sqlite_schema")  # load them into this connection's planner
+
+
+def _query_indexes(conn: sqlite3.Connection) -> None:
+    for statement in _statements(_QUERY_INDEXES):
+        conn.execute(statement)
+    install_plan_statistics(conn)
+
+
 def _intervention_lifecycle(conn: sqlite3.Connection) -> None:
     """0007 (i18): an intervention has a lifecycle: ``discovered`` once an anomaly exposed it,
     ``suppressed`` while the player keeps a memory hidden (beliefs.intervention widened)."""
@@ -398,7 +466,8 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0005_i12_schema_events", _schema_events),
     ("0006_i13_lean_tables", _lean_tables),
     ("0007_i18_intervention_lifecycle", _intervention_lifecycle),
-    ("0008_i17_saves", _SAVES),
+    ("0008_i17_query_plans", _query_indexes),
+    ("0009_i17_saves", _SAVES),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -447,6 +516,10 @@ def migrate(conn: sqlite3.Connection, *, upto: int = SCHEMA_VERSION) -> list[str
             conn.execute("ROLLBACK")
             raise
         applied.append(name)
+    if applied and any(name == "0008_i17_query_plans" for name, _ in MIGRATIONS[:upto]):
+        conn.execute("BEGIN IMMEDIATE")
+        install_plan_statistics(conn)
+        conn.execute("COMMIT")
     return applied
 
 

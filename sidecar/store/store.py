@@ -50,6 +50,7 @@ from ..engine import (
     Relation,
     RootSchema,
     Rules,
+    RulesError,
     SourceKind,
     State,
     WorldEvent,
@@ -85,6 +86,7 @@ __all__ = [
     "SchemaTooNew",
     "StorageFailure",
     "StoreError",
+    "WorldRulesInvalid",
     "Writer",
     "connect",
 ]
@@ -104,6 +106,21 @@ class SchemaTooNew(StoreError):
 
 class DatabaseInUse(StoreError):
     """Another process (a second ``credence serve``) holds the database's writer lock."""
+
+
+class WorldRulesInvalid(CannotOpen):
+    """A world's stored rules fail the rules' checks (a damaged or hand-edited database): that
+    world refuses to open, with this one line; every other world is served as usual."""
+
+    code = "internal_error"
+
+
+def stored_rules(world: str, text: str | bytes) -> Rules:
+    """A world's rules from its row, checked like every other source of rules."""
+    try:
+        return rules_from_stored(load_json(text), f"world {world!r:.60}: stored rules")
+    except (RulesError, ValueError) as exc:  # (ValueError: the JSON itself is damaged)
+        raise WorldRulesInvalid(f"{exc}; the world cannot be opened") from None
 
 
 class StorageFailure(StoreError):
@@ -706,7 +723,7 @@ class Writer:
                 row["day"],
                 row["event_seq"],
                 row["change_seq"],
-                rules_from_stored(load_json(row["rules"])),
+                stored_rules(world, row["rules"]),
             )
             state.residents = {
                 r[0] for r in conn.execute(
@@ -763,7 +780,7 @@ class Writer:
                 staged, results = self._try_batched(batch, snapshot)
             if staged is None:
                 results = [self._apply_one(world, event) for world, event in batch]
-            dirty = dict.fromkeys(world for world, _ in batch)
+            dirty = dict.fromkeys(world for world, _ in batch if world in self._worlds)
             for world in dirty:
                 s = self._worlds[world]
                 self.conn.execute(
@@ -869,7 +886,7 @@ class Writer:
             self.fallbacks += 1
             return None
         counters = []
-        for world in dict.fromkeys(world for world, _ in batch):
+        for world in dict.fromkeys(world for world, _ in batch if world in self._worlds):
             s = self._worlds[world]
             counters.append((s.day, s.event_seq, s.change_seq, world))
         try:
@@ -977,8 +994,12 @@ class Writer:
         before = () if prev is None else prev.event_ids
         results: list[EventResult] = []
         for world, event in batch:
-            state = self._world(world, prepared)
             event_id = event.event_id
+            try:
+                state = self._world(world, prepared)
+            except WorldRulesInvalid as exc:  # this world only: its events are refused
+                results.append(EventResult(world, event_id, ResultStatus.REJECTED, error=exc))
+                continue
             if (
                 (world, event_id) in staged.event_ids
                 or (world, event_id) in before
@@ -1130,7 +1151,10 @@ class Writer:
         common case) costs no duplicate-check read. Anything unusual (the row fails: a
         duplicate, or SQLite refuses it; or the row cannot be built) rolls that back and takes
         :meth:`_apply_checked`, the read-check-write path, so outcomes stay exactly its own."""
-        state = self._world(world)
+        try:
+            state = self._world(world)
+        except WorldRulesInvalid as exc:  # this world only: its events are refused
+            return EventResult(world, event.event_id, ResultStatus.REJECTED, error=exc)
         conn = self.conn
         try:
             event_row = _event_row(world, state.event_seq + 1, event)
@@ -1445,27 +1469,72 @@ class Reader:
         )
         return [belief_from_row(r) for r in rows]
 
-    def evidence(self, world: str, resident: str, root: str) -> list[dict[str, Any]]:
-        """Every piece of evidence behind one belief, oldest first, with its event kind."""
-        rows = self._rows(
+    def evidence(
+        self,
+        world: str,
+        resident: str,
+        root: str,
+        *,
+        latest: int | None = None,
+        refs: Sequence[str] = (),
+    ) -> list[dict[str, Any]]:
+        """The evidence behind one belief, oldest first, with its event kind: every piece,
+        or the ``latest`` ones.
+
+        ``refs``, the belief's own ``evidence_refs`` (applied in log order), lets the latest
+        few be read by key instead of sorting every piece: when every piece on the root is
+        one of them (the counts agree) and there are at least ``latest``, the latest pieces
+        are the last ``latest`` refs.
+        """
+        select = (
             "SELECT ev.*, e.kind AS event_kind, e.seq AS event_seq FROM evidence ev "
-            "JOIN events e ON e.world = ev.world AND e.event_id = ev.event_id "
-            "WHERE ev.world = ? AND ev.resident = ? AND ev.root = ? ORDER BY e.seq",
-            (world, resident, root),
+            "CROSS JOIN events e ON e.world = ev.world AND e.event_id = ev.event_id "
         )
+        if (
+            latest is not None
+            and len(refs) >= latest
+            and self.evidence_count(world, resident, root) == len(refs)
+        ):
+            wanted = list(refs[-latest:])
+            marks = ", ".join("?" * len(wanted))
+            rows = self._rows(
+                select + f"WHERE ev.world = ? AND ev.evidence_id IN ({marks}) "
+                "AND ev.resident = ? AND ev.root = ? ORDER BY e.seq DESC",
+                (world, *wanted, resident, root),
+            )
+        else:
+            rows = self._rows(
+                select + "WHERE ev.world = ? AND ev.resident = ? AND ev.root = ? "
+                "ORDER BY e.seq DESC LIMIT ?",
+                (world, resident, root, -1 if latest is None else latest),
+            )
         out = []
-        for r in rows:
+        for r in reversed(rows):
             item = dict(r)
             item["value"] = load_json(item["value"])
             out.append(item)
         return out
 
-    def history(self, world: str, resident: str, root: str) -> list[Change]:
+    def evidence_count(self, world: str, resident: str, root: str) -> int:
+        """How many pieces of evidence bear on one belief (an index count, no row read)."""
+        sql = "SELECT count(*) FROM evidence WHERE world = ? AND resident = ? AND root = ?"
+        return int(self._rows(sql, (world, resident, root))[0][0])
+
+    def history(
+        self, world: str, resident: str, root: str, *, latest: int | None = None
+    ) -> list[Change]:
+        """One belief's change records, oldest first: every one, or the ``latest`` ones."""
         rows = self._rows(
-            "SELECT * FROM changes WHERE world = ? AND resident = ? AND root = ? ORDER BY seq",
-            (world, resident, root),
+            "SELECT * FROM changes WHERE world = ? AND resident = ? AND root = ? "
+            "ORDER BY seq DESC LIMIT ?",
+            (world, resident, root, -1 if latest is None else latest),
         )
-        return [change_from_row(r) for r in rows]
+        return [change_from_row(r) for r in reversed(rows)]
+
+    def history_count(self, world: str, resident: str, root: str) -> int:
+        """How many change records one belief has (an index count)."""
+        sql = "SELECT count(*) FROM changes WHERE world = ? AND resident = ? AND root = ?"
+        return int(self._rows(sql, (world, resident, root))[0][0])
 
     def changes_after(self, world: str, seq: int, *, limit: int = 500) -> list[Change]:
         rows = self._rows(
@@ -1486,8 +1555,11 @@ class Reader:
     def event_ids(self, world: str) -> set[str]:
         return {r[0] for r in self._rows("SELECT event_id FROM events WHERE world = ?", (world,))}
 
-    def trust(self, world: str, resident: str, source: str | None = None) -> list[dict[str, Any]]:
-        """A resident's trust table, each entry with the change records that moved it."""
+    def trust(
+        self, world: str, resident: str, source: str | None = None, *, latest: int | None = None
+    ) -> list[dict[str, Any]]:
+        """A resident's trust table, each entry with the change records that moved it (every
+        one, or the ``latest`` ones and ``history_total``, how many there are)."""
         rows = self._rows(
             "SELECT source, topic, value FROM trust WHERE world = ? AND resident = ? "
             "AND (? IS NULL OR source = ?) ORDER BY source, topic",
@@ -1501,9 +1573,11 @@ class Reader:
                     "source": r["source"],
                     "topic": r["topic"] or None,
                     "value": r["value"],
-                    "history": self.history(world, resident, root),
+                    "history": self.history(world, resident, root, latest=latest),
                 }
             )
+            if latest is not None:
+                out[-1]["history_total"] = self.history_count(world, resident, root)
         return out
 
     def registry(self, world: str) -> dict[str, dict[str, Any]]:
@@ -1544,4 +1618,4 @@ class Reader:
 
     def rules(self, world: str) -> Rules:
         rows = self._rows("SELECT rules FROM worlds WHERE world = ?", (world,))
-        return rules_from_stored(load_json(rows[0][0])) if rows else DEFAULT_RULES
+        return stored_rules(world, rows[0][0]) if rows else DEFAULT_RULES

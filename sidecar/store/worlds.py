@@ -43,8 +43,9 @@ Either way a retry starts from nothing and works.
 
 An export file is JSON lines: a header ``{"format": "credence-world", "version": 1, "world",
 "rules", "events"}``, one canonical event per line (the world log, in order), and a last line
-``{"sha256": ...}``, the SHA-256 of every byte before that line. Import checks the checksum
-and the count, then replays the events into a new world with the stored rules.
+``{"sha256": ...}``, the SHA-256 of every byte before that line. Import checks the whole
+file first (:func:`read_export`: line sizes, format, checksum, count, the header's world id and
+rules, every event), then replays the events into a new world with the stored rules.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ import orjson
 
 from ..engine import (
     DEFAULT_RULES,
+    EngineError,
     Rules,
     RulesError,
     WorldEvent,
@@ -76,6 +78,7 @@ from ..engine import (
     rules_from_stored,
     rules_to_stored,
 )
+from ..engine.events import MAX_ID_LEN
 from .store import (
     EventResult,
     Reader,
@@ -98,6 +101,7 @@ __all__ = [
     "WorldStore",
     "WorldsError",
     "backup",
+    "check_world_id",
     "export_world",
     "import_world",
     "read_source",
@@ -1044,41 +1048,95 @@ def export_world(store: SingleFile | DataDir, world: str, out: Path) -> int:
     return len(events)
 
 
-def read_export(path: Path) -> tuple[str, Rules, list[WorldEvent]]:
-    """Check an export file (format, checksum, count) and parse it."""
+#: Longest record of an export file (its header, or one event: a frame is at most 64 MiB and
+#: a sidecar's default 256 KiB; its canonical JSON a few times that at most).
+MAX_EXPORT_LINE = 4 * 1024 * 1024
+
+
+def check_world_id(world: object, what: str = "world id") -> str:
+    """A world id by the ``hello`` rule (SPEC §5): a string of 1 to 200 characters. Worlds
+    made any other way (an import, a fork) could never be named by a client."""
+    if not isinstance(world, str) or not 0 < len(world) <= MAX_ID_LEN:
+        shown = repr(world) if len(repr(world)) <= 60 else repr(world)[:57] + "..."
+        raise WorldsError(
+            f"{what} must be a string of 1 to {MAX_ID_LEN} characters (what hello accepts), "
+            f"not {shown}"
+        )
+    return world
+
+
+def _export_lines(path: Path) -> list[bytes]:
+    """The file's lines (newline kept), each at most :data:`MAX_EXPORT_LINE` bytes."""
     try:
-        data = path.read_bytes()
+        fh = path.open("rb")
     except OSError as exc:
         raise WorldsError(f"{path}: {exc.strerror or exc}") from None
-    lines = data.splitlines(keepends=True)
+    lines: list[bytes] = []
+    with fh:
+        while line := fh.readline(MAX_EXPORT_LINE + 1):
+            if len(line) > MAX_EXPORT_LINE:
+                raise WorldsError(
+                    f"{path}: line {len(lines) + 1} is longer than {MAX_EXPORT_LINE} bytes: "
+                    "not a Credence world export, or a damaged one"
+                )
+            lines.append(line)
+    return lines
+
+
+def read_export(path: Path) -> tuple[str, Rules, list[WorldEvent]]:
+    """Check an export file (format, checksum, count, header, every event) and parse it.
+
+    Every problem is one :class:`WorldsError` line naming the file (and the line, for an
+    event): nothing is imported from a file that fails any check.
+    """
+    lines = _export_lines(path)
     if len(lines) < 2:
         raise WorldsError(f"{path}: not a Credence world export (too short)")
     body, last = lines[:-1], lines[-1]
     try:
-        checksum = orjson.loads(last).get("sha256")
-        header = orjson.loads(body[0])
-    except (orjson.JSONDecodeError, AttributeError):
+        footer, header = orjson.loads(last), orjson.loads(body[0])
+    except orjson.JSONDecodeError:
         raise WorldsError(f"{path}: not a Credence world export") from None
     if not isinstance(header, dict) or header.get("format") != EXPORT_FORMAT:
         raise WorldsError(f"{path}: not a Credence world export")
-    if header.get("version") != EXPORT_VERSION:
-        raise WorldsError(f"{path}: export version {header.get('version')!r} is not supported")
+    version = header.get("version")
+    if isinstance(version, bool) or version != EXPORT_VERSION:
+        raise WorldsError(f"{path}: export version {version!r:.40} is not supported")
+    checksum = footer.get("sha256") if isinstance(footer, dict) else None
     if hashlib.sha256(b"".join(body)).hexdigest() != checksum:
         raise WorldsError(f"{path}: checksum does not match: the file is damaged or was edited")
-    if header.get("events") != len(body) - 1:
-        raise WorldsError(
-            f"{path}: header says {header.get('events')} events, file holds {len(body) - 1}"
-        )
+    count = header.get("events")
+    if isinstance(count, bool) or count != len(body) - 1:
+        raise WorldsError(f"{path}: header says {count!r:.40} events, file holds {len(body) - 1}")
+    world = check_world_id(header.get("world"), f"{path}: header world")
+    if "rules" not in header:
+        raise WorldsError(f"{path}: the header has no rules")
     try:
-        rules = rules_from_stored(header["rules"])
-        events = [parse_event(orjson.loads(line)) for line in body[1:]]
-    except (RulesError, StoreError, ValueError, TypeError, KeyError) as exc:
-        raise WorldsError(f"{path}: {exc}") from None
-    return str(header["world"]), rules, events
+        rules = rules_from_stored(header["rules"], f"{path}: header rules")
+    except RulesError as exc:
+        raise WorldsError(str(exc)) from None
+    events = []
+    seen: dict[str, int] = {}  # event id -> its line (a log never holds an id twice)
+    for number, line in enumerate(body[1:], start=2):
+        try:
+            event = parse_event(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            raise WorldsError(f"{path}: line {number} is not JSON") from None
+        except EngineError as exc:
+            raise WorldsError(f"{path}: line {number}: {exc}") from None
+        first = seen.setdefault(event.event_id, number)
+        if first != number:
+            raise WorldsError(
+                f"{path}: line {number}: event id {event.event_id!r:.60} is already on line {first}"
+            )
+        events.append(event)
+    return world, rules, events
 
 
 def import_world(store: SingleFile | DataDir, path: Path, world: str | None = None) -> WorldInfo:
     """Replay an export file into a new world (its own id, or ``world``)."""
+    if world is not None:
+        check_world_id(world)
     original, rules, events = read_export(path)
     return store.import_events(world or original, rules, events)
 

@@ -102,6 +102,32 @@ namespace Credence
             { "trust", new[] { "entries" } },
         };
 
+        /// <summary>
+        /// A narrative too long for one frame (SPEC §11): its <c>text</c> comes in pieces, to
+        /// concatenate, and a long section in runs of the same name, to join into one. The
+        /// part's sections were already appended to <paramref name="joined"/>.
+        /// </summary>
+        static void JoinNarrative(Dictionary<string, object> joined, Dictionary<string, object> part)
+        {
+            joined["text"] = (Wire.Get(joined, "text") as string ?? "") + (Wire.Get(part, "text") as string ?? "");
+            var sections = Wire.Get(joined, "sections") as List<object>;
+            if (sections == null) return;
+            var merged = new List<object>();
+            foreach (var one in sections)
+            {
+                var section = one as Dictionary<string, object>;
+                var last = merged.Count > 0 ? merged[merged.Count - 1] as Dictionary<string, object> : null;
+                if (section != null && last != null && Equals(Wire.Get(last, "name"), Wire.Get(section, "name")))
+                {
+                    var entries = Wire.Get(last, "entries") as List<object>;
+                    var more = Wire.Get(section, "entries") as List<object>;
+                    if (entries != null && more != null) entries.AddRange(more);
+                }
+                else merged.Add(one);
+            }
+            joined["sections"] = merged;
+        }
+
         sealed class Item
         {
             public long Rid;
@@ -880,6 +906,7 @@ namespace Credence
                                 if (more != null && all != null) all.AddRange(more);
                                 else if (more != null) item.Joined[name] = more;
                             }
+                        if ((string)frame["type"] == "narrative") JoinNarrative(item.Joined, frame);
                         item.Joined["part"] = Wire.Get(frame, "part");
                         item.Joined["more"] = Wire.Get(frame, "more");
                     }

@@ -662,13 +662,28 @@ export class CredenceClient {
   }
 }
 
-/** Concatenate the list fields of a paged reply's parts into one frame (SPEC §11). */
+/** Concatenate the list fields of a paged reply's parts into one frame (SPEC §11); a
+ * narrative's `text` pieces are concatenated too, and runs of one section joined. */
 export function joinParts(parts: Frame[]): Frame {
   const last = parts[parts.length - 1]!;
   const fields = PAGED_FIELDS[last.type] ?? [];
   const joined: Frame = { ...last };
   for (const field of fields) {
     joined[field] = parts.flatMap((p) => (Array.isArray(p[field]) ? (p[field] as unknown[]) : []));
+  }
+  if (last.type === "narrative") {
+    joined.text = parts.map((p) => (typeof p.text === "string" ? p.text : "")).join("");
+    type Section = Record<string, unknown>;
+    const sections: Section[] = [];
+    for (const section of (joined.sections ?? []) as Section[]) {
+      const previous = sections[sections.length - 1];
+      if (previous !== undefined && previous.name === section.name) {
+        previous.entries = [...(previous.entries as unknown[]), ...(section.entries as unknown[])];
+      } else {
+        sections.push({ ...section, entries: [...((section.entries ?? []) as unknown[])] });
+      }
+    }
+    joined.sections = sections;
   }
   return joined;
 }

@@ -74,6 +74,34 @@ test("paged replies are joined into one", async () => {
   }
 });
 
+test("a narrative too long for one frame: text pieces and section runs are joined", async () => {
+  const sidecar = await startSidecar();
+  const client = new CredenceClient({ url: sidecar.url, world: "town" });
+  try {
+    await client.connect();
+    const acks = [];
+    for (let i = 0; i < 900; i++) {
+      acks.push(client.send({
+        kind: "say", event_id: `zh-${i}`, day: 1, speaker: "阿明", listeners: ["阿美"],
+        claim: { root: `傳聞:${i}`, value: i }, subject: `第${i}號傳聞說市集的橋在夜裡被人修好了，詳細詳細詳細`,
+      }));
+    }
+    await Promise.all(acks);
+    const reply = await client.query({ type: "narrative", resident: "阿美", budget: 50000, lang: "zh-Hant" });
+    assert.ok(reply.part >= 2, `joined ${reply.part + 1} parts`);
+    assert.ok(new TextEncoder().encode(reply.text).length > 61440, "the text alone is more than a frame");
+    assert.ok(reply.text.length <= 50000);
+    assert.deepEqual(reply.sections.map((s) => s.name),
+      ["sure", "believe", "told", "acts", "doubts", "anomalies", "corrections", "people", "faded"]);
+    const told = reply.sections[2].entries;
+    assert.ok(told.length > 100);
+    for (const entry of told) assert.ok(reply.text.includes(entry.text));
+  } finally {
+    client.close();
+    await sidecar.stop();
+  }
+});
+
 test("backpressure: send waits while maxInFlight events await their ack", async () => {
   const sidecar = await startSidecar();
   const client = new CredenceClient({ url: sidecar.url, world: "town", maxInFlight: 4 });

@@ -1,0 +1,152 @@
+"""Stage 1 of the narrative: read once everything a resident's narrative draws on.
+
+The narrative is a straight pipe — **recall** (this module, the only one that reads the
+store) → classify (:mod:`.items`) → rank (:mod:`.ranking`) → word (:mod:`.phrasing`) →
+pack (:mod:`.packing`) — each stage using only the outputs of the stages before it.
+:func:`recall` runs a fixed handful of queries whatever the resident holds, each on an
+index (pinned by ``tests/test_store_plans.py``): the resident's beliefs, the latest
+correction and contradiction of each contested one, its action evidence, its trust table
+with the change records behind it, the world's registry and root schema and its clock.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..engine import Belief, Change
+from ..store import Reader, StoreError
+from ..store.rows import load_json
+from .queries import Contradiction, Correction, contradictions, corrections
+from .registry import Registry, load_registry, load_root_texts
+
+__all__ = ["ActEpisode", "Recall", "TrustRecord", "recall"]
+
+
+@dataclass(frozen=True, slots=True)
+class ActEpisode:
+    """One ``act`` the resident did or saw done (one piece of evidence each)."""
+
+    actor: str
+    action: str
+    status: str
+    day: float
+
+
+@dataclass(frozen=True, slots=True)
+class TrustRecord:
+    """The resident's trust in one source: per topic, the changes, and what moved it last."""
+
+    source: str
+    rows: tuple[dict[str, Any], ...]
+    history: tuple[Change, ...]
+    #: The latest confirmation/contradiction/correction behind it, from evidence: ``change``,
+    #: ``event_id``, ``day``, ``root``, ``told`` (the subject heard), ``seen``; or None.
+    reason: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Recall:
+    """What one resident's narrative is made of, as read from the store."""
+
+    resident: str
+    day: float
+    registry: Registry
+    #: ``(prefix, display text)`` of the world's declared roots in the narrative's language.
+    root_texts: tuple[tuple[str, str], ...]
+    beliefs: tuple[Belief, ...]
+    corrections: Mapping[tuple[str, str], Correction]
+    contradictions: Mapping[tuple[str, str], Contradiction]
+    #: Episodes per ``action:`` root, oldest first.
+    acts: Mapping[str, tuple[ActEpisode, ...]]
+    trust: tuple[TrustRecord, ...]
+
+
+def _rows(reader: Reader, sql: str, params: Sequence[Any]) -> list[sqlite3.Row]:
+    try:
+        return reader.conn.execute(sql, tuple(params)).fetchall()
+    except sqlite3.Error as exc:
+        raise StoreError(f"query failed: {exc}") from exc
+
+
+def _acts(reader: Reader, world: str, resident: str) -> dict[str, tuple[ActEpisode, ...]]:
+    # The resident's action evidence only (a range of index evidence_by_belief), then each
+    # one's event: never the world's events, nor the resident's other evidence.
+    rows = _rows(
+        reader,
+        "SELECT ev.root, e.body FROM evidence ev CROSS JOIN events e "
+        "ON e.world = ev.world AND e.event_id = ev.event_id "
+        "WHERE ev.world = ? AND ev.resident = ? AND ev.root >= 'action:' "
+        "AND ev.root < 'action;' AND e.kind = 'act' ORDER BY e.seq",
+        (world, resident),
+    )
+    episodes: dict[str, list[ActEpisode]] = defaultdict(list)
+    for root, body in rows:
+        act = load_json(body)
+        episodes[root].append(ActEpisode(act["actor"], act["action"], act["status"], act["day"]))
+    return {root: tuple(acts) for root, acts in episodes.items()}
+
+
+def _reason(
+    reader: Reader, world: str, resident: str, history: Sequence[Change]
+) -> dict[str, Any] | None:
+    """What moved trust last, from evidence: the told subject and what was seen."""
+    for change in reversed(history):
+        if change.detail not in ("confirmed", "contradicted", "corrected"):
+            continue
+        if not change.evidence_id:
+            continue
+        found = _rows(
+            reader,
+            "SELECT root, subject FROM evidence WHERE world = ? AND evidence_id = ?",
+            (world, change.evidence_id),
+        )
+        if not found:
+            continue
+        root, seen = found[0]["root"], found[0]["subject"]
+        told = _rows(
+            reader,
+            "SELECT subject_before FROM changes WHERE world = ? AND resident = ? AND root = ? "
+            "AND event_id = ? AND kind <> 'trust' ORDER BY seq LIMIT 1",
+            (world, resident, root, change.event_id),
+        )
+        before = told[0]["subject_before"] if told else None
+        return {
+            "change": change.detail,
+            "event_id": change.event_id,
+            "day": change.day,
+            "root": root,
+            "told": before,
+            "seen": seen,
+        }
+    return None
+
+
+def _trust(reader: Reader, world: str, resident: str) -> tuple[TrustRecord, ...]:
+    by_source: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in reader.trust(world, resident):
+        by_source[row["source"]].append(row)
+    records = []
+    for source, rows in by_source.items():
+        history = tuple(sorted((c for r in rows for c in r["history"]), key=lambda c: c.seq))
+        reason = _reason(reader, world, resident, history)
+        records.append(TrustRecord(source, tuple(rows), history, reason))
+    return tuple(records)
+
+
+def recall(reader: Reader, world: str, resident: str, lang: str) -> Recall:
+    """Everything ``resident``'s narrative in ``lang`` needs, read once."""
+    return Recall(
+        resident=resident,
+        day=reader.world_day(world),
+        registry=load_registry(reader, world),
+        root_texts=load_root_texts(reader, world, lang),
+        beliefs=tuple(reader.beliefs(world, resident)),
+        corrections=corrections(reader, world, resident),
+        contradictions=contradictions(reader, world, resident),
+        acts=_acts(reader, world, resident),
+        trust=_trust(reader, world, resident),
+    )

@@ -1,0 +1,116 @@
+"""Every query a reply runs searches an index by resident or root: none reads a whole world."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from protocol import parse_client_frame
+from sidecar.server.queries import answer
+from sidecar.store import Reader, migrate
+from tests.read_world import WORLD, build, crowd, story
+
+_WHOLE_WORLD_OK = ("worlds", "residents", "labels", "world_schema", "json_each", "sqlite_master")
+_QUERIES = [
+    {"type": "narrative", "resident": "alice"},
+    {"type": "narrative", "resident": "alice", "budget": 300, "lang": "zh-Hant",
+     "focus": {"people": ["bob"], "places": ["cafe"]}},
+    {"type": "beliefs", "resident": "alice"},
+    {"type": "beliefs", "resident": "alice", "after": "item1", "prefix": ["item"], "states":
+     ["influencing"], "people": ["bob"], "places": ["cafe"], "min_confidence": 50},
+    {"type": "explain", "resident": "alice", "root": "well:water"},
+    {"type": "distribution", "root": "well:water"},
+    {"type": "trust", "resident": "alice"},
+    {"type": "graph", "resident": "alice"},
+    {"type": "graph", "resident": "alice", "root": "well:water"},
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A world with every kind of memory (doubts, corrections, acts, trust, bulk facts)."""
+    path = tmp_path_factory.mktemp("plans") / "plans.db"
+    acts = [
+        {"event_id": f"a{i}", "day": 60 + i, "kind": "act", "actor": "alice",
+         "action": "fetch_water", "status": "completed"}
+        for i in range(3)
+    ]  # fmt: skip
+    return build(path, story() + crowd() + acts)
+
+
+def _traced(db: Path, frame: dict[str, object]) -> list[str]:
+    reader = Reader(db)
+    seen: list[str] = []
+    reader.conn.set_trace_callback(seen.append)
+    try:
+        answer(reader, WORLD, parse_client_frame({**frame, "rid": 1}))
+    finally:
+        reader.conn.set_trace_callback(None)
+        reader.close()
+    return [s for s in seen if s.lstrip().upper().startswith(("SELECT", "WITH"))]
+
+
+def _bad_steps(conn: sqlite3.Connection, sql: str) -> list[str]:
+    """Plan steps that read a table without narrowing it past the world.
+
+    Rows per world, not per event, may be read whole: the world row, its root schema, and
+    the registry's ``residents`` and ``labels`` (one row per resident or action, for their
+    names); ``json_each`` scans one row's list, ``sqlite_master`` the schema.
+    """
+    bad = []
+    for *_, step in conn.execute("EXPLAIN QUERY PLAN " + sql):
+        found = re.match(r"(SCAN|SEARCH) (\w+)", step)
+        if found is None or found[2] in _WHOLE_WORLD_OK:
+            continue
+        if found[1] == "SCAN" or re.search(r"\(world=\?\)", step):
+            bad.append(step)
+    return bad
+
+
+@pytest.mark.parametrize("frame", _QUERIES, ids=lambda f: str(f["type"]))
+def test_every_reply_query_searches_by_resident_or_root(db: Path, frame: dict[str, object]) -> None:
+    """The SQL behind each query kind (traced as it runs) never scans a world's rows."""
+    statements = _traced(db, frame)
+    assert statements, "the query ran no SQL?"
+    conn = sqlite3.connect(db)
+    try:
+        for sql in statements:
+            assert _bad_steps(conn, sql) == [], sql
+    finally:
+        conn.close()
+
+
+def test_the_checker_sees_a_world_scan(db: Path) -> None:
+    """The plan check above does catch a query that reads every event of the world."""
+    conn = sqlite3.connect(db)
+    try:
+        world_scan = f"SELECT body FROM events WHERE world = '{WORLD}' AND kind = 'act'"
+        assert _bad_steps(conn, world_scan)
+        assert _bad_steps(conn, "SELECT * FROM evidence WHERE relation = 'contradicts'")
+    finally:
+        conn.close()
+
+
+def test_plan_statistics_survive_a_reopen_and_later_migrations(db: Path, tmp_path: Path) -> None:
+    """Migration 0008's fixed statistics are in the file (every connection plans with them)
+    and are installed again when a database is migrated from an older schema."""
+    conn = sqlite3.connect(db)
+    stats = dict(((t, i), s) for t, i, s in conn.execute("SELECT * FROM sqlite_stat1"))
+    conn.close()
+    assert stats[("evidence", "evidence_contradicting")].split()[0] == "10000"
+    assert stats[("beliefs", "beliefs")] == "1000000 100000 1000 1"
+    old = sqlite3.connect(tmp_path / "old.db", isolation_level=None)
+    migrate(old, upto=8)  # through 0007_i18, before the plan statistics
+    assert (
+        old.execute("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone()[0]
+        == 0
+    )
+    assert migrate(old) == ["0008_i17_query_plans"]
+    plan = " ".join(r[-1] for r in old.execute(
+        "EXPLAIN QUERY PLAN SELECT * FROM evidence WHERE world = 'w' AND resident = 'r' AND root = 'x'"
+    ))  # fmt: skip
+    assert "evidence_by_belief" in plan, plan
+    old.close()
