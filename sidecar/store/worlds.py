@@ -60,7 +60,7 @@ import signal
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -372,16 +372,25 @@ class _RowsBuild:
         return self.store.info(self.world)
 
     def abort(self) -> None:
-        if self.finished:
-            return
-        self.finished = True
-        try:
-            self.store._purge(self.world)
-        except (sqlite3.Error, StoreError) as exc:  # (a full disk): the next open removes it
-            log.info("the rows of the failed save of world %r stay hidden until the "
-                        "database is next opened: %s", self.world, exc)  # fmt: skip
-        finally:
-            _ACTIVE.discard(self.key)
+        if not self.finished:
+            self.finished = True
+            _purge_hidden(self.store, self.world, self.key)
+
+
+def _purge_hidden(
+    store: SingleFile, world: str, key: tuple[str, str], before: Callable[[], None] | None = None
+) -> None:
+    """Remove the hidden rows of an abandoned save (after ``before``, e.g. a detach); on a
+    failure (a full disk) they stay hidden and the next open removes them."""
+    try:
+        if before is not None:
+            before()
+        store._purge(world)
+    except (sqlite3.Error, StoreError) as exc:
+        log.info("the rows of the failed save of world %r stay hidden until the "
+                 "database is next opened: %s", world, exc)  # fmt: skip
+    finally:
+        _ACTIVE.discard(key)
 
 
 class _Merge:
@@ -467,17 +476,9 @@ class _Merge:
         return self.store.info(self.world)
 
     def abort(self) -> None:
-        if self.finished:
-            return
-        self.finished = True
-        try:
-            self._detach()
-            self.store._purge(self.world)
-        except (sqlite3.Error, StoreError) as exc:  # (a full disk): the next open removes it
-            log.info("the rows of the failed save of world %r stay hidden until the "
-                        "database is next opened: %s", self.world, exc)  # fmt: skip
-        finally:
-            _ACTIVE.discard(self.key)
+        if not self.finished:
+            self.finished = True
+            _purge_hidden(self.store, self.world, self.key, before=self._detach)
 
 
 # --------------------------------------------------------------------------- one file
