@@ -37,6 +37,7 @@ class ErrorCode(StrEnum):
     OVERLOADED = "overloaded"  # writer queue full; retry the event later
     SHUTTING_DOWN = "shutting_down"  # stopping; the event was not started, resend it later
     LIMIT_EXCEEDED = "limit_exceeded"  # a per-connection bound (e.g. subscriptions) is reached
+    WORLD_BUSY = "world_busy"  # a fork/import is building that world; resend after its reply
     INTERNAL_ERROR = "internal_error"  # a bug on our side; the event was not stored
 
 

@@ -67,6 +67,7 @@ ERROR_CODES = [
     "slow_consumer",
     "overloaded",
     "shutting_down",
+    "world_busy",
     "internal_error",
 ]
 

@@ -196,6 +196,18 @@ async def test_every_error_code_is_reachable_over_the_wire(tmp_path: Path) -> No
         await within(sc.stop(), 30)
         await late.wait_closed()
         saw(late.untaken("error")[-1])
+    async with (
+        running(tmp_path, db=tmp_path / "busy.db") as sc,
+        WsClient(sc.url) as source,
+        WsClient(sc.url, "slot") as slot,
+    ):
+        await source.event("tick", 1, event_id="t")
+        await source.send({"type": "fork", "into": "slot", "rid": "f"})
+        while "slot" not in sc.writer.saving:  # (its worker process is only starting)
+            await asyncio.sleep(0.005)
+        saw(await slot.event("tick", 1, event_id="early"))  # world_busy
+        forked = await source.next_where(lambda f: f.get("rid") == "f", 60)
+        assert forked["type"] == "forked"
     assert seen == {str(code) for code in ErrorCode} - {str(code) for code in UNREACHABLE}
 
 

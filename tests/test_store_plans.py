@@ -108,7 +108,7 @@ def test_plan_statistics_survive_a_reopen_and_later_migrations(db: Path, tmp_pat
         old.execute("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone()[0]
         == 0
     )
-    assert migrate(old) == ["0008_i17_query_plans"]
+    assert migrate(old)[:1] == ["0008_i17_query_plans"]  # (0009_i17_saves follows)
     plan = " ".join(r[-1] for r in old.execute(
         "EXPLAIN QUERY PLAN SELECT * FROM evidence WHERE world = 'w' AND resident = 'r' AND root = 'x'"
     ))  # fmt: skip

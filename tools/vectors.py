@@ -58,7 +58,7 @@ from sidecar.server.auth import Auth, Role
 from sidecar.server.lifecycle import world_reply
 from sidecar.server.queries import answer, event_reply
 from sidecar.server.session import Limits, Reply, Session, Submit
-from sidecar.server.writer import SHUTDOWN_MESSAGE
+from sidecar.server.writer import SHUTDOWN_MESSAGE, world_busy
 from sidecar.store import Reader, SingleFile, Writer
 
 __all__ = ["OUTPUT", "Step", "build", "main", "render"]
@@ -1784,6 +1784,14 @@ def _literal_errors(v: _Vectors) -> None:
             "The sidecar is stopping and had not started this event: not stored; resend it "
             "after reconnecting.",
             lambda: ProtocolError(code.SHUTTING_DOWN, SHUTDOWN_MESSAGE, rid=9, event_id="e-9"),
+        ),
+        (
+            "server.error.world_busy",
+            "An event for a world a fork or an import is building: not stored; send it again "
+            "after that save's reply.",
+            lambda: ProtocolError(
+                code.WORLD_BUSY, world_busy("town-slot-1").message, rid=10, event_id="e-10"
+            ),
         ),
     ]
     for name, description, make in cases:

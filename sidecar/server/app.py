@@ -51,7 +51,7 @@ from . import inspector
 from .auth import Auth
 from .capture import CaptureWriter
 from .connection import BoundedServerConnection, Connection
-from .lifecycle import world_reply
+from .lifecycle import fork_reply, world_reply
 from .metrics import CONTENT_TYPE, Metrics
 from .session import Limits
 from .writer import WriterService
@@ -357,13 +357,24 @@ class Sidecar:
         self, conn: Connection, frame: WorldsQuery | ForkWorld | DeleteWorld
     ) -> list[dict[str, Any]]:
         """Answer a ``worlds``/``fork``/``delete`` frame; writes run on the writer's thread,
-        between batches, after every earlier event of the connection was committed."""
+        between batches, after every earlier event of the connection was committed (the
+        connection answers its frames in order). A fork is built in steps between other
+        worlds' batches (see :func:`fork_reply`)."""
         token = conn.token
+
+        def role_for(w: str) -> Any:
+            return self.auth.role_for(w, token)
+
+        if isinstance(frame, ForkWorld):
+            return await fork_reply(
+                self.store, conn.world, frame, role=conn.role, role_for=role_for,
+                save=self.writer.save, saving=self.writer.saving,
+            )  # fmt: skip
 
         def reply() -> list[dict[str, Any]]:
             return world_reply(
-                self.store, conn.world, frame, role=conn.role,
-                role_for=lambda w: self.auth.role_for(w, token),
+                self.store, conn.world, frame, role=conn.role, role_for=role_for,
+                saving=self.writer.saving,
             )  # fmt: skip
 
         if isinstance(frame, WorldsQuery) and isinstance(self.store, DataDir):

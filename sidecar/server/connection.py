@@ -354,6 +354,12 @@ class Connection:
         try:
             if isinstance(query, WorldsQuery | ForkWorld | DeleteWorld):
                 return await self.app.lifecycle(self, query)
+            if self.world in self.app.writer.saving:  # its rows are not whole yet
+                raise ProtocolError(
+                    ErrorCode.WORLD_BUSY,
+                    f"world {self.world!r} is being built by a fork or an import; "
+                    "ask again after its reply",
+                )
             return await self.app.read(lambda r: answer(r, self.world, query), self.world)
         except ProtocolError as exc:
             exc.rid = query.rid

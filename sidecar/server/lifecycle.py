@@ -1,22 +1,41 @@
 """Replies to the world lifecycle frames (``worlds``, ``fork``, ``delete``).
 
-:func:`world_reply` runs on the writer's thread (between batches: a fork replays through the
-writer, a delete removes rows or a file the writer owns). The server and the vector
-generator's sidecar mirror both call it, so the vectors show exactly what the server sends.
+:func:`world_reply` answers each of them at once, on the writer's thread (between batches: a
+delete removes rows or a file the writer owns). The vector generator's sidecar mirror calls
+it for every frame, so the vectors show exactly what the server sends; the server calls it
+for ``worlds`` and ``delete``.
+
+The server answers a ``fork`` with :func:`fork_reply` instead: the new world is replayed in
+a worker process and switched in by the writer service between other worlds' batches
+(:meth:`~sidecar.server.writer.WriterService.save`), so a long fork stalls no other world;
+its reply comes once the new world is whole. The same checks and the same reply
+frame as :func:`world_reply`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from protocol import DeleteWorld, ErrorCode, ForkWorld, ProtocolError, WorldsQuery
 
-from ..store import DataDir, SingleFile, WorldInfo, WorldNotFound, WorldsError
+from ..store import (
+    Build,
+    DataDir,
+    SingleFile,
+    StoreError,
+    WorldInfo,
+    WorldNotFound,
+    WorldsError,
+)
 from .auth import Role
 from .queries import paginate
+from .writer import NotStored
 
-__all__ = ["world_reply"]
+__all__ = ["fork_reply", "world_reply"]
+
+RoleFor = Callable[[str], Role | None]
 
 
 def world_reply(
@@ -25,32 +44,94 @@ def world_reply(
     frame: WorldsQuery | ForkWorld | DeleteWorld,
     *,
     role: Role,
-    role_for: Callable[[str], Role | None],
+    role_for: RoleFor,
+    saving: set[str] | frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
     """The reply frames for ``frame`` on a connection to ``world`` with ``role``.
 
-    ``role_for(w)`` is the role this connection's token has in world ``w`` (``None``: none).
+    ``role_for(w)`` is the role this connection's token has in world ``w`` (``None``: none);
+    ``saving``: the worlds a save is building (a delete of one is ``world_busy``).
     Raises :class:`ProtocolError` for a refusal.
     """
     rid = frame.rid
     if isinstance(frame, WorldsQuery):
         visible = [i.to_dict() for i in store.worlds() if role_for(i.world) is not None]
         return paginate({"type": "worlds", "rid": rid}, {"worlds": visible})  # (SPEC §11)
-    if role is not Role.WRITER:
-        raise ProtocolError(ErrorCode.FORBIDDEN, "a read-only token cannot change worlds", rid=rid)
+    _check_writer(role, rid)
     if isinstance(frame, ForkWorld):
-        if role_for(frame.into) is not Role.WRITER:
-            raise ProtocolError(
-                ErrorCode.FORBIDDEN, f"this token cannot write world {frame.into!r}", rid=rid
-            )
+        _check_fork(world, frame, role_for, saving)
         info = _run(lambda: store.fork(world, frame.into, frame.at), rid)
-        return [{"type": "forked", "rid": rid, "source": world, "at": frame.at, **info.to_dict()}]
+        return [_forked(world, frame, info)]
     if role_for(frame.world) is not Role.WRITER:
         raise ProtocolError(
             ErrorCode.FORBIDDEN, f"this token cannot write world {frame.world!r}", rid=rid
         )
+    if frame.world in saving:
+        raise _busy(frame.world, rid)
     info = _run(lambda: store.delete(frame.world), rid)
     return [{"type": "deleted", "rid": rid, **info.to_dict()}]
+
+
+async def fork_reply(
+    store: SingleFile | DataDir,
+    world: str,
+    frame: ForkWorld,
+    *,
+    role: Role,
+    role_for: RoleFor,
+    save: Callable[[str, Callable[[], Build]], Awaitable[WorldInfo]],
+    saving: set[str],
+) -> list[dict[str, Any]]:
+    """The server's answer to ``fork``: the checks of :func:`world_reply`, then the new world
+    built by ``save`` (the writer service): replayed in a worker process, switched in on the
+    writer's thread (see :meth:`~sidecar.store.SingleFile.begin_fork`)."""
+    rid = frame.rid
+    _check_writer(role, rid)
+    _check_fork(world, frame, role_for, saving)
+    try:
+        info = await save(frame.into, lambda: store.begin_fork(world, frame.into, frame.at))
+    except NotStored as exc:
+        raise ProtocolError(exc.code, exc.message, rid=rid) from None
+    except WorldNotFound as exc:
+        raise ProtocolError(ErrorCode.NOT_FOUND, str(exc), rid=rid) from None
+    except WorldsError as exc:
+        raise ProtocolError(ErrorCode.INVALID_FRAME, str(exc), rid=rid) from None
+    except (StoreError, BrokenProcessPool) as exc:  # (a full disk, a killed worker)
+        raise ProtocolError(
+            ErrorCode.INTERNAL_ERROR,
+            f"the fork was not made, nothing of it is left: {exc}",
+            rid=rid,
+        ) from None
+    return [_forked(world, frame, info)]
+
+
+def _check_writer(role: Role, rid: object) -> None:
+    if role is not Role.WRITER:
+        raise ProtocolError(ErrorCode.FORBIDDEN, "a read-only token cannot change worlds", rid=rid)
+
+
+def _check_fork(
+    world: str, frame: ForkWorld, role_for: RoleFor, saving: set[str] | frozenset[str]
+) -> None:
+    if role_for(frame.into) is not Role.WRITER:
+        raise ProtocolError(
+            ErrorCode.FORBIDDEN, f"this token cannot write world {frame.into!r}", rid=frame.rid
+        )
+    for busy in (world, frame.into):
+        if busy in saving:
+            raise _busy(busy, frame.rid)
+
+
+def _busy(world: str, rid: object) -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.WORLD_BUSY,
+        f"world {world!r} is being built by a fork or an import; try again after its reply",
+        rid=rid,
+    )
+
+
+def _forked(world: str, frame: ForkWorld, info: WorldInfo) -> dict[str, Any]:
+    return {"type": "forked", "rid": frame.rid, "source": world, "at": frame.at, **info.to_dict()}
 
 
 def _run(fn: Callable[[], WorldInfo], rid: object) -> WorldInfo:

@@ -26,6 +26,18 @@ goes on; anything else means the writer's state can no longer be trusted, so it 
 ``internal_error``, every later ``submit`` too, and :attr:`failure` is set (the health check
 answers 503). ``close`` still works, so SIGTERM still stops the process.
 
+Saves (a ``fork`` into a new world, :meth:`save`) run on the same thread, one step at a
+time between batches; a step is short (about :data:`~sidecar.store.worlds.SAVE_STEP_SECONDS`):
+the start of the save, a chunk of rows copied in, the switch. The replay itself, which holds
+the GIL, runs in a worker process meanwhile (the build's ``elsewhere`` future: the loop waits
+for it, or for work, without a step). A build without a worker (``begin_import``) replays a
+chunk of events per step. So another world's ack waits at most about one step behind a save,
+however long the save; the save's own reply comes once it is whole. While a
+save builds a world, events for that world are refused with ``world_busy`` (nothing stored):
+its rows are not whole yet, and the save must not overwrite or mix with them. Saves go one
+at a time, in order; a shutdown refuses the saves not yet whole (``shutting_down``) and
+removes what they built.
+
 Pipelined (a store whose ``pipelined`` is true, see :meth:`~sidecar.store.Writer.start`):
 the writer thread folds batch N+1 while the store's commit thread commits batch N; batch N
 is answered as soon as its future resolves (its COMMIT returned, or it was redone), on the
@@ -35,6 +47,7 @@ event loop, in batch order. Acks still come only after their batch's COMMIT.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -45,13 +58,30 @@ from typing import Any
 from protocol import ErrorCode
 
 from ..engine import WorldEvent
-from ..store import EventResult, StorageFailure, Writer
+from ..store import Build, EventResult, StorageFailure, WorldInfo, Writer
 
-__all__ = ["SHUTDOWN_MESSAGE", "NotStored", "Submission", "WriterService"]
+__all__ = [
+    "SAVE_REST",
+    "SHUTDOWN_MESSAGE",
+    "NotStored",
+    "Submission",
+    "WriterService",
+    "world_busy",
+]
 
 log = logging.getLogger("credence.writer")
 
 Publish = Callable[[str, Sequence[EventResult]], None]
+
+#: After a save step of ``d`` seconds the writer runs no other step for ``SAVE_REST * d``
+#: (other worlds' batches still go at once). A step holds the GIL for most of its time, so
+#: back to back steps starve the event loop: every read, ack and send waits for the GIL in
+#: 5 ms turns (measured: another world's ack p50 6 -> 55 ms during a fork). Resting as
+#: long as it worked halves the save's speed and gives the event loop the other half. It
+#: rests only while other worlds write (a batch in the last ``_ACTIVE_SECONDS``): alone, a
+#: save goes at full speed.
+SAVE_REST = 1.0
+_ACTIVE_SECONDS = 1.0
 
 
 class NotStored(Exception):
@@ -72,6 +102,26 @@ class Submission:
     event: WorldEvent
     size: int
     future: asyncio.Future[EventResult]
+
+
+@dataclass(slots=True)
+class _Save:
+    """One save queued or under way: its world, how to start it (on the writer thread), the
+    build once started, and the future its requester awaits."""
+
+    world: str
+    begin: Callable[[], Build]
+    future: asyncio.Future[WorldInfo]
+    build: Build | None = None
+
+
+def world_busy(world: str) -> NotStored:
+    """The refusal of an event for a world a save is building."""
+    return NotStored(
+        ErrorCode.WORLD_BUSY,
+        f"world {world!r} is being built by a fork or an import; the event was not stored: "
+        "send it again after that save's reply",
+    )
 
 
 class WriterService:
@@ -95,6 +145,11 @@ class WriterService:
         self.queued_bytes = 0
         self.queued = 0
         self._inflight: list[Submission] = []
+        self._saves: deque[_Save] = deque()
+        #: The worlds being built by a save (queued or under way): their events are refused.
+        self.saving: set[str] = set()
+        self._next_step = 0.0  # loop time before which no save step starts (SAVE_REST)
+        self._last_batch = float("-inf")  # loop time of the last batch answered
         self._work = asyncio.Event()  # something was queued (or close/shutdown began)
         self._room = asyncio.Event()  # bytes were freed
         self._idle = asyncio.Event()  # nothing queued, nothing in flight
@@ -131,10 +186,14 @@ class WriterService:
         deadline; otherwise the future resolves after commit (or with :class:`NotStored`).
         """
         self._check()
+        if world in self.saving:
+            raise world_busy(world)
         while not self.admits(world, size):
             self._room.clear()
             await self._room.wait()
             self._check()
+            if world in self.saving:
+                raise world_busy(world)
         future: asyncio.Future[EventResult] = asyncio.get_running_loop().create_future()
         queue = self._queues.get(world)
         if queue is None:
@@ -148,6 +207,25 @@ class WriterService:
         self._idle.clear()
         self._work.set()
         return future
+
+    async def save(self, world: str, begin: Callable[[], Build]) -> WorldInfo:
+        """Build the new world ``world`` (``begin`` starts the save, on the writer's thread)
+        step by step between batches; return once it is whole.
+
+        Raises :class:`NotStored`: ``world_busy`` if a save into ``world`` is queued or under
+        way, ``shutting_down`` if the sidecar stops first (nothing of the save is left);
+        and whatever the save itself raises (then nothing of it is left either).
+        """
+        self._check()
+        if self.deadline is not None or self._closing:
+            raise NotStored(ErrorCode.SHUTTING_DOWN, _SAVE_STOPPED)
+        if world in self.saving:
+            raise world_busy(world)
+        future: asyncio.Future[WorldInfo] = asyncio.get_running_loop().create_future()
+        self._saves.append(_Save(world, begin, future))
+        self.saving.add(world)
+        self._work.set()
+        return await future
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -193,7 +271,14 @@ class WriterService:
             return await self._loop_pipelined()
         loop = asyncio.get_running_loop()
         while True:
+            if self._saves and self._stopping():
+                await self._abort_saves()
+                continue
             if not self._turns:
+                if self._saves:
+                    self._idle.set()  # (drain waits for events only, not for saves)
+                    await self._save_step()
+                    continue
                 if not await self._idle_until_work():
                     return
                 continue
@@ -214,6 +299,8 @@ class WriterService:
                 continue
             self._inflight = []
             self._deliver(batch, results)
+            if self._saves:
+                await self._save_step()
 
     async def _loop_pipelined(self) -> None:
         """:meth:`_loop` with one batch committing while the next is folded."""
@@ -225,6 +312,9 @@ class WriterService:
             late = self.deadline is not None and loop.time() >= self.deadline
             if self._broken is not None:
                 raise self._broken
+            if self._saves and self._stopping():
+                await self._abort_saves()
+                continue
             if flying_future is not None and (not self._turns or late):
                 commit = writer.pending()
                 if commit is not None and not commit.done() and not late:
@@ -243,6 +333,10 @@ class WriterService:
                 flying, flying_future = [], None
                 continue
             if not self._turns:
+                if self._saves:
+                    self._idle.set()
+                    await self._save_step()
+                    continue
                 if not await self._idle_until_work():
                     return
                 continue
@@ -258,6 +352,85 @@ class WriterService:
             self._when_done(batch, future)
             self._inflight = list(batch)
             flying, flying_future = batch, future
+            if self._saves:  # (a step first finishes the batch in flight: it is answered)
+                await self._save_step()
+
+    def _stopping(self) -> bool:
+        return self._closing or self.deadline is not None
+
+    async def _save_step(self) -> None:
+        """One step of the first save (its start, one chunk, or its last chunk and commit) on
+        the writer's thread; answer it once it is whole or failed (nothing of it left)."""
+        loop = asyncio.get_running_loop()
+        rest = self._next_step - loop.time()
+        if rest > 0:  # the writer rests between steps: see SAVE_REST
+            if not self._turns:
+                self._work.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._work.wait(), rest)
+            return  # (the loop comes back: a batch if work came, else this step)
+        job = self._saves[0]
+        if job.build is None and job.world in self._queues:
+            return  # events for that world came before the save: they go first
+        elsewhere: Future[None] | None = getattr(job.build, "elsewhere", None)
+        if elsewhere is not None and not elsewhere.done():  # built in a worker process
+            if not self._turns:
+                self._work.clear()
+                waiter = asyncio.ensure_future(self._work.wait())
+                either: set[asyncio.Future[Any]] = {waiter, asyncio.wrap_future(elsewhere)}
+                await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+            return
+        writer = self.writer
+
+        def step() -> WorldInfo | None:
+            writer.finish()  # a pipelined batch in flight commits (and is answered) first
+            try:
+                if job.build is None:
+                    job.build = job.begin()
+                    return None
+                return job.build.commit() if job.build.step() else None
+            except BaseException:
+                if job.build is not None:
+                    job.build.abort()
+                raise
+
+        started = loop.time()
+        try:
+            # Shielded: a shutdown while SQLite commits must not abandon the step.
+            info = await asyncio.shield(loop.run_in_executor(self.executor, step))
+        except Exception as exc:
+            self._end_save(job)
+            if not job.future.done():
+                job.future.set_exception(exc)
+            return
+        finally:
+            now = loop.time()
+            busy = now - self._last_batch < _ACTIVE_SECONDS  # other worlds are writing
+            self._next_step = now + SAVE_REST * (now - started) if busy else now
+        if info is not None:
+            self._end_save(job)
+            if not job.future.done():
+                job.future.set_result(info)
+
+    def _end_save(self, job: _Save) -> None:
+        self._saves.remove(job)
+        self.saving.discard(job.world)
+
+    async def _abort_saves(self) -> None:
+        """Stopping: every save not yet whole is refused and what it built removed."""
+        loop = asyncio.get_running_loop()
+        while self._saves:
+            job = self._saves[0]
+            build = job.build
+            if build is not None:
+                try:
+                    await asyncio.shield(loop.run_in_executor(self.executor, build.abort))
+                except Exception:
+                    log.exception("removing the unfinished save of world %r failed", job.world)
+            self._end_save(job)
+            if not job.future.done():
+                job.future.set_exception(NotStored(ErrorCode.SHUTTING_DOWN, _SAVE_STOPPED))
 
     async def _idle_until_work(self) -> bool:
         """Nothing queued: say so (``drain`` waits for it) and wait for work; ``False`` once
@@ -311,6 +484,7 @@ class WriterService:
         """A committed batch: its notifications go out, then each event's result (its ack)."""
         self.batches += 1
         self.events += len(batch)
+        self._last_batch = asyncio.get_running_loop().time()
         try:
             self.publish_results(results)
         finally:
@@ -353,6 +527,11 @@ class WriterService:
             for item in queue:
                 if not item.future.done():
                     item.future.set_exception(error)
+        for job in self._saves:  # (their rows or files: removed when the store next opens)
+            if not job.future.done():
+                job.future.set_exception(error)
+        self._saves.clear()
+        self.saving.clear()
         self._queues.clear()
         self._turns.clear()
         self._world_bytes.clear()
@@ -371,6 +550,11 @@ class WriterService:
             except Exception:  # a fan-out bug must not lose acks
                 log.exception("publishing changes of world %r failed", world)
 
+
+_SAVE_STOPPED = (
+    "the sidecar is shutting down: the save was not made and nothing of it is left; "
+    "send it again after reconnecting"
+)
 
 SHUTDOWN_MESSAGE = (
     "the sidecar is shutting down and had not started this event: it was not stored; "

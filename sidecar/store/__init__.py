@@ -21,6 +21,7 @@ from .store import (
 )
 from .worlds import (
     DEFAULT_MAX_OPEN_WORLDS,
+    Build,
     DataDir,
     SingleFile,
     WorldInfo,
@@ -31,6 +32,8 @@ from .worlds import (
     check_world_id,
     export_world,
     import_world,
+    read_source,
+    run_build,
     world_file,
 )
 
@@ -41,6 +44,7 @@ __all__ = [
     "ApplyFailure",
     "Availability",
     "BeliefFilter",
+    "Build",
     "CannotOpen",
     "DataDir",
     "DatabaseInUse",
@@ -68,7 +72,9 @@ __all__ = [
     "lock_path",
     "migrate",
     "open_failure",
+    "read_source",
     "rebuild",
+    "run_build",
     "schema_version",
     "world_file",
 ]

@@ -445,6 +445,16 @@ def _intervention_lifecycle(conn: sqlite3.Connection) -> None:
         _allow(conn, "beliefs", "intervention", value)
 
 
+#: Saves under way (issue 17): a world named here is being built by a fork or an import (its
+#: rows are not yet whole) and is invisible until its row goes, in the save's last commit. A
+#: row left by a killed process marks rows to remove when the file is next opened.
+_SAVES = """
+CREATE TABLE _saves (
+    world TEXT PRIMARY KEY,
+    pid   INTEGER NOT NULL  -- the process building it: a live one's save is not a leftover
+) WITHOUT ROWID;
+"""
+
 Migration = str | Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -457,6 +467,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0006_i13_lean_tables", _lean_tables),
     ("0007_i18_intervention_lifecycle", _intervention_lifecycle),
     ("0008_i17_query_plans", _query_indexes),
+    ("0009_i17_saves", _SAVES),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

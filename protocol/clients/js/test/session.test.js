@@ -14,7 +14,7 @@ const LITERAL = new Set([
   "server.error.hello_required", "server.error.unsupported_protocol", "server.error.unauthorized",
   "server.error.forbidden", "server.error.slow_consumer", "server.error.too_large",
   "server.error.internal_error", "server.error.shutting_down", "server.error.limit_exceeded",
-  "server.error.clock_backwards",
+  "server.error.clock_backwards", "server.error.world_busy",
 ]);
 
 test("the scripted session replays frame for frame", async () => {
