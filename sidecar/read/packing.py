@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import chain
 
 from .phrasing import KIND_CLIP, Phrased, clip_text
 from .wording import SECTIONS, Words
@@ -157,17 +158,18 @@ def _protected(items: list[Phrased], words: Words, room: int) -> Layout:
     what even the shortest cut cannot hold; one counting sentence.
     """
 
-    def lines(make: Callable[[Phrased], str]) -> list[Line]:
-        return [_single(i, make(i)) for i in items]
+    def fitting(make: Callable[[Phrased], str], short: bool) -> Layout | None:
+        # Costs only grow: the first line past the room settles it, and the lines after it
+        # are never worded (hundreds of contested beliefs cost what fits, not what is held).
+        layout = Layout(words, short=short)
+        for item in items:
+            layout.add(_single(item, make(item)))
+            if layout.used > room:
+                return None
+        return layout
 
-    def fitting(candidate: list[Line], short: bool) -> Layout | None:
-        layout = _laid(words, candidate, short=short)
-        return layout if layout.used <= room else None
-
-    full = lines(lambda i: i.full())
-    compact = lines(lambda i: i.compact())
-    for candidate, short in ((full, False), (compact, False), (compact, True)):
-        found = fitting(candidate, short)
+    for make, short in ((Phrased.full, False), (Phrased.compact, False), (Phrased.compact, True)):
+        found = fitting(make, short)
         if found is not None:
             return found
     longest = max((len(i.item.belief.subject) for i in items), default=MIN_SUBJECT)
@@ -175,7 +177,7 @@ def _protected(items: list[Phrased], words: Words, room: int) -> Layout:
     best: Layout | None = None
     while lo <= hi:  # the longest cut at which everything fits
         mid = (lo + hi) // 2
-        found = fitting(lines(partial(Phrased.compact, clip=mid)), True)
+        found = fitting(partial(Phrased.compact, clip=mid), True)
         if found is not None:
             best, lo = found, mid + 1
         else:
@@ -350,19 +352,35 @@ def _fill(layout: Layout, items: list[Phrased], room: int) -> None:
                 break
 
 
+def _everything(ordered: list[Phrased], words: Words, budget: int) -> Layout | None:
+    """Every item in its full sentence (bulk families on their line), if that fits.
+
+    Each bullet renders at least "- " and its text, so once those alone pass the budget the
+    answer is no, and the rest are never worded.
+    """
+    bulk, rest = _bulk(ordered)
+    lines: list[Line] = []
+    least = 0
+    for line in chain(
+        (_single(i, i.full()) for i in rest),
+        (_bulk_line(_bulk_texts(words, unit)[0], unit) for unit in bulk),
+    ):
+        least += len(line.text) + 2
+        if least > budget:
+            return None
+        lines.append(line)
+    full = _laid(words, lines)
+    return full if len(full.render(0)) <= budget else None
+
+
 def pack(items: list[Phrased], words: Words, budget: int) -> tuple[Layout, bool]:
     """Choose and phrase the lines for ``budget``; return the layout and whether it had to
     compress. ``items`` may be in any order."""
     if budget < MIN_BUDGET:
         raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")
     ordered = sorted(items, key=lambda i: i.key)
-    bulk, rest = _bulk(ordered)
-    full = _laid(
-        words,
-        [_single(i, i.full()) for i in rest]
-        + [_bulk_line(_bulk_texts(words, unit)[0], unit) for unit in bulk],
-    )
-    if len(full.render(0)) <= budget:
+    full = _everything(ordered, words, budget)
+    if full is not None:
         return full, False
     room = budget - (len(words.omitted(max(len(items), 2))) + 2)
     layout = _protected([i for i in ordered if i.protected], words, room)

@@ -31,7 +31,8 @@ anomalies and corrections about the focus come before plain sure facts.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import Any
 
 from .items import Item, tier_of
 from .registry import Registry
@@ -128,5 +129,25 @@ def rank(items: Iterable[Item], focus: Focus, today: float, registry: Registry) 
         parts = score_parts(item, matched, today)
         tier = tier_of(item.section, bool(matched))
         why = {**parts, "tier": tier, "matched": matched}
-        out.append(replace(item, score=parts["score"], why=why, relevant=bool(matched), tier=tier))
+        out.append(_ranked(item, parts["score"], why, bool(matched), tier))
     return out
+
+
+def _ranked(item: Item, score: float, why: dict[str, Any], relevant: bool, tier: int) -> Item:
+    """``item`` with its rank set (spelled out: :func:`dataclasses.replace` costs several
+    times more, and a long game ranks tens of thousands of items per narrative)."""
+    return Item(
+        belief=item.belief,
+        section=item.section,
+        band=item.band,
+        tier=tier,
+        group=item.group,
+        correction=item.correction,
+        counter=item.counter,
+        score=score,
+        why=why,
+        relevant=relevant,
+        acts=item.acts,
+        trust=item.trust,
+        extra=item.extra,
+    )

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine import Belief, Change
+from ..engine import Belief, Change, SourceKind, State
 from ..store import Reader, StoreError
 from ..store.rows import load_json
 from .queries import Contradiction, Correction, contradictions, corrections
@@ -57,6 +57,7 @@ class Recall:
     registry: Registry
     #: ``(prefix, display text)`` of the world's declared roots in the narrative's language.
     root_texts: tuple[tuple[str, str], ...]
+    #: Every belief but ``believes:`` ones (phrased elsewhere), without provenance lists.
     beliefs: tuple[Belief, ...]
     corrections: Mapping[tuple[str, str], Correction]
     contradictions: Mapping[tuple[str, str], Contradiction]
@@ -70,6 +71,58 @@ def _rows(reader: Reader, sql: str, params: Sequence[Any]) -> list[sqlite3.Row]:
         return reader.conn.execute(sql, tuple(params)).fetchall()
     except sqlite3.Error as exc:
         raise StoreError(f"query failed: {exc}") from exc
+
+
+#: The columns of a belief the narrative words, ranks or sends: not its provenance lists
+#: (``evidence_refs``, ``origins``, ``hops``, which grow with every piece of evidence), not
+#: its aging or its interpretation.
+_BELIEF_COLUMNS = (
+    "resident, root, value, subject, confidence, state, source_kind, source_resident, "
+    "people, places, topics, heard_from, formed_day, updated_day, last_evidence_day, importance"
+)
+
+
+def _strings(text: str) -> tuple[str, ...]:
+    """A stored list of ids; most are empty, and those need no parsing."""
+    return () if text == "[]" else tuple(load_json(text))
+
+
+def _beliefs(reader: Reader, world: str, resident: str) -> tuple[Belief, ...]:
+    """The resident's beliefs the narrative can phrase (or needs for its act lines), in
+    root order: ``believes:`` roots ("what I think Bo believes") are left out in SQL, and
+    only the columns above are read and parsed (the plan is pinned by
+    ``tests/test_store_plans.py``)."""
+    try:
+        found = reader.conn.execute(
+            f"SELECT {_BELIEF_COLUMNS} FROM beliefs WHERE world = ? AND resident = ? "
+            "AND (root < 'believes:' OR root >= 'believes;') ORDER BY root",
+            (world, resident),
+        ).fetchall()
+    except sqlite3.Error as exc:
+        raise StoreError(f"query failed: {exc}") from exc
+    states = {str(s): s for s in State}
+    kinds = {str(k): k for k in SourceKind}
+    return tuple(
+        Belief(
+            resident=r[0],
+            root=r[1],
+            value=load_json(r[2]),
+            subject=r[3],
+            confidence=r[4],
+            state=states[r[5]],
+            source_kind=kinds[r[6]],
+            source_resident_id=r[7],
+            people=_strings(r[8]),
+            places=_strings(r[9]),
+            topics=_strings(r[10]),
+            heard_from=_strings(r[11]),
+            formed_day=r[12],
+            updated_day=r[13],
+            last_evidence_day=r[14],
+            importance=r[15],
+        )
+        for r in found
+    )
 
 
 def _acts(reader: Reader, world: str, resident: str) -> dict[str, tuple[ActEpisode, ...]]:
@@ -144,7 +197,7 @@ def recall(reader: Reader, world: str, resident: str, lang: str) -> Recall:
         day=reader.world_day(world),
         registry=load_registry(reader, world),
         root_texts=load_root_texts(reader, world, lang),
-        beliefs=tuple(reader.beliefs(world, resident)),
+        beliefs=_beliefs(reader, world, resident),
         corrections=corrections(reader, world, resident),
         contradictions=contradictions(reader, world, resident),
         acts=_acts(reader, world, resident),
