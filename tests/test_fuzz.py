@@ -3,7 +3,7 @@
 
 Each hypothesis example is a burst of frames on one connection: every frame type (events of
 each kind, ``trust``, ``propose``, ``schema``, ``register``, ``subscribe``, ``unsubscribe``,
-the queries, the world lifecycle's ``worlds``, ``fork`` and ``delete``, a second ``hello``,
+the queries (with their ``limit``, ``focus`` and the ``residents`` and ``events`` listings), the world lifecycle's ``worlds``, ``fork`` and ``delete``, a second ``hello``,
 unknown types) starts from a valid template over a small shared pool of residents
 and roots (so events meet each other's beliefs), then some of its fields are replaced by
 hostile values: lists where strings go, maps, numbers at their edges, NaN, huge and empty
@@ -68,7 +68,7 @@ ALLOWED = {"bad_frame", "unknown_type", "invalid_frame", "invalid_event", "contr
            "clock_backwards"}  # fmt: skip
 FINAL_REPLIES = {"ack", "error", "subscribed", "unsubscribed", "beliefs", "explanation",
                  "distribution", "narrative", "graph", "trust", "worlds", "forked",
-                 "deleted"}  # fmt: skip
+                 "deleted", "residents", "events"}  # fmt: skip
 
 # --------------------------------------------------------------------------- generation
 
@@ -192,13 +192,22 @@ TEMPLATES: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "unsubscribe": st.fixed_dictionaries(
         {"type": st.just("unsubscribe")}, optional={"residents": st.one_of(st.just("*"), residents)}),
     "beliefs": st.fixed_dictionaries({"type": st.just("beliefs"), "resident": resident},
-                                     optional={"after": root}),
+                                     optional={"after": root, "limit": st.integers(1, 200)}),
     "explain": st.fixed_dictionaries({"type": st.just("explain"), "resident": resident,
-                                      "root": root}),
+                                      "root": root}, optional={"limit": st.integers(1, 200)}),
     "distribution": st.fixed_dictionaries({"type": st.just("distribution"), "root": root}),
     "narrative": st.fixed_dictionaries(
         {"type": st.just("narrative"), "resident": resident},
-        optional={"budget": st.integers(200, 5000), "lang": st.sampled_from(["en", "zh-Hant"])}),
+        optional={"budget": st.integers(200, 5000), "lang": st.sampled_from(["en", "zh-Hant"]),
+                  "focus": st.fixed_dictionaries({}, optional={
+                      "people": residents, "places": st.lists(st.just("well"), max_size=2),
+                      "roots": st.lists(root, max_size=2)})}),
+    "residents": st.fixed_dictionaries(
+        {"type": st.just("residents")},
+        optional={"after": resident, "limit": st.integers(1, 1000)}),
+    "events": st.fixed_dictionaries(
+        {"type": st.just("events")},
+        optional={"from": st.integers(0, 60), "limit": st.integers(1, 1000)}),
     "graph": st.fixed_dictionaries({"type": st.just("graph")},
                                    optional={"resident": resident, "root": root}),
     "hello": st.fixed_dictionaries({"type": st.just("hello"), "protocol": st.just(1),
