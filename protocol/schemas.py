@@ -27,6 +27,7 @@ import orjson
 from sidecar.engine import ChangeKind, EventKind, Intervention
 from sidecar.engine.events import MAX_EDITS, MAX_ID_LEN, MAX_LIST_LEN, MAX_TEXT_LEN
 
+from .errors import ErrorCode
 from .frames import (
     EVIDENCE_REFS_SHOWN,
     MAX_FILTER,
@@ -48,28 +49,7 @@ Schema = dict[str, Any]
 STATES = ["influencing", "past", "doubtful", "anomalous", "corrected"]
 SOURCE_KINDS = ["firsthand", "hearsay", "implanted"]
 LANGS = ["en", "zh-Hant"]
-ERROR_CODES = [
-    "bad_frame",
-    "unknown_type",
-    "invalid_frame",
-    "invalid_event",
-    "clock_backwards",
-    "schema_violation",
-    "too_many_residents",
-    "contract_violation",
-    "hello_required",
-    "unauthorized",
-    "forbidden",
-    "unsupported_protocol",
-    "too_large",
-    "limit_exceeded",
-    "not_found",
-    "slow_consumer",
-    "overloaded",
-    "shutting_down",
-    "world_busy",
-    "internal_error",
-]
+ERROR_CODES = [str(code) for code in ErrorCode]
 
 
 def _ref(name: str) -> Schema:
