@@ -326,6 +326,21 @@ def _world_tables(conn: sqlite3.Connection) -> list[str]:
     return [*sorted(tables), "worlds"]
 
 
+def _claim(store: SingleFile, world: str, key: tuple[str, str]) -> sqlite3.Connection:
+    """Start a save of the new world ``world`` in ``store``: the writer idle, the rows a
+    failed save left removed, the id checked free and marked active (``key``); the
+    writer's connection, for the caller to hide the world in ``_saves``."""
+    writer = store.writer
+    writer.finish()
+    conn = writer.conn
+    if conn.execute("SELECT 1 FROM _saves WHERE world = ?", (world,)).fetchone():
+        store._purge(world)  # a failed save's rows that could not be removed then
+    if conn.execute("SELECT 1 FROM worlds WHERE world = ?", (world,)).fetchone():
+        raise WorldsError(f"world {world!r} already exists")
+    _ACTIVE.add(key)
+    return conn
+
+
 class _RowsBuild:
     """A save into a :class:`SingleFile`: rows under the world's id, hidden by ``_saves``."""
 
@@ -334,13 +349,7 @@ class _RowsBuild:
         self.key = (str(store.path), world)
         self.finished = False
         writer = store.writer
-        writer.finish()
-        conn = writer.conn
-        if conn.execute("SELECT 1 FROM _saves WHERE world = ?", (world,)).fetchone():
-            store._purge(world)  # a failed save's rows that could not be removed then
-        if conn.execute("SELECT 1 FROM worlds WHERE world = ?", (world,)).fetchone():
-            raise WorldsError(f"world {world!r} already exists")
-        _ACTIVE.add(self.key)
+        conn = _claim(store, world, self.key)
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute("INSERT INTO _saves (world, pid) VALUES (?, ?)", (world, os.getpid()))
@@ -402,14 +411,7 @@ class _Merge:
         self.store, self.world = store, world
         self.key = (str(store.path), world)
         self.tmp: Path | None = None
-        writer = store.writer
-        writer.finish()
-        conn = writer.conn
-        if conn.execute("SELECT 1 FROM _saves WHERE world = ?", (world,)).fetchone():
-            store._purge(world)  # a failed save's rows that could not be removed then
-        if conn.execute("SELECT 1 FROM worlds WHERE world = ?", (world,)).fetchone():
-            raise WorldsError(f"world {world!r} already exists")
-        _ACTIVE.add(self.key)
+        conn = _claim(store, world, self.key)
         conn.execute("INSERT INTO _saves (world, pid) VALUES (?, ?)", (world, os.getpid()))
         self.attached = False
         self.plan: list[tuple[str, str, str]] = []  # (table, columns, order), worlds first
