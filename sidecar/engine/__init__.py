@@ -61,6 +61,7 @@ from .rules import (
     rules_to_stored,
     rules_with,
 )
+from .said import Said, own_words
 from .world import BeliefReader, MemoryWorld, Outcome, believes_root, derive_evidence, ingest
 
 __all__ = [
@@ -102,6 +103,7 @@ __all__ = [
     "RootSchema",
     "Rules",
     "RulesError",
+    "Said",
     "Say",
     "Schema",
     "SchemaViolation",
@@ -119,6 +121,7 @@ __all__ = [
     "derive_evidence",
     "ingest",
     "judge_edits",
+    "own_words",
     "parse_event",
     "parse_schema",
     "revise",

@@ -46,6 +46,7 @@ from .recall import misremember
 from .revise import age, relation_of, revise
 from .roots import RootDecl, RootSchema
 from .rules import DEFAULT_RULES, Rules
+from .said import Said, own_words, reached
 
 __all__ = [
     "BeliefReader",
@@ -107,14 +108,11 @@ class Outcome:
     #: A ``register`` event's display names: resident → {lang: name}; action → {lang: label}.
     names: dict[str, dict[str, str]] = field(default_factory=dict)
     labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: A ``say``/``announce``: the speaker's record of what it said (never its belief).
+    said: Said | None = None
 
 
-def _audience(event: Announce, known: Iterable[str]) -> tuple[str, ...]:
-    if event.audience is not None:
-        return event.audience
-    everyone = set(known) | set(event.mentioned_residents())
-    everyone.discard(event.speaker)
-    return tuple(sorted(everyone))
+_audience = reached
 
 
 def evidence_id(event_id: str, resident: str, suffix: str = "") -> str:
@@ -302,7 +300,8 @@ def ingest(
         claim = event.claim
         out.facts[claim.root] = claim.value
     everyone_needed = isinstance(event, Announce) and event.audience is None
-    known: Iterable[str] = reader.known_residents() if everyone_needed else ()
+    known: Iterable[str] = list(reader.known_residents()) if everyone_needed else ()
+    out.said = own_words(event, known)
     for ev in derive_evidence(event, known):
         key = (ev.resident, ev.claim.root)
         current = social.belief(*key)
@@ -514,6 +513,8 @@ class MemoryWorld:
         self.schema: RootSchema | None = None
         self.names: dict[str, dict[str, str]] = {}
         self.labels: dict[str, dict[str, str]] = {}
+        #: What each speaker said, in log order (own words: never beliefs).
+        self.said: list[Said] = []
 
     def get_schema(self) -> RootSchema | None:
         return self.schema
@@ -557,6 +558,8 @@ class MemoryWorld:
             self.schema = out.schema
         self.names.update(out.names)
         self.labels.update(out.labels)
+        if out.said is not None:
+            self.said.append(out.said)
         for change in out.changes:
             self.changes.append(replace(change, seq=len(self.changes) + 1))
         return out

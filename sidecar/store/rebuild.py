@@ -9,6 +9,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .said import said_rows
 from .store import Reader, Writer
 
 __all__ = ["RebuildReport", "rebuild"]
@@ -85,6 +86,9 @@ def _compare(world: str, a: Reader, b: Reader, report: RebuildReport, limit: int
     for old, new in zip(old_changes, new_changes, strict=False):
         if old != new or old.seq != new.seq:
             differ(f"change seq {old.seq}: stored {old} != rebuilt {new}")
+    stored_said = said_rows(a.conn, world)
+    if stored_said is not None and stored_said != said_rows(b.conn, world):
+        differ("the own-words records (said) differ")
     if a.registry(world) != b.registry(world):
         differ("the resident registry (display names, action labels) differs")
     if a.latest_seq(world) != b.latest_seq(world) or a.world_day(world) != b.world_day(world):

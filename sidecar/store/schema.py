@@ -11,6 +11,8 @@ import re
 import sqlite3
 from collections.abc import Callable
 
+from . import said
+
 __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
@@ -387,9 +389,12 @@ CREATE INDEX IF NOT EXISTS evidence_contradicting ON evidence (world, resident, 
 CREATE INDEX IF NOT EXISTS changes_corrected ON changes (world, resident, root, seq)
     WHERE kind = 'corrected';
 """
-_PLANNED_TABLES = ("events", "residents", "evidence", "beliefs", "changes", "trust", "facts")
+_PLANNED_TABLES: tuple[str, ...] = (
+    "events", "residents", "evidence", "beliefs", "changes", "trust", "facts",
+)  # fmt: skip
+_PLANNED_TABLES += ("said",)  # 0010 (i18): own words, by speaker
 _TABLE_ROWS = 1_000_000
-_SELECTIVITY = {"world": 10, "resident": 100, "root": 100}
+_SELECTIVITY = {"world": 10, "resident": 100, "root": 100, "speaker": 100}
 
 
 def _index_stat(conn: sqlite3.Connection, index: str, unique: bool, partial: bool) -> str:
@@ -468,6 +473,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0007_i18_intervention_lifecycle", _intervention_lifecycle),
     ("0008_i17_query_plans", _query_indexes),
     ("0009_i17_saves", _SAVES),
+    ("0010_i18_said", said.create),  # own words: sidecar/store/said.py
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -71,6 +71,7 @@ from .rows import (
     dump_json_list,
     load_json,
 )
+from .said import INSERT_SAID, said_row
 from .schema import migrate, unknown_migrations
 
 log = logging.getLogger("credence.store")
@@ -333,7 +334,7 @@ class _Batch:
     """
 
     __slots__ = ("beliefs", "changes", "due", "event_ids", "events", "evidence", "facts",
-                 "new_worlds", "residents", "swept", "trust")  # fmt: skip
+                 "new_worlds", "residents", "said", "swept", "trust")  # fmt: skip
 
     def __init__(self) -> None:
         self.beliefs: dict[tuple[str, str, str], Belief] = {}
@@ -350,6 +351,7 @@ class _Batch:
         self.changes: list[tuple[Any, ...]] = []
         #: Worlds rows to insert first (a prepared batch's new worlds: prepare writes nothing).
         self.new_worlds: list[tuple[str, str]] = []
+        self.said: list[tuple[Any, ...]] = []  # own words (sidecar/store/said.py)
 
 
 @dataclass(slots=True)
@@ -1034,6 +1036,8 @@ class Writer:
             staged.residents += [(world, r) for r in out.new_residents]
         if out.evidence:
             staged.evidence += [_evidence_row(world, e, rel) for e, rel in out.evidence]
+        if out.said is not None:
+            staged.said.append(said_row(world, state.event_seq + 1, out.said))
         if out.beliefs:
             beliefs = staged.beliefs
             due = staged.due.setdefault(world, {})
@@ -1082,6 +1086,8 @@ class Writer:
             many(_INSERT_FACT, [(*k, v) for k, v in staged.facts.items()])
         if staged.changes:
             many(_INSERT_CHANGE, staged.changes)
+        if staged.said:
+            many(INSERT_SAID, staged.said)
 
     @staticmethod
     def _number(
@@ -1261,6 +1267,8 @@ class Writer:
             conn.executemany(
                 _INSERT_FACT, [(world, root, dump_json(v)) for root, v in out.facts.items()]
             )
+        if out.said is not None:
+            conn.execute(INSERT_SAID, said_row(world, state.event_seq + 1, out.said))
         if not out.changes:
             return []
         change_rows: list[tuple[Any, ...]] = []
@@ -1305,6 +1313,8 @@ def _bulk_rows(staged: _Batch) -> list[tuple[str, list[Any]]]:
         out += _chunks(_INSERT_FACT, [(*k, v) for k, v in staged.facts.items()])
     if staged.changes:
         out += _chunks(_INSERT_CHANGE, staged.changes)
+    if staged.said:
+        out += _chunks(INSERT_SAID, staged.said)
     return out
 
 
