@@ -40,6 +40,7 @@ __all__ = [
     "Hello",
     "NarrativeQuery",
     "ResidentsQuery",
+    "SaidQuery",
     "Subscribe",
     "TrustQuery",
     "Unsubscribe",
@@ -287,6 +288,7 @@ class GraphQuery:
 MAX_PAGE = 1000
 RESIDENTS_PAGE = 500
 EVENTS_PAGE = 100
+SAID_PAGE = 100
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -307,6 +309,17 @@ class EventsQuery:
     rid: object = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SaidQuery:
+    """One page of what a resident said (its own words), in seq order from event seq
+    ``start`` on."""
+
+    resident: str
+    start: int = 1
+    limit: int = SAID_PAGE
+    rid: object = None
+
+
 #: Frames answered in order with one reply (paged if long); ``worlds``, ``fork`` and
 #: ``delete`` are answered like queries (SPEC §10.7). Usable with ``isinstance``.
 QueryFrame = (
@@ -318,6 +331,7 @@ QueryFrame = (
     | TrustQuery
     | ResidentsQuery
     | EventsQuery
+    | SaidQuery
     | WorldsQuery
     | ForkWorld
     | DeleteWorld
@@ -502,6 +516,14 @@ def _events_query(frame: dict[str, Any], rid: object) -> EventsQuery:
     return EventsQuery(start=1 if start is None else start, limit=limit, rid=rid)
 
 
+def _said_query(frame: dict[str, Any], rid: object) -> SaidQuery:
+    resident = _str(frame, "resident", rid)
+    assert resident is not None
+    start = _integer(frame, "from", rid, "an event seq (an integer of at least 1)", 1)
+    limit = _page_limit(frame, rid, SAID_PAGE)
+    return SaidQuery(resident=resident, start=1 if start is None else start, limit=limit, rid=rid)
+
+
 def _event_id(frame: dict[str, Any]) -> str | None:
     """The frame's event_id, echoed in errors only when it is well formed."""
     value = frame.get("event_id")
@@ -577,6 +599,8 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
         return _residents_query(frame, rid)
     if kind == "events":
         return _events_query(frame, rid)
+    if kind == "said":
+        return _said_query(frame, rid)
     if kind in WORLD_FRAMES:
         return parse_world_frame(frame, rid)
     if kind == "hello":

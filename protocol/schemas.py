@@ -26,6 +26,7 @@ import orjson
 
 from sidecar.engine import ChangeKind, EventKind, Intervention
 from sidecar.engine.events import MAX_EDITS, MAX_ID_LEN, MAX_LIST_LEN, MAX_TEXT_LEN
+from sidecar.engine.said import SAID_TO_SHOWN
 
 from .errors import ErrorCode
 from .frames import (
@@ -464,6 +465,16 @@ def client_schema() -> Schema:
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
             },
         ),
+        "said": _frame(
+            "said",
+            "a page of what a resident said, from event seq `from` (SPEC §10.10)",
+            {
+                "resident": _ref("id"),
+                "from": {"type": "integer", "minimum": 1, "maximum": MAX_SAFE},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
+            },
+            ["resident"],
+        ),
         "worlds": _frame("worlds", "list the worlds (SPEC §10.7)", {}),
         "fork": _frame(
             "fork",
@@ -536,6 +547,20 @@ _CHANGE = {
     "type": "object",
     "required": ["seq", "change", "confidence", "state", "event_id", "day"],
     "properties": _CHANGE_FIELDS,
+}
+#: One entry of a ``said`` reply (SPEC §10.10).
+_SAID_ENTRY: dict[str, Any] = {
+    "seq": _ref("seq"),
+    "event_id": {"type": "string"},
+    "day": {"type": "number"},
+    "kind": {"enum": ["say", "announce"]},
+    "root": _ref("name"),
+    "value": _ref("value"),
+    "subject": {"type": "string"},
+    "topic": {"type": ["string", "null"]},
+    "to": _list(_ref("id"), most=SAID_TO_SHOWN),
+    "to_count": {"type": "integer", "minimum": 0},
+    "everyone": {"type": "boolean"},
 }
 _PAGED = {"part": {"type": "integer", "minimum": 0}, "more": {"type": "boolean"}}
 _WORLD_INFO: Schema = {
@@ -731,6 +756,24 @@ def server_schema() -> Schema:
                 **_PAGED,
             },
             ["events", "from", "last", "next"],
+        ),
+        "said": _frame(
+            "said",
+            "reply to said, paged (SPEC §10.10, §11)",
+            {
+                "resident": _ref("id"),
+                "from": {"type": "integer", "minimum": 1},
+                "next": _nullable({"type": "integer", "minimum": 1}),
+                "said": _list(
+                    {
+                        "type": "object",
+                        "required": list(_SAID_ENTRY),
+                        "properties": _SAID_ENTRY,
+                    }
+                ),
+                **_PAGED,
+            },
+            ["resident", "from", "next", "said"],
         ),
         "worlds": _frame(
             "worlds",

@@ -25,7 +25,8 @@ from sidecar.engine import InvalidEvent, WorldEvent, parse_event
 from sidecar.store import Reader, ResultStatus, StorageFailure, Writer
 from sidecar.store.store import EventResult
 
-TABLES = ("worlds", "events", "residents", "evidence", "beliefs", "changes", "trust", "facts")
+TABLES = ("worlds", "events", "residents", "evidence", "beliefs", "changes", "trust", "facts",
+          "said")  # fmt: skip
 
 
 @pytest.fixture

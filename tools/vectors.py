@@ -1593,6 +1593,51 @@ def _listings(v: _Vectors) -> None:
         {"type": "events", "limit": 5000, "rid": 49},
         error=ErrorCode.INVALID_FRAME,
     )
+    _said(v)
+
+
+def _said(v: _Vectors) -> None:
+    """Issue 18: own words, what a resident said to whom and when, a page at a time."""
+    s = v.session
+    out = s(
+        "client.said",
+        "What Bo said, from the start, one utterance per page here (limit 1–1000, default 100).",
+        {"type": "said", "resident": "bo", "limit": 1, "rid": 50},
+    )
+    v.server(
+        "server.said",
+        "Each utterance's seq, event id, day, kind, claim, subject and whom it was told; next is "
+        "the from of the next page.",
+        out[0],
+    )
+    out = s(
+        "client.said.from",
+        "The next page: what Bo said from the event seq the last reply gave as next.",
+        {"type": "said", "resident": "bo", "from": out[0]["next"], "limit": 1, "rid": 51},
+    )
+    v.server("server.said.from", "A later page of the same resident's words.", out[0])
+    out = s(
+        "client.said.announce_all",
+        "What the mayor said: an announcement to everyone.",
+        {"type": "said", "resident": "mayor", "limit": 1, "rid": 52},
+    )
+    v.server(
+        "server.said.announce_all",
+        "An announcement to everyone: everyone is true, to lists whom it reached then.",
+        out[0],
+    )
+    s(
+        "invalid.said.resident",
+        "A said query names its resident.",
+        {"type": "said", "rid": 53},
+        error=ErrorCode.INVALID_FRAME,
+    )
+    s(
+        "invalid.said.from",
+        "from is an event seq: an integer of at least 1.",
+        {"type": "said", "resident": "bo", "from": 0, "rid": 54},
+        error=ErrorCode.INVALID_FRAME,
+    )
 
 
 def _subscriptions(v: _Vectors) -> None:

@@ -15,7 +15,11 @@ from dataclasses import dataclass
 from .events import Announce, EventKind, Say, Utterance, WorldEvent
 from .model import Claim
 
-__all__ = ["Said", "own_words", "reached"]
+__all__ = ["SAID_TO_SHOWN", "Said", "own_words", "reached"]
+
+#: A reply or narrative entry lists at most this many of the residents told (and counts them
+#: all), so an announcement to a town of thousands stays one bounded entry.
+SAID_TO_SHOWN = 100
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

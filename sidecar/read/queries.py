@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine import Value
-from ..store import Reader, StoreError
+from ..store import Reader, StoreError, said
 from ..store.rows import load_json
 
 __all__ = [
@@ -24,7 +24,9 @@ __all__ = [
     "contradictions",
     "corrections",
     "evidence_rows",
+    "latest_said",
     "resident_known",
+    "said_page",
     "world_exists",
 ]
 
@@ -157,6 +159,25 @@ def contradictions(
             source=r["source_resident"],
         )
     return out
+
+
+def said_page(
+    reader: Reader, world: str, resident: str, *, start: int = 1, limit: int = 100
+) -> list[dict[str, Any]]:
+    """Up to ``limit`` things ``resident`` said from event seq ``start`` on (the ``said``
+    query; one primary-key range scan of ``said``, see :mod:`sidecar.store.said`)."""
+    try:
+        return said.said_page(reader.conn, world, resident, start=start, limit=limit)
+    except sqlite3.Error as exc:
+        raise StoreError(f"query failed: {exc}") from exc
+
+
+def latest_said(reader: Reader, world: str, resident: str, limit: int) -> list[dict[str, Any]]:
+    """The ``limit`` latest things ``resident`` said, latest first (the narrative's input)."""
+    try:
+        return said.latest_said(reader.conn, world, resident, limit)
+    except sqlite3.Error as exc:
+        raise StoreError(f"query failed: {exc}") from exc
 
 
 def evidence_rows(

@@ -26,6 +26,7 @@ from protocol import (
     NarrativeQuery,
     ProtocolError,
     ResidentsQuery,
+    SaidQuery,
     TrustQuery,
     belief_summary,
     change_summary,
@@ -302,6 +303,22 @@ def _events(reader: Reader, world: str, q: EventsQuery) -> list[dict[str, Any]]:
     return paginate(head, {"events": rows})
 
 
+def _said(reader: Reader, world: str, q: SaidQuery) -> list[dict[str, Any]]:
+    from ..read.queries import said_page
+
+    # One row more than asked says whether another page follows (``next``: pass as ``from``).
+    rows = said_page(reader, world, q.resident, start=q.start, limit=q.limit + 1)
+    if not rows and not reader.is_resident(world, q.resident):
+        raise _not_found(f"resident {q.resident!r} is unknown in world {world!r}", q.rid)
+    more = len(rows) > q.limit
+    rows = rows[: q.limit]
+    head = {
+        "type": "said", "rid": q.rid, "resident": q.resident, "from": q.start,
+        "next": rows[-1]["seq"] + 1 if more else None,
+    }  # fmt: skip
+    return paginate(head, {"said": rows})
+
+
 _HANDLERS: dict[type, Callable[[Reader, str, Any], list[dict[str, Any]]]] = {
     TrustQuery: _trust,
     BeliefsQuery: _beliefs,
@@ -311,6 +328,7 @@ _HANDLERS: dict[type, Callable[[Reader, str, Any], list[dict[str, Any]]]] = {
     GraphQuery: _graph,
     ResidentsQuery: _residents,
     EventsQuery: _events,
+    SaidQuery: _said,
 }
 
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..engine import Announce, InvalidEvent, Said, Utterance, parse_event
-from ..engine.said import reached
+from ..engine.said import SAID_TO_SHOWN, reached
 from .rows import dump_json, load_json
 
 __all__ = [
@@ -30,10 +30,6 @@ __all__ = [
     "said_row",
     "said_rows",
 ]
-
-#: An entry lists at most this many of the residents told (``to_count`` counts them all), so
-#: an announcement to a town of thousands stays one bounded entry.
-SAID_TO_SHOWN = 100
 
 _TABLE = """
 CREATE TABLE said (  -- seq: the utterance's events.seq (no foreign key: the world's

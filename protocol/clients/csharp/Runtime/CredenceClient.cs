@@ -103,6 +103,7 @@ namespace Credence
             { "worlds", new[] { "worlds" } },
             { "residents", new[] { "residents" } },
             { "events", new[] { "events" } },
+            { "said", new[] { "said" } },
         };
 
         /// <summary>

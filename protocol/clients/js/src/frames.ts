@@ -430,6 +430,7 @@ export const PAGED_FIELDS: Record<string, readonly string[]> = {
   worlds: ["worlds"],
   residents: ["residents"],
   events: ["events"],
+  said: ["said"],
 };
 
 /** Close codes after which reconnecting cannot help (SPEC §13). */

@@ -26,6 +26,7 @@ const PAGED_FIELDS := {
 	"trust": ["entries"],
 	"residents": ["residents"],
 	"events": ["events"],
+	"said": ["said"],
 	"worlds": ["worlds"],
 }
 ## Close codes after which reconnecting cannot help (SPEC §13): fix the client or the token.
