@@ -26,6 +26,7 @@ _QUERIES = [
     {"type": "trust", "resident": "alice"},
     {"type": "graph", "resident": "alice"},
     {"type": "graph", "resident": "alice", "root": "well:water"},
+    {"type": "said", "resident": "alice", "from": 2, "limit": 5},
 ]  # fmt: skip
 
 
@@ -114,3 +115,25 @@ def test_plan_statistics_survive_a_reopen_and_later_migrations(db: Path, tmp_pat
     ))  # fmt: skip
     assert "evidence_by_belief" in plan, plan
     old.close()
+
+
+def test_own_words_are_read_on_the_said_primary_key_in_order(db: Path) -> None:
+    """The said query (forwards from a seq) and the narrative's latest-first read both search
+    the ``said`` primary key by (world, speaker), each utterance's event by its own key, and
+    need no sort: a resident who said 10,000 things is read a page at a time."""
+    from sidecar.store.said import _SELECT
+
+    conn = sqlite3.connect(db)
+    try:
+        for sql in (
+            _SELECT + "AND s.seq >= ? ORDER BY s.seq LIMIT ?",
+            _SELECT + "ORDER BY s.seq DESC LIMIT ?",
+        ):
+            steps = [
+                r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, ["w"] * sql.count("?"))
+            ]
+            assert steps[0].startswith("SEARCH s USING PRIMARY KEY (world=? AND speaker=?"), steps
+            assert "(world=? AND seq=?)" in steps[1] and steps[1].startswith("SEARCH e"), steps
+            assert not any("TEMP B-TREE" in step for step in steps), steps
+    finally:
+        conn.close()
