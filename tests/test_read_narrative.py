@@ -80,8 +80,8 @@ def test_full_text_has_sections_in_order(reader: Reader) -> None:
     positions = [n.text.index(h) for h in headings]
     assert positions == sorted(positions)
     assert [s["name"] for s in n.sections] == [
-        "sure", "believe", "told", "acts", "doubts", "anomalies", "corrections", "people",
-        "faded",
+        "sure", "believe", "told", "said", "acts", "doubts", "anomalies", "corrections",
+        "people", "faded",
     ]  # fmt: skip
 
 
@@ -229,10 +229,16 @@ def test_errors(reader: Reader) -> None:
         project(reader, WORLD, "nobody")
 
 
-def test_known_resident_without_beliefs(reader: Reader) -> None:
-    """A resident the world knows but who believes nothing gets a plain sentence."""
-    assert project(reader, WORLD, "bob").text == "I don't remember anything in particular."
-    assert project(reader, WORLD, "bob", lang="zh-Hant").text == "我沒有什麼特別的記憶。"
+def test_known_resident_without_beliefs(reader: Reader, tmp_path: Path) -> None:
+    """A resident the world knows but who believes nothing and said nothing gets a plain
+    sentence; one who believes nothing but spoke remembers what it said (own words)."""
+    register = {"event_id": "reg-quiet", "day": 0, "kind": "register",
+                "residents": [{"resident": "quiet", "names": {"en": "Quiet"}}]}  # fmt: skip
+    quiet = open_reader(build(tmp_path / "q.db", [register]))
+    assert project(quiet, WORLD, "quiet").text == "I don't remember anything in particular."
+    assert project(quiet, WORLD, "quiet", lang="zh-Hant").text == "我沒有什麼特別的記憶。"
+    gossip = project(reader, WORLD, "bob").text
+    assert gossip.startswith("What I told others:\n- I told alice that the mayor is angry")
 
 
 # ------------------------------------------------------------------------------ budget

@@ -137,6 +137,7 @@ def test_vectors_cover_every_kind_code_and_frame() -> None:
         "deleted",
         "residents",
         "events",
+        "said",
     }
     errors = {
         v["json"]["code"]

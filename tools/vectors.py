@@ -1547,7 +1547,7 @@ def _memory(v: _Vectors) -> None:
     )
     v.server(
         "server.narrative.empty",
-        "The narrative of a known resident without beliefs: a fixed sentence, nine empty sections.",
+        "The narrative of a known resident without beliefs: a fixed sentence, ten empty sections.",
         out[0],
     )
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine import Belief, SourceKind, State, same_value
+from ..engine.said import SAID_TO_SHOWN
+from .own_words import OwnWords, said_beliefs
 from .queries import Contradiction, Correction
 from .recall import ActEpisode, Recall, TrustRecord
 
@@ -47,7 +49,7 @@ _NOT_PHRASED = ("believes:", "action:")
 #: told/people/acts about the focus 2, sure/believed about the focus 3, told/people/acts 4,
 #: sure/believed 5, faded 6. Items start unranked (as if nothing were in focus).
 _TIER = {"doubts": 0, "anomalies": 0, "corrections": 1, "faded": 6}
-SOCIAL_SECTIONS = frozenset({"told", "people", "acts"})
+SOCIAL_SECTIONS = frozenset({"told", "people", "acts", "said"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,11 +102,13 @@ class Item:
     acts: Acts | None = None
     trust: Trust | None = None
     extra: dict[str, Any] | None = None
+    #: A claim the resident told others (its own words, "said"): phrased from this.
+    said: OwnWords | None = None
 
     @property
     def from_belief(self) -> bool:
-        """Whether the line is phrased from the belief (not an act or trust line)."""
-        return self.acts is None and self.trust is None
+        """Whether the line is phrased from the belief (not an act, trust or said line)."""
+        return self.acts is None and self.trust is None and self.said is None
 
     @property
     def key(self) -> tuple[int, float, float, str]:
@@ -278,4 +282,29 @@ def classify(recalled: Recall) -> list[Item]:
         if root in by_root
     ]
     items += [_trust_item(resident, record) for record in recalled.trust]
+    items += _said_items(recalled)
     return items
+
+
+def _said_items(recalled: Recall) -> list[Item]:
+    """One item per claim the resident told others (section ``said``), ranked as certain."""
+    return [
+        Item(
+            belief=belief,
+            section="said",
+            band="said",
+            tier=tier_of("said", False),
+            group=None,
+            said=said,
+            extra={
+                "to": list(said.to[:SAID_TO_SHOWN]),
+                "to_count": len(said.to),
+                "everyone": said.everyone,
+                "times": said.times,
+                "first_day": said.first_day,
+                "last_day": said.last_day,
+                "_people": said.to,
+            },
+        )
+        for belief, said in said_beliefs(recalled.resident, recalled.said)
+    ]

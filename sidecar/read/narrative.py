@@ -8,6 +8,7 @@ sections, always in this order (empty ones left out):
 ``sure``       what I am sure of (firsthand, influencing, confidence ≥ 85)
 ``believe``    what I think without being sure (firsthand below 85, implanted)
 ``told``       what I was told and by whom (hearsay, unconfirmed)
+``said``       what I told others, to whom and when (own words, :mod:`.own_words`)
 ``acts``       what I did and saw others do, as episodes (``act`` events)
 ``doubts``     what I doubt (state ``doubtful``)
 ``anomalies``  what struck me as wrong (state ``anomalous``)

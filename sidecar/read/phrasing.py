@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from ..engine import SourceKind, Value
 from .items import Item
+from .own_words import said_lines
 from .recall import Recall
 from .wording import Words, words_for
 
@@ -293,5 +294,7 @@ def phrase(items: Iterable[Item], words: Words, today: float) -> list[Phrased]:
             fixed = (text, text)
         elif item.trust is not None:
             fixed = _trust_lines(item, words)
+        elif item.said is not None:  # own words: sidecar/read/own_words.py
+            fixed = said_lines(item.said, words, today)
         out.append(Phrased(item, words, fixed))
     return out

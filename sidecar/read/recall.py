@@ -20,7 +20,7 @@ from typing import Any
 from ..engine import Belief, Change, SourceKind, State
 from ..store import Reader, StoreError
 from ..store.rows import load_json
-from .queries import Contradiction, Correction, contradictions, corrections
+from .queries import Contradiction, Correction, contradictions, corrections, latest_said
 from .registry import Registry, load_registry, load_root_texts
 
 __all__ = ["ActEpisode", "Recall", "TrustRecord", "recall"]
@@ -64,6 +64,8 @@ class Recall:
     #: Episodes per ``action:`` root, oldest first.
     acts: Mapping[str, tuple[ActEpisode, ...]]
     trust: tuple[TrustRecord, ...]
+    #: What the resident said, latest first (at most own_words.SAID_RECALLED utterances).
+    said: tuple[dict[str, Any], ...] = ()
 
 
 def _rows(reader: Reader, sql: str, params: Sequence[Any]) -> list[sqlite3.Row]:
@@ -202,4 +204,12 @@ def recall(reader: Reader, world: str, resident: str, lang: str) -> Recall:
         contradictions=contradictions(reader, world, resident),
         acts=_acts(reader, world, resident),
         trust=_trust(reader, world, resident),
+        said=_said(reader, world, resident),
     )
+
+
+def _said(reader: Reader, world: str, resident: str) -> tuple[dict[str, Any], ...]:
+    """The resident's latest own words: one bounded read of the ``said`` primary key."""
+    from .own_words import SAID_RECALLED
+
+    return tuple(latest_said(reader, world, resident, SAID_RECALLED))

@@ -18,7 +18,8 @@ __all__ = ["LANGUAGES", "SECTIONS", "Words", "words_for"]
 
 #: Section names in the order they appear in the text.
 SECTIONS = (
-    "sure", "believe", "told", "acts", "doubts", "anomalies", "corrections", "people", "faded",
+    "sure", "believe", "told", "said", "acts", "doubts", "anomalies", "corrections", "people",
+    "faded",
 )  # fmt: skip
 
 
@@ -197,6 +198,7 @@ EN = Words(
         "faded": "Faded memories:",
         "believe": "What I think, without being sure:",
         "acts": "What I did, and saw others do:",
+        "said": "What I told others:",
     },
     short_headings={
         "sure": "Sure:",
@@ -208,6 +210,7 @@ EN = Words(
         "faded": "Faded:",
         "believe": "I think:",
         "acts": "Done:",
+        "said": "I told:",
     },
     sure="I'm sure that {s}.",
     think="I think {s}.",
@@ -301,6 +304,7 @@ ZH_HANT = Words(
         "faded": "模糊的記憶：",
         "believe": "我認為、但不確定的事：",
         "acts": "我做過、也看到別人做過的事：",
+        "said": "我告訴別人的事：",
     },
     short_headings={
         "sure": "確定：",
@@ -312,6 +316,7 @@ ZH_HANT = Words(
         "faded": "模糊記憶：",
         "believe": "我認為：",
         "acts": "做過的事：",
+        "said": "我說過：",
     },
     sure="我很確定{s}。",
     think="我認為{s}。",
