@@ -192,6 +192,21 @@ def test_load_json_reports_every_figure() -> None:
     assert fig["sidecar_peak_rss_mib"] >= fig["sidecar_rss_mib"] > 0
 
 
+def test_load_curve_runs_each_rate_and_reports_its_latency() -> None:
+    """credence load --curve 40,120 --duration 1.5 --json: one row per rate, in order, each
+    at about its rate (never above it), with ordered latencies and no error."""
+    done = credence("load", "--curve", "40,120", "--duration", "1.5", "--json", timeout=180)
+    assert done.returncode == 0, done.stderr
+    fig = orjson.loads(done.stdout)
+    assert [row["rate"] for row in fig["curve"]] == [40.0, 120.0]
+    assert fig["target"] == {"ack_p99_ms": 16.0, "up_to_rate": 400.0}
+    for row in fig["curve"]:
+        assert row["errors"] == {}
+        assert 0.5 * row["rate"] < row["acked_per_s"] <= 1.1 * row["rate"], row
+        p = row["ack_latency_ms"]
+        assert 0 < p["p50"] <= p["p95"] <= p["p99"] <= p["max"], p
+
+
 def test_clocked_source_dates_each_round_once_after_the_base_and_waits_for_answers() -> None:
     """ClockedSource: a round opens only when the previous one is all answered; its events
     carry one day, base_day + the town's day of its last event, never going down; until_day

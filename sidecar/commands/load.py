@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..engine import MAX_SAFE_INTEGER, Bound
-from . import number
+from . import number, numbers
 
 _COUNT = number(Bound(int, 1, 10_000_000))  # clients, residents, events, window
 _SECONDS = number(Bound(float, 0.001, 86_400))  # --duration, --timeout
@@ -32,7 +33,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     bound = p.add_mutually_exclusive_group()
     bound.add_argument("--events", type=_COUNT, help="events to send in all (default 2000)")
     bound.add_argument("--duration", type=_SECONDS, help="send for this many seconds instead")
-    p.add_argument("--rate", type=_RATE, help="events per second in all (default unlimited)")
+    pace = p.add_mutually_exclusive_group()
+    pace.add_argument("--rate", type=_RATE, help="events per second in all (default unlimited)")
+    pace.add_argument(
+        "--curve", type=numbers(Bound(float, 0.001, 10_000_000)), metavar="R1,R2,…",
+        help="run once per rate (each for --duration seconds, default 8) and print the rate → "
+        "ack p50/p99 curve, e.g. 50,100,200,400,800,1600",
+    )  # fmt: skip
     p.add_argument("--seed", type=_SEED, default=1, help="seed of the town's events (default 1)")
     p.add_argument(
         "--window",
@@ -48,10 +55,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     from tools.load import LoadConfig, main
 
+    if args.curve and args.events:
+        print("credence load: --curve runs each rate for --duration seconds, not --events",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    duration = args.duration or (8.0 if args.curve else None)
     config = LoadConfig(
         url=args.url, token=args.token, world=args.world, clients=args.clients,
-        residents=args.residents, events=None if args.duration else (args.events or 2000),
-        duration=args.duration, rate=args.rate, seed=args.seed, window=args.window,
+        residents=args.residents, events=None if duration else (args.events or 2000),
+        duration=duration, rate=args.rate, seed=args.seed, window=args.window,
         timeout=args.timeout,
     )  # fmt: skip
-    return main(config, as_json=args.json)
+    return main(config, as_json=args.json, curve=args.curve)
