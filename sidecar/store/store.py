@@ -25,13 +25,11 @@ Exception tree::
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import math
 import operator
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -333,7 +331,7 @@ class _Batch:
     """
 
     __slots__ = ("beliefs", "changes", "due", "event_ids", "events", "evidence", "facts",
-                 "new_worlds", "residents", "swept", "trust")  # fmt: skip
+                 "residents", "swept", "trust")  # fmt: skip
 
     def __init__(self) -> None:
         self.beliefs: dict[tuple[str, str, str], Belief] = {}
@@ -348,27 +346,6 @@ class _Batch:
         self.residents: list[tuple[str, str]] = []
         self.evidence: list[tuple[Any, ...]] = []
         self.changes: list[tuple[Any, ...]] = []
-        #: Worlds rows to insert first (a prepared batch's new worlds: prepare writes nothing).
-        self.new_worlds: list[tuple[str, str]] = []
-
-
-@dataclass(slots=True)
-class _Prepared:
-    """A batch folded by :meth:`Writer.start` whose commit is in flight."""
-
-    batch: Sequence[tuple[str, WorldEvent]]
-    snapshot: dict[str, _WorldState]  # the writer's world states before it
-    staged: _Batch
-    results: list[EventResult]
-    counters: list[tuple[float, int, int, str]]  # (day, event_seq, change_seq, world) after it
-    #: Its rows, a few multi-row statements per table (see _chunks).
-    bulk: list[tuple[str, list[Any]]] = field(default_factory=list)
-    future: Future[list[EventResult]] = field(default_factory=Future)
-    commit: Future[bool] | None = None  # the commit thread's task: True once committed
-
-
-class _Stale(Exception):
-    """Another connection committed since the cache was last checked: redo the batch."""
 
 
 class _Fallback(Exception):
@@ -380,19 +357,15 @@ def _due_order(b: Belief) -> tuple[float, str, str]:
 
 
 class _View:
-    """The engine's read access to one world, over the writer's open transaction.
-
-    Pipelined (:meth:`Writer.start`), ``conn`` is the read-only connection (it sees only
-    committed rows) and ``prev`` the batch whose commit is in flight: read after ``batch``
-    and before the cache, so a key that batch wrote is never read stale.
-    """
+    """The engine's read access to one world, over the writer's open transaction: the
+    batch's own writes first (batched path), then the cache, then SQLite."""
 
     def __init__(
         self, conn: sqlite3.Connection, world: str, state: _WorldState, cache: _Cache | None,
-        batch: _Batch | None = None, prev: _Batch | None = None,
+        batch: _Batch | None = None,
     ) -> None:  # fmt: skip
         self.conn, self.world, self.state, self.cache = conn, world, state, cache
-        self.batch, self.prev = batch, prev
+        self.batch = batch
         #: The day this view swept for due beliefs (batched path; kept if the event applies).
         self.swept: float | None = None
 
@@ -402,11 +375,6 @@ class _View:
             staged = batch.beliefs.get((self.world, resident, root))
             if staged is not None:
                 return staged
-            prev = self.prev
-            if prev is not None:
-                staged = prev.beliefs.get((self.world, resident, root))
-                if staged is not None:
-                    return staged
         cache = self.cache
         if cache is not None:
             key = (self.world, resident, root)
@@ -440,29 +408,10 @@ class _View:
         # to age in them (and would find nothing again), just as the event-by-event path
         # sees them once rewritten or not at all.
         world, staged = self.world, batch.beliefs
-        prev = self.prev
-        if prev is None:
-            due = [
-                self._stored(row) for row in rows
-                if (world, row["resident"], row["root"]) not in staged
-            ]  # fmt: skip
-        else:
-            # The batch in flight counts as stored: its rows replace what the read connection
-            # may still show for its keys (before or after its commit, the same answer).
-            before = prev.beliefs
-            due = []
-            for row in rows:
-                key = (world, row["resident"], row["root"])
-                if key not in staged and key not in before:
-                    due.append(self._stored(row))
-            flying = prev.due.get(world)
-            if flying:
-                due += [
-                    b for k, b in flying.items()
-                    if k not in staged and (swept is None or b.next_decay_day > swept)  # type: ignore[operator]
-                    and b.next_decay_day <= day  # type: ignore[operator]
-                ]  # fmt: skip
-                due.sort(key=_due_order)
+        due = [
+            self._stored(row) for row in rows
+            if (world, row["resident"], row["root"]) not in staged
+        ]  # fmt: skip
         pending = batch.due.get(world)
         if pending:
             due += [b for b in pending.values() if b.next_decay_day <= day]  # type: ignore[operator]
@@ -506,11 +455,6 @@ class _View:
             staged = batch.trust.get((self.world, resident, source, topic))
             if staged is not None:
                 return staged
-            prev = self.prev
-            if prev is not None:
-                staged = prev.trust.get((self.world, resident, source, topic))
-                if staged is not None:
-                    return staged
         cache = self.cache
         if cache is not None:
             key = (self.world, resident, source, topic)
@@ -585,34 +529,6 @@ _INSERT_RESIDENT = "INSERT INTO residents (world, resident) VALUES (?, ?)"
 _INSERT_FACT = "INSERT OR REPLACE INTO facts (world, root, value) VALUES (?,?,?)"
 
 
-#: Rows per statement of a pipelined commit, at most (see _chunks).
-_CHUNK = 512
-
-
-@functools.cache
-def _multi(sql: str, rows: int) -> str:
-    """An ``INSERT ... VALUES (?, ...) [ON CONFLICT ...]`` for ``rows`` rows at once."""
-    head, rest = sql.split(" VALUES (", 1)
-    marks, tail = rest.split(")", 1)
-    return f"{head} VALUES {', '.join(['(' + marks + ')'] * rows)}{tail}"
-
-
-def _chunks(sql: str, rows: Sequence[Sequence[Any]]) -> Iterator[tuple[str, list[Any]]]:
-    """``rows`` as a few multi-row statements (full chunks, then the rest in powers of two:
-    few statement shapes, so few compiled statements kept), in order. SQLite runs each in one
-    step without the GIL, where ``executemany`` takes the GIL back for every row (and, with
-    the next batch being folded on another thread, waits a switch interval each time)."""
-    start, left = 0, len(rows)
-    size = _CHUNK
-    while left:
-        while size > left:
-            size //= 2
-        part = rows[start : start + size]
-        yield _multi(sql, size), [v for row in part for v in row]
-        start += size
-        left -= size
-
-
 _INSERT_WORLD = "INSERT INTO worlds (world, rules) VALUES (?, ?)"
 _EVENT_EXISTS = "SELECT 1 FROM events WHERE world = ? AND event_id = ?"
 
@@ -630,21 +546,15 @@ class Writer:
     SQLite); ``batched=False`` writes each event in its own savepoint as it goes instead of
     the batch's rows together at the end. Results and tables are the same either way, only
     slower.
-
-    ``pipelined=True`` lets :meth:`start` overlap one batch's SQLite work (on a commit thread
-    of the writer's own) with the folding of the next (on the calling thread); ``apply``
-    works the same either way.
     """
 
     def __init__(
         self, path: str | Path, *, rules: Rules = DEFAULT_RULES, synchronous: str = "FULL",
         cache: bool = True, cache_budget: int = CACHE_BUDGET, batched: bool = True,
-        pipelined: bool = False,
     ) -> None:  # fmt: skip
         self.path = Path(path)
         self.rules = rules
         self.batched = batched
-        self.pipelined = pipelined and batched
         #: Batches the batched path handed to the event-by-event path (see :meth:`apply`).
         self.fallbacks = 0
         if self.path.is_file():  # SQLite would open a read-only file and fail at first write
@@ -666,26 +576,12 @@ class Writer:
         self._cache = _Cache(cache_budget, TRUST_CACHE_LIMIT) if cache else None
         self._data_version: int | None = self.conn.execute("PRAGMA data_version").fetchone()[0]
         self._savepoint_open = False  # the current event's savepoint, while it is open
-        # The pipeline (see start): its read-only connection, commit thread, batch in flight.
-        self._read_conn: sqlite3.Connection | None = None
-        self._committer: ThreadPoolExecutor | None = None
-        self._inflight: _Prepared | None = None
 
     def close(self) -> None:
-        try:
-            self.finish()
-        finally:
-            if self._committer is not None:
-                self._committer.shutdown(wait=True)
-                self._committer = None
-            if self._read_conn is not None:
-                self._read_conn.close()
-                self._read_conn = None
-            self.conn.close()
+        self.conn.close()
 
     def ensure_world(self, world: str, rules: Rules) -> None:
         """Create ``world`` with its own rules (a rebuild keeps the rules it was run with)."""
-        self.finish()
         if self.conn.execute("SELECT 1 FROM worlds WHERE world = ?", (world,)).fetchone():
             return
         self.conn.execute(
@@ -695,28 +591,22 @@ class Writer:
 
     def forget_world(self, world: str) -> None:
         """Drop what this writer holds in memory about ``world`` (after it was deleted)."""
-        self.finish()
         self._worlds.pop(world, None)
         if self._cache is not None:
             self._cache.clear()
 
-    def _world(self, world: str, staged: _Batch | None = None) -> _WorldState:
-        """The world's state, loaded once. A new world's row is inserted at once, or, given a
-        prepared batch (``staged``, read through the read-only connection), by its commit."""
+    def _world(self, world: str) -> _WorldState:
+        """The world's state, loaded once. A new world's row is inserted at once."""
         state = self._worlds.get(world)
         if state is not None:
             return state
-        conn = self.conn if staged is None or self._read_conn is None else self._read_conn
+        conn = self.conn
         row = conn.execute(
             "SELECT day, event_seq, change_seq, rules FROM worlds WHERE world = ?", (world,)
         ).fetchone()
         if row is None:
             rules = self.rules
-            new = (world, dump_json(rules_to_stored(rules)))
-            if staged is None:
-                conn.execute("INSERT INTO worlds (world, rules) VALUES (?, ?)", new)
-            else:
-                staged.new_worlds.append(new)
+            conn.execute(_INSERT_WORLD, (world, dump_json(rules_to_stored(rules))))
             state = _WorldState(0.0, 0, 0, rules)
         else:
             state = _WorldState(
@@ -759,14 +649,7 @@ class Writer:
         not read back as written — rolls the batch's rows back and redoes the batch event by
         event, each in its own savepoint (:meth:`_apply_one`), which decides exactly which
         event fails; so outcomes are those of the event-by-event path in every case.
-        (A pipelined batch still in flight is finished first: see :meth:`start`.)
         """
-        self.finish()
-        return self._apply_now(batch, self.batched)
-
-    def _apply_now(
-        self, batch: Sequence[tuple[str, WorldEvent]], batched: bool
-    ) -> list[EventResult]:
         results: list[EventResult] = []
         if not batch:
             return results
@@ -776,7 +659,7 @@ class Writer:
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             self._check_cache()
-            if batched:
+            if self.batched:
                 staged, results = self._try_batched(batch, snapshot)
             if staged is None:
                 results = [self._apply_one(world, event) for world, event in batch]
@@ -806,153 +689,6 @@ class Writer:
                 cache.clear()
         return results
 
-    # ------------------------------------------------------------------ the pipeline
-
-    def start(self, batch: Sequence[tuple[str, WorldEvent]]) -> Future[list[EventResult]]:
-        """Begin applying a batch; the future resolves (results, or :class:`StorageFailure`)
-        once it is committed. One thread calls it (and :meth:`apply`, :meth:`finish`).
-
-        Pipelined, the batch is folded here (the *prepare*: nothing written, reading through
-        the batch in flight, the cache and a read-only connection that sees only committed
-        rows) while the previous batch commits on the writer's commit thread; then this call
-        waits for that commit, settles it (cache update, or redo) and hands this batch's
-        rows to the commit thread. So when it returns, the previous batch's future is done.
-        If the previous commit failed, that batch is redone here the way :meth:`apply` would
-        (its events get the refusals they get there) and this one is folded again from what
-        is committed. A batch the fold hands back (a register or schema event, an unexpected
-        error) waits for the previous commit and is applied event by event. Not pipelined:
-        :meth:`apply`, with its result in a finished future.
-        """
-        future: Future[list[EventResult]] = Future()
-        if not self.pipelined or not batch:
-            try:
-                future.set_result(self.apply(batch))
-            except StorageFailure as exc:
-                future.set_exception(exc)
-            return future
-        inflight = self._inflight
-        prepared = self._prepare(batch, None if inflight is None else inflight.staged)
-        if not self._settle() and prepared is not None:
-            prepared = self._prepare(batch, None)  # it read the failed batch's rows: again
-        if prepared is None:
-            try:
-                future.set_result(self._apply_now(batch, batched=False))
-            except StorageFailure as exc:
-                future.set_exception(exc)
-            return future
-        if self._committer is None:
-            self._committer = ThreadPoolExecutor(1, thread_name_prefix="credence-commit")
-        prepared.future = future
-        self._inflight = prepared
-        prepared.commit = self._committer.submit(self._commit_prepared, prepared)
-        return future
-
-    def finish(self) -> None:
-        """Wait for the pipelined batch in flight (if any) to be committed, and settle it."""
-        self._settle()
-
-    def pending(self) -> Future[bool] | None:
-        """The commit of the pipelined batch in flight (done once it committed or failed;
-        :meth:`finish` then settles it), or ``None``."""
-        inflight = self._inflight
-        return None if inflight is None else inflight.commit
-
-    def _reader_conn(self) -> sqlite3.Connection:
-        conn = self._read_conn
-        if conn is None:
-            conn = self._read_conn = _open(self.path, synchronous="NORMAL")
-            conn.execute("PRAGMA query_only = ON")
-        return conn
-
-    def _prepare(
-        self, batch: Sequence[tuple[str, WorldEvent]], prev: _Batch | None
-    ) -> _Prepared | None:
-        """Fold ``batch`` after ``prev`` (in flight); ``None``: apply it event by event."""
-        snapshot = _copy_worlds(self._worlds)
-        if self._cache is not None:
-            self._cache.trim()
-        staged = _Batch()
-        conn = self._reader_conn()
-        try:
-            conn.execute("BEGIN")  # one read snapshot, surely ended below
-            try:
-                results = self._fold(batch, conn, staged, prev)
-            finally:
-                conn.execute("COMMIT")
-        except Exception as exc:  # see _try_batched
-            level = logging.DEBUG if isinstance(exc, _Fallback) else logging.WARNING
-            log.log(level, "batch of %d events applied event by event: %r", len(batch), exc)
-            self._worlds = snapshot
-            self.fallbacks += 1
-            return None
-        counters = []
-        for world in dict.fromkeys(world for world, _ in batch if world in self._worlds):
-            s = self._worlds[world]
-            counters.append((s.day, s.event_seq, s.change_seq, world))
-        try:
-            bulk = _bulk_rows(staged)
-        except Exception as exc:  # (building rows: what _flush would meet, event by event)
-            log.warning("batch of %d events applied event by event: %r", len(batch), exc)
-            self._worlds = snapshot
-            self.fallbacks += 1
-            return None
-        return _Prepared(batch, snapshot, staged, results, counters, bulk=bulk)
-
-    def _commit_prepared(self, p: _Prepared) -> bool:
-        """On the commit thread: write a prepared batch and commit; ``False``: rolled back
-        (to be redone by :meth:`_settle`). Touches neither the cache nor the world states."""
-        conn = self.conn
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            if conn.execute("PRAGMA data_version").fetchone()[0] != self._data_version:
-                raise _Stale("another connection committed")
-            for sql, params in p.bulk:
-                conn.execute(sql, params)
-            conn.executemany(
-                "UPDATE worlds SET day = ?, event_seq = ?, change_seq = ? WHERE world = ?",
-                p.counters,
-            )
-            conn.execute("COMMIT")
-        except Exception as exc:
-            level = logging.DEBUG if isinstance(exc, _Stale) else logging.WARNING
-            log.log(level, "pipelined batch of %d events not committed, redone: %r",
-                    len(p.batch), exc)  # fmt: skip
-            if conn.in_transaction:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    log.exception("rollback after a failed pipelined commit failed")
-            return False
-        p.future.set_result(p.results)
-        return True
-
-    def _settle(self) -> bool:
-        """Wait for the batch in flight; update the cache with it, or (its commit failed)
-        redo it as :meth:`apply` would. ``False``: it was redone."""
-        p = self._inflight
-        if p is None:
-            return True
-        self._inflight = None
-        assert p.commit is not None
-        if p.commit.result():
-            cache = self._cache
-            if cache is not None:
-                try:
-                    _cache_batch(cache, p.staged)
-                except Exception:
-                    log.exception("cache update after a pipelined batch failed; cache cleared")
-                    cache.clear()
-            return True
-        self._worlds = p.snapshot  # as before it: what it staged was rolled back
-        try:
-            p.future.set_result(self._apply_now(p.batch, self.batched))
-        except StorageFailure as exc:
-            p.future.set_exception(exc)
-        except BaseException as exc:
-            p.future.set_exception(exc)
-            raise
-        return False
-
     def _try_batched(
         self, batch: Sequence[tuple[str, WorldEvent]], snapshot: dict[str, _WorldState]
     ) -> tuple[_Batch | None, list[EventResult]]:
@@ -979,36 +715,29 @@ class Writer:
         self, batch: Sequence[tuple[str, WorldEvent]]
     ) -> tuple[_Batch, list[EventResult]]:
         staged = _Batch()
-        results = self._fold(batch, self.conn, staged, None)
+        results = self._fold(batch, staged)
         self._flush(staged)
         return staged, results
 
-    def _fold(
-        self, batch: Sequence[tuple[str, WorldEvent]], conn: sqlite3.Connection, staged: _Batch,
-        prev: _Batch | None,
-    ) -> list[EventResult]:  # fmt: skip
+    def _fold(self, batch: Sequence[tuple[str, WorldEvent]], staged: _Batch) -> list[EventResult]:
         """Fold the batch into ``staged`` (nothing written), reading through ``staged``, then
-        ``prev`` (a batch in flight), the cache and ``conn``."""
-        cache = self._cache
-        prepared = staged if conn is not self.conn else None
-        before = () if prev is None else prev.event_ids
+        the cache and the writer's connection."""
+        cache, conn = self._cache, self.conn
         results: list[EventResult] = []
         for world, event in batch:
             event_id = event.event_id
             try:
-                state = self._world(world, prepared)
+                state = self._world(world)
             except WorldRulesInvalid as exc:  # this world only: its events are refused
                 results.append(EventResult(world, event_id, ResultStatus.REJECTED, error=exc))
                 continue
-            if (
-                (world, event_id) in staged.event_ids
-                or (world, event_id) in before
-                or conn.execute(_EVENT_EXISTS, (world, event_id)).fetchone()
-            ):
+            if (world, event_id) in staged.event_ids or conn.execute(
+                _EVENT_EXISTS, (world, event_id)
+            ).fetchone():
                 results.append(EventResult(world, event_id, ResultStatus.DUPLICATE))
                 continue
             event_row = _event_row(world, state.event_seq + 1, event)
-            view = _View(conn, world, state, cache, staged, prev)
+            view = _View(conn, world, state, cache, staged)
             try:
                 outcome = ingest(event, state.day, view, state.rules)
             except EngineError as exc:
@@ -1282,30 +1011,6 @@ def _cache_outcome(cache: _Cache, world: str, outcome: Outcome) -> None:
             cache.put_trust(key, value)
         else:
             cache.drop_trust(key)
-
-
-def _bulk_rows(staged: _Batch) -> list[tuple[str, list[Any]]]:
-    """A prepared batch's rows as :func:`_chunks` statements, in the order and with the rows
-    of :meth:`Writer._flush` (the worlds rows of new worlds first)."""
-    out: list[tuple[str, list[Any]]] = []
-    if staged.new_worlds:
-        out += _chunks(_INSERT_WORLD, staged.new_worlds)
-    if staged.events:
-        out += _chunks(_INSERT_EVENT, staged.events)
-    if staged.residents:
-        out += _chunks(_INSERT_RESIDENT, staged.residents)
-    if staged.evidence:
-        out += _chunks(_INSERT_EVIDENCE, staged.evidence)
-    if staged.beliefs:
-        rows = [belief_to_row(k[0], b) for k, b in staged.beliefs.items()]
-        out += _chunks(_UPSERT_BELIEF, rows)
-    if staged.trust:
-        out += _chunks(_INSERT_TRUST, [(*k, v) for k, v in staged.trust.items()])
-    if staged.facts:
-        out += _chunks(_INSERT_FACT, [(*k, v) for k, v in staged.facts.items()])
-    if staged.changes:
-        out += _chunks(_INSERT_CHANGE, staged.changes)
-    return out
 
 
 def _cache_batch(cache: _Cache, staged: _Batch) -> None:
