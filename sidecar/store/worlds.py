@@ -79,21 +79,14 @@ from ..engine import (
     rules_to_stored,
 )
 from ..engine.events import MAX_ID_LEN
+from .connection import connect
+from .errors import CannotOpen, DatabaseInUse, StorageFailure, StoreError
 from .filenames import SUFFIX, NameKind, classify, encode_name
 from .lock import held, lock_path
 from .pool import Availability, HandlePool, open_failure
+from .reader import Reader
 from .renames import TOMBSTONE, clear_leftovers, migrate_names, needs_migration
-from .store import (
-    CannotOpen,
-    DatabaseInUse,
-    EventResult,
-    Reader,
-    ResultStatus,
-    StorageFailure,
-    StoreError,
-    Writer,
-    connect,
-)
+from .writer import EventResult, ResultStatus, Writer
 
 __all__ = [
     "DEFAULT_MAX_OPEN_WORLDS",
