@@ -18,6 +18,7 @@ from sidecar.engine import EngineError, MemoryWorld, parse_event
 from sidecar.engine.rules import Rules
 from tools.bench import prefill, scale_events, storage_plan
 from tools.town import LATE_EVENT_DAYS, deal
+from tools.writer_cost import apply_events
 
 NUMBER = r"(-?\d+(?:\.\d+)?)"
 
@@ -416,3 +417,14 @@ def test_tail_reports_batches_gc_lag_and_fsync() -> None:
             rf"\s+max\s+{NUMBER}",
         )
         assert 0 <= p50 <= p95 <= p99 <= top, line
+
+
+def test_writer_cost_measured_run_applies_exactly_the_events_asked(tmp_path: Path) -> None:
+    """python -m tools.writer_cost's measured run (what callgrind executes) applies the first
+    K of the bench's events in batches and nothing more, so two runs differ by exactly the
+    events measured."""
+    for count in (0, 40):
+        db = tmp_path / f"w{count}.db"
+        apply_events(count, 60, 16, db)
+        rows = db_rows(db, "SELECT count(*) FROM events")
+        assert rows[0][0] == count
