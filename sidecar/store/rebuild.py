@@ -9,8 +9,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .reader import Reader
 from .said import said_rows
-from .store import Reader, Writer
+from .writer import Writer
 
 __all__ = ["RebuildReport", "rebuild"]
 
