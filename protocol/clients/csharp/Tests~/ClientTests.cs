@@ -596,7 +596,7 @@ namespace Credence.Tests
             var dist = await Within(main.DistributionAsync("water:well"), "distribution");
             Check(dist.Items("residents").Count == 2, "distribution of water:well: mira and kai");
             var narrative = await Within(main.NarrativeAsync("kai", 600, "en"), "narrative");
-            Check(narrative.Items("sections").Count == 9 && ((string)narrative.Frame["text"]).Contains("poisoned"), "narrative: 9 sections, mentions the rumour");
+            Check(narrative.Items("sections").Count == 10 && ((string)narrative.Frame["text"]).Contains("poisoned"), "narrative: 10 sections, mentions the rumour");
             var graph = await Within(main.GraphAsync("mira", "water:well"), "graph");
             Check(graph.Items("nodes").Count > 0 && graph.Items("edges").Count > 0, "graph: nodes and edges");
             var trust = await Within(main.TrustAsync("mira"), "trust");

@@ -92,7 +92,7 @@ test("a narrative too long for one frame: text pieces and section runs are joine
     assert.ok(new TextEncoder().encode(reply.text).length > 61440, "the text alone is more than a frame");
     assert.ok(reply.text.length <= 50000);
     assert.deepEqual(reply.sections.map((s) => s.name),
-      ["sure", "believe", "told", "acts", "doubts", "anomalies", "corrections", "people", "faded"]);
+      ["sure", "believe", "told", "said", "acts", "doubts", "anomalies", "corrections", "people", "faded"]);
     const told = reply.sections[2].entries;
     assert.ok(told.length > 100);
     for (const entry of told) assert.ok(reply.text.includes(entry.text));

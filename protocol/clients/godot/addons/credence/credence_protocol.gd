@@ -41,6 +41,7 @@ const FLOAT_KEYS := [
 	"corrected_day",
 	"remembered_day",
 	"last_day",
+	"first_day",
 	"mean_confidence",
 	"false_share",
 	"importance",
@@ -134,9 +135,12 @@ static func whole_numbers(value: Variant, in_trust: bool = false) -> Variant:
 		return items
 	if value is Dictionary:
 		var trust: bool = in_trust or value.get("change") == "trust" or value.get("type") == "trust"
+		# A narrative entry's `why` holds score parts in [0, 1]: its `confidence` is one of them
+		# (1.0 for a memory held at 100), not a belief's integer confidence.
+		var why: bool = value.has("score") and value.has("recency")
 		var out := {}
 		for key in value:
-			if key in FLOAT_KEYS or (trust and key in TRUST_KEYS):
+			if key in FLOAT_KEYS or (trust and key in TRUST_KEYS) or (why and key == "confidence"):
 				out[key] = value[key]
 			else:
 				out[key] = whole_numbers(value[key], trust)
@@ -147,7 +151,7 @@ static func whole_numbers(value: Variant, in_trust: bool = false) -> Variant:
 ## One reply from its parts, in order: every list field of SPEC §11 concatenated over the
 ## parts, every other field from the last part (`more` false). A narrative's `text` pieces are
 ## concatenated too, and the runs of one section (adjacent sections of the same `name`) joined
-## into one, so the reply always has its nine sections.
+## into one, so the reply always has its ten sections.
 static func join_parts(parts: Array) -> Dictionary:
 	var joined: Dictionary = parts[parts.size() - 1].duplicate()
 	for field in PAGED_FIELDS.get(joined.get("type", ""), []):
