@@ -136,3 +136,50 @@ def test_the_narrative_reads_a_bounded_number_of_utterances(tmp_path: Path) -> N
     section = next(s for s in n.sections if s["name"] == "said")
     assert len(section["entries"]) == SAID_RECALLED
     assert f"thing {SAID_RECALLED + 29}" in n.text and "thing 29 " not in n.text
+
+
+# ------------------------------------------------------------- questions at budget 1,000
+
+#: Mira's own words over the crowded town's 30 days, in each language: (day, listeners,
+#: root, value, subject per language). Day 27's telling repeats day 12's claim to Lena.
+_TOLD = [
+    (12, ["kai"], "water:well", "fine", {"en": "the well is fine", "zh-Hant": "井沒事"}),
+    (27, ["lena"], "water:well", "fine", {"en": "the well is fine", "zh-Hant": "井沒事"}),
+    (29, ["bo"], "bridge:state", "safe", {"en": "the bridge is safe", "zh-Hant": "橋很安全"}),
+]
+#: Question → the words its answer needs in the text, per language.
+_QUESTIONS = {
+    "en": {
+        "whom did I tell that the well is fine?": "I told Kai and Lena that the well is fine",
+        "what did I tell Bo?": "I told Bo that the bridge is safe",
+    },
+    "zh-Hant": {
+        "whom did I tell that the well is fine?": "我告訴過阿凱和蕾娜井沒事",
+        "what did I tell Bo?": "我告訴了阿博橋很安全",
+    },
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-Hant"])
+def test_what_did_i_tell_to_whom_is_answerable_at_budget_1000(tmp_path: Path, lang: str) -> None:
+    """In the crowded town (30 days, 400 memories), Mira's narrative at budget 1,000 still
+    says whom she told what, in each language (the golden questions' kind)."""
+    from tools.crowded_town import WORLD as TOWN
+    from tools.crowded_town import events
+
+    told = [
+        {"event_id": f"told-{n}", "day": day, "kind": "say", "speaker": "mira",
+         "listeners": to, "claim": {"root": root, "value": value}, "subject": subject[lang]}
+        for n, (day, to, root, value, subject) in enumerate(_TOLD)
+    ]  # fmt: skip
+    story = sorted([*events(), *told], key=lambda e: e["day"])  # (a stable sort: log order)
+    writer = Writer(tmp_path / "q.db", synchronous="OFF")
+    try:
+        results = writer.apply([(TOWN, parse_event(e)) for e in story])
+        assert all(r.status is ResultStatus.APPLIED for r in results)
+    finally:
+        writer.close()
+    text = project(open_reader(tmp_path / "q.db"), TOWN, "mira", budget=1000, lang=lang).text
+    assert len(text) <= 1000
+    for question, answer in _QUESTIONS[lang].items():
+        assert answer in text, (question, text)
