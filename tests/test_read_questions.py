@@ -79,7 +79,7 @@ def town() -> list[dict[str, Any]]:
         subject=_t("the harvest festival is on day 20", "豐收節在第20天"))  # fmt: skip
     # Seen with her own eyes, and her reading of it.
     add(12, "observe", witnesses=["mira"], claim={"root": "fence:north", "value": "broken"},
-        people=["kai"], importance=0.6, interpretations={"mira": "he did it on purpose"},
+        people=["kai"], importance=0.6, interpretations={"mira": _t("he did it on purpose", "他是故意的")},
         subject=_t("Kai broke the north fence", "阿凱弄壞了北邊的籬笆"))  # fmt: skip
     # The player implants a memory; Mira's own eyes expose and then correct it.
     add(14, "intervene", resident="mira", op="implant",
@@ -144,10 +144,11 @@ QUESTIONS: tuple[Question, ...] = (
         ("Bo", "Old Tom", "Lena", "the well water is poisoned", "repeated"),
         ("阿博", "老湯姆", "蕾娜", "井水有毒", "轉述")),
     *_q("who told me X", "Who told me the mill wheel is broken?", "kai",
-        ("the miller", "the doctor", "the mill wheel is broken"),
+        ("miller", "the doctor", "the mill wheel is broken"),
         ("磨坊主人", "醫生", "磨坊的水車壞了")),
     *_q("did I see it myself", "Did I see Kai break the north fence myself?", "mira",
-        ("I'm sure that Kai broke the north fence",), ("我很確定阿凱弄壞了北邊的籬笆",)),
+        ("Kai broke the north fence (day 12)",), ("阿凱弄壞了北邊的籬笆（第12天）",),
+        ("told me that Kai broke",), ("告訴我阿凱",)),
     *_q("did I see it myself", "Did I see that the mill wheel is broken?", "kai",
         ("told me that the mill wheel is broken",), ("告訴我磨坊的水車壞了",),
         ("I saw the mill wheel",), ("親眼看到磨坊",)),
@@ -183,37 +184,20 @@ QUESTIONS: tuple[Question, ...] = (
         ("I fetched water 25 times",), ("我打了25次水",), (), ("打水了25次",)),
     *_q("what stays hidden", "Is the suppressed letter hidden?", "mira",
         ("the miller is angry with me",), ("磨坊主人在生我的氣",),
-        ("letter", "Mira", "The well"), ("信", "米拉")),
+        ("letter", "Mira", "The well"), ("一封信", "米拉")),
 )  # fmt: skip
 
 
 #: Questions the narrative cannot answer yet (``lang:resident:question``), expected to fail
 #: until the wording that answers them lands; an answered one must leave this set.
+#: The three below are English only: at budget 1,000 the longer English lines of the
+#: contested, corrected, told, act and trust tiers leave no room for a tier-5 "I think"
+#: memory or an old told one (the full English text is about 1,400 characters).
 PENDING: frozenset[str] = frozenset(
     {
-        "en:kai:Did I see that the mill wheel is broken?",
         "en:mira:Did I see Kai break the north fence myself?",
-        "en:mira:Did I see the bridge collapse, or only remember it?",
-        "en:mira:Is the suppressed letter hidden?",
-        "en:mira:What did I believe about the well, and what changed my mind?",
-        "en:mira:What did I do most recently, and why did it fail?",
-        "en:mira:What did Kai last try, and why did it stop?",
-        "en:mira:What first made me doubt the well was poisoned?",
         "en:mira:What happened on day 12?",
         "en:mira:When was the harvest festival?",
-        "en:mira:Who told me the well water is poisoned?",
-        "en:mira:Whom do I distrust, and why?",
-        "zh-Hant:kai:Did I see that the mill wheel is broken?",
-        "zh-Hant:mira:Did I see Kai break the north fence myself?",
-        "zh-Hant:mira:Did I see the bridge collapse, or only remember it?",
-        "zh-Hant:mira:How often did I fetch water?",
-        "zh-Hant:mira:Is the suppressed letter hidden?",
-        "zh-Hant:mira:What did I believe about the well, and what changed my mind?",
-        "zh-Hant:mira:What did I do most recently, and why did it fail?",
-        "zh-Hant:mira:What did Kai last try, and why did it stop?",
-        "zh-Hant:mira:What first made me doubt the well was poisoned?",
-        "zh-Hant:mira:What happened on day 12?",
-        "zh-Hant:mira:Who told me the well water is poisoned?",
     }
 )
 

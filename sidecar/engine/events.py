@@ -618,7 +618,9 @@ class Observe(ClaimEvent):
         for resident, text in raw.items():
             if not isinstance(resident, str) or resident not in witnesses:
                 raise InvalidEvent("interpretations may only be given for witnesses")
-            out[resident] = _required_text(text, "interpretation")
+            found = _texts(text, "interpretation", required=True)
+            assert found is not None  # required
+            out[resident] = found
         _set(self, "interpretations", dict(sorted(out.items())))
 
     def mentioned_residents(self) -> tuple[str, ...]:
@@ -631,7 +633,7 @@ class Observe(ClaimEvent):
         out = ClaimEvent.to_dict(self)
         out["witnesses"] = list(self.witnesses)
         if self.interpretations:
-            out["interpretations"] = dict(self.interpretations)
+            out["interpretations"] = {r: wire_text(t) for r, t in self.interpretations.items()}
         return self._tags(out)
 
 

@@ -150,4 +150,5 @@ def _ranked(item: Item, score: float, why: dict[str, Any], relevant: bool, tier:
         acts=item.acts,
         trust=item.trust,
         extra=item.extra,
+        sources=item.sources,
     )
