@@ -88,9 +88,9 @@ def test_full_text_has_sections_in_order(reader: Reader) -> None:
 def test_bands_en(reader: Reader) -> None:
     """Firsthand confidence ≥85 reads "sure", 65–84 "think"; implants are "somehow remembered"."""
     text = project(reader, WORLD, "alice").text
-    assert "- I'm sure that the key is on the counter." in text
-    assert "- I think the café door is closed." in text
-    assert "- I somehow remember that there is gold in the cellar." in text
+    assert "- I'm sure that the key is on the counter (day 1)." in text
+    assert "- I think the café door is closed (day 1)." in text
+    assert "- I somehow remember that there is gold in the cellar (day 5)." in text
 
 
 def test_unsure_band_after_soften(tmp_path: Path) -> None:
@@ -100,19 +100,24 @@ def test_unsure_band_after_soften(tmp_path: Path) -> None:
         intervene(2, "alice", "soften", "cat:where"),
     ])  # fmt: skip
     r = open_reader(db)
-    assert "I'm not certain, but I think the cat is on the roof." in project(r, WORLD, "alice").text
     assert (
-        "我不太確定，但我覺得the cat is on the roof。"
+        "I'm not certain, but I think the cat is on the roof (day 1)."
+        in project(r, WORLD, "alice").text
+    )
+    assert (
+        "我不太確定，但我覺得the cat is on the roof（第1天）。"
         in project(r, WORLD, "alice", lang="zh-Hant").text
     )
 
 
 def test_hearsay_names_its_sources(reader: Reader) -> None:
-    """Hearsay says who told it, every source, and that it is unconfirmed."""
+    """Hearsay says who told it, every source, and (once, in the heading) that it is
+    unconfirmed."""
     n = project(reader, WORLD, "alice")
-    assert "- bob and gina told me that the mayor is angry (unconfirmed)." in n.text
+    assert "- Bob and gina told me that the mayor is angry (day 30)." in n.text
+    assert n.text.count("unconfirmed") == 2  # the told heading, and the people section's line
     zh = project(reader, WORLD, "alice", lang="zh-Hant")
-    assert "- bob和gina告訴我the mayor is angry（未經證實）。" in zh.text
+    assert "- bob和gina告訴我the mayor is angry（第30天）。" in zh.text
 
 
 @pytest.mark.parametrize("budget", [MIN_BUDGET, 300, 450, 700, 2000])
@@ -146,12 +151,12 @@ def test_correction_phrased_used_to_think_until_saw(reader: Reader) -> None:
     en = project(reader, WORLD, "alice").text
     assert (
         "- I used to think the well water is poisoned (bob had told me so), "
-        "until I saw the well water is clean." in en
+        "until I saw the well water is clean on day 4. I first doubted it on day 3." in en
     )
     zh = project(reader, WORLD, "alice", lang="zh-Hant").text
     assert (
         "- 我以前以為the well water is poisoned（是bob告訴我的），"
-        "直到我親眼看到the well water is clean。" in zh
+        "直到第4天我親眼看到the well water is clean。第3天我就開始懷疑了。" in zh
     )
 
 
@@ -163,7 +168,10 @@ def test_correction_of_firsthand_belief(tmp_path: Path) -> None:
         observe(3, ["alice"], "lamp:state", "off", "the lamp is off"),
     ])  # fmt: skip
     n = project(open_reader(db), WORLD, "alice")
-    assert "- I used to think the lamp is on, until I saw the lamp is off." in n.text
+    assert (
+        "- I used to think the lamp is on, until I saw the lamp is off today. "
+        "I first doubted it yesterday." in n.text
+    )
     (entry,) = _entries(n, "corrections")
     assert entry["value_before"] == "on" and entry["subject_before"] == "the lamp is on"
 
@@ -189,7 +197,7 @@ def test_people_and_faded(reader: Reader) -> None:
     n = project(reader, WORLD, "alice")
     people = {e["root"] for e in _entries(n, "people")}
     assert people == {"relation:bob:alice", "relation:dave:alice", "trust:bob"}
-    assert "- carol told me that dave resents me (unconfirmed)." in n.text
+    assert "- Carol told me that dave resents me (day 31, unconfirmed)." in n.text
     assert "- Someone once told me that the fair is in spring." in n.text
     zh = project(reader, WORLD, "alice", lang="zh-Hant").text
     assert "- 以前好像有人跟我說過the fair is in spring。" in zh
@@ -199,12 +207,12 @@ def test_zh_hant_natural_phrasing(tmp_path: Path) -> None:
     """Traditional Chinese subjects read as natural sentences in every section."""
     n = project(open_reader(build(tmp_path / "z.db", zh_story())), WORLD, "阿美", lang="zh-Hant")
     for expected in (
-        "- 我很確定鑰匙在櫃檯上。",
-        "- 我認為咖啡館的門關著。",
-        "- 阿明告訴我鎮長在生氣（未經證實）。",
+        "- 我很確定鑰匙在櫃檯上（第1天）。",
+        "- 我認為咖啡館的門關著（第1天）。",
+        "- 阿明告訴我鎮長在生氣（第2天）。",
         "- 我開始懷疑阿明告訴我的事：橋斷了（小芳跟我說的不一樣：橋已經修好了）。",
-        "- 我以前以為井水有毒（是阿明告訴我的），直到我親眼看到井水是乾淨的。",
-        "- 小芳告訴我大衛對我懷恨在心（未經證實）。",
+        "- 我以前以為井水有毒（是阿明告訴我的），直到昨天我親眼看到井水是乾淨的。第3天我就開始懷疑了。",
+        "- 小芳告訴我大衛對我懷恨在心（第5天，未經證實）。",
     ):
         assert expected in n.text
 

@@ -221,15 +221,20 @@ def _influencing(item: Item, words: Words, s: str) -> str:
         "heard": words.told,
     }[item.band]
     who, again = _tellers(item, words, item.belief.source_resident_id)
-    text = template.format(s=s, who=who, Who=_cap(who), rep=again)
-    text += words.dated.format(d=int(item.belief.formed_day))
-    if item.band == "heard" and item.section != "told":  # the told heading already says so
-        text += words.unconfirmed
+    text = template.format(s=s, who=who, Who=_cap(who) if words.lang == "en" else who, rep=again)
+    unconfirmed = item.band == "heard" and item.section != "told"  # else the heading says so
+    dated = words.dated_unconfirmed if unconfirmed else words.dated
+    text += dated.format(d=int(item.belief.formed_day))
     return text + words.stop + _interpreted(item, words)
 
 
 def _first_doubt(
-    item: Item, words: Words, today: float, settled: str | None, same: str | None = None
+    item: Item,
+    words: Words,
+    today: float,
+    settled: str | None,
+    same: str | None = None,
+    settled_day: float | None = None,
 ) -> str:
     """ " I first doubted it on day 7, when I saw ..." unless that is what ``settled`` it
     (the event), or just " I first doubted it on day 7." when it said the ``same``."""
@@ -239,6 +244,8 @@ def _first_doubt(
     d = subject_text(found.subject, item.belief.root, None, words, REASON_SUBJECT)
     when = words.when(found.day, today)
     if d == same:
+        if settled_day is not None and int(found.day) == int(settled_day):
+            return ""  # "... the lamp is off today. I first doubted it today." says nothing
         return words.first_doubt_same.format(when=when)
     if found.source_kind == SourceKind.FIRSTHAND:
         return words.first_doubt_seen.format(when=when, d=d)
@@ -264,7 +271,7 @@ def _contested(item: Item, words: Words, s: str, clip: int | None, today: float)
     if counter is None:
         return head + words.stop + _first_doubt(item, words, today, None)
     tail = words.otherwise_seen if seen else words.otherwise_told
-    doubted = _first_doubt(item, words, today, counter.event_id, c)
+    doubted = _first_doubt(item, words, today, counter.event_id, c, counter.day)
     return head + tail.format(c=c, who=c_who) + doubted
 
 
@@ -293,7 +300,7 @@ def _corrected(item: Item, words: Words, s: str, clip: int | None, today: float)
     else:
         template = words.corrected_did if did else words.corrected
     text = template.format(x=x, y=s, who=who, rep=again, when=when)
-    return text + _first_doubt(item, words, today, corr.event_id, s)
+    return text + _first_doubt(item, words, today, corr.event_id, s, corr.day)
 
 
 def full_line(item: Item, words: Words, clip: int | None = None, today: float = 0.0) -> str:
@@ -359,7 +366,7 @@ def _act_line(item: Item, words: Words, today: float) -> str:
         v, o = split or ("", "")
         parts.append(
             template.format(
-                Who=_cap(who),
+                Who=_cap(who) if words.lang == "en" else who,
                 did=words.past(label),
                 v=v,
                 o=o,

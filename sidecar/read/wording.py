@@ -38,12 +38,11 @@ class Words:
     unsure: str
     implanted: str
     told: str
-    #: After a told line outside the told section (whose heading already says it).
-    unconfirmed: str
     #: "{who}" repeated what an earlier teller said (a telling of the same origin).
     repeated: str
-    #: The day a memory is from, inside a line ("(day 12)").
+    #: The day a memory is from, inside a line ("(day 12)"), and with "unconfirmed".
     dated: str
+    dated_unconfirmed: str
     #: The resident's own reading of what it saw (a stored interpretation).
     interpreted: str
     # contested
@@ -188,6 +187,8 @@ class Words:
                     return "my" + rest[2:]
                 if rest.startswith(" "):
                     return self.self_name + rest
+            elif head == name and name.isascii() and text[len(name) : len(name) + 1] == " ":
+                return self.self_name + text[len(name) + 1 :]  # "Mira drew…" → 我drew…
             elif head == name and len(text) > len(name) and not text[len(name)].isspace():
                 rest = text[len(name) :]
                 if rest.startswith("'s "):  # an English subject in a zh-Hant narrative
@@ -268,9 +269,9 @@ EN = Words(
     unsure="I'm not certain, but I think {s}",
     implanted="I somehow remember that {s}",
     told="{Who} told me that {s}{rep}",
-    unconfirmed=" (unconfirmed)",
     repeated=", and {who} repeated it",
     dated=" (day {d})",
+    dated_unconfirmed=" (day {d}, unconfirmed)",
     interpreted=" I think {i}.",
     doubt="I'm starting to doubt that {s}",
     doubt_told="I'm starting to doubt what {who} told me: {s}",
@@ -388,9 +389,9 @@ ZH_HANT = Words(
     unsure="我不太確定，但我覺得{s}",
     implanted="不知怎的，我記得{s}",
     told="{Who}告訴我{s}{rep}",
-    unconfirmed="（未經證實）",
     repeated="，{who}也轉述了",
     dated="（第{d}天）",
+    dated_unconfirmed="（第{d}天，未經證實）",
     interpreted="我想{i}。",
     doubt="我開始懷疑{s}",
     doubt_told="我開始懷疑{who}告訴我的事：{s}",
