@@ -13,7 +13,6 @@ import pytest
 from read_world import WORLD, build, crowd, intervene, observe, open_reader, say, story, zh_story
 
 from sidecar.read import MIN_BUDGET, NotFound, project
-from sidecar.read.packing import MIN_SUBJECT
 from sidecar.store import Reader
 
 SEEN_EN = ("saw", "seen", "see ")
@@ -255,7 +254,7 @@ def test_crowd_within_budget_keeps_every_doubt_and_correction(crowded: Reader, l
         entries = _entries(n, section)
         assert len(entries) == count, section
         for e in entries:
-            assert str(e["subject"])[: MIN_SUBJECT - 1] in n.text
+            assert str(e["subject"]) in n.text
 
 
 def test_crowd_merges_lines_and_counts_what_is_left_out(crowded: Reader) -> None:
@@ -279,14 +278,20 @@ def test_priority_people_before_plain_beliefs(crowded: Reader) -> None:
     assert _entries(n, "faded") == []
 
 
-def test_long_contested_subjects_are_cut_not_dropped(padded: Reader) -> None:
-    """When contested subjects are too long, they are shortened and every one stays."""
+def test_long_contested_subjects_are_whole_lines_or_counted(padded: Reader) -> None:
+    """When contested subjects are too long, whole lines are shown and the rest counted:
+    no line is cut inside (no "…" stub), and every contested belief is shown or counted."""
     for lang in ("en", "zh-Hant"):
         n = project(padded, WORLD, "alice", budget=2000, lang=lang)
         assert len(n.text) <= 2000
-        assert len(_entries(n, "doubts")) == 12 and len(_entries(n, "corrections")) == 8
-        assert len(_entries(n, "anomalies")) == 5
-        assert "…" in n.text
+        assert "…" not in n.text
+        for e in _entries(n, "doubts") + _entries(n, "corrections") + _entries(n, "anomalies"):
+            assert " ".join(str(e["subject"]).split()) in n.text
+        shown = {name: len(_entries(n, name)) for name in ("doubts", "anomalies", "corrections")}
+        for name, total in (("doubts", 12), ("anomalies", 5), ("corrections", 8)):
+            section = next(s for s in n.sections if s["name"] == name)
+            assert shown[name] + section["omitted"] == total
+            assert shown[name] == total or str(total - shown[name]) in n.text
 
 
 def test_budget_is_a_hard_ceiling(crowded: Reader, padded: Reader) -> None:
