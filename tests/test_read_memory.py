@@ -336,7 +336,7 @@ def test_own_subjects_read_in_the_first_person(tmp_path: Path) -> None:
         )
     )
     en = project(r, WORLD, "mira").text
-    assert "(Bo had told me so), until I drew a bucket; it is clear today." in en
+    assert "(Bo had told me so), until I drew a bucket; it is clear (today)." in en
     assert "I think my bucket is full (day 3)." in en
     assert "I think Miranda's bucket is empty (day 3)." in en  # not a self-name: left alone
     assert re.search(r"\bMira\b", en) is None  # never named by its own name (Miranda is not it)

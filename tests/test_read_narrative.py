@@ -150,7 +150,7 @@ def test_correction_phrased_used_to_think_until_saw(reader: Reader) -> None:
     en = project(reader, WORLD, "alice").text
     assert (
         "- I used to think the well water is poisoned (bob had told me so), "
-        "until I saw the well water is clean on day 4. I first doubted it on day 3." in en
+        "until I saw the well water is clean (on day 4). I first doubted it on day 3." in en
     )
     zh = project(reader, WORLD, "alice", lang="zh-Hant").text
     assert (
@@ -168,7 +168,7 @@ def test_correction_of_firsthand_belief(tmp_path: Path) -> None:
     ])  # fmt: skip
     n = project(open_reader(db), WORLD, "alice")
     assert (
-        "- I used to think the lamp is on, until I saw the lamp is off today. "
+        "- I used to think the lamp is on, until I saw the lamp is off (today). "
         "I first doubted it yesterday." in n.text
     )
     (entry,) = _entries(n, "corrections")
