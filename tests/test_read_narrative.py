@@ -370,3 +370,94 @@ def test_cli_narrative_errors(village: Path, tmp_path: Path) -> None:
         out = _cli("narrative", *args)
         assert out.returncode == 2 and message in out.stderr.decode(), (args, out.stderr)
     assert not (tmp_path / "none.db").exists()
+
+
+# ------------------------------------------------------------------- issue 18 wording
+
+
+def test_a_suppressed_memory_is_not_narrated_and_firsthand_brings_it_back(tmp_path: Path) -> None:
+    """suppress hides a memory from the narrative (not "faded"); seeing it again revives it."""
+    events = [
+        observe(1, ["alice"], "letter:hidden", "mill", "Ana hid a letter under the mill"),
+        intervene(2, "alice", "suppress", "letter:hidden"),
+    ]
+    db = build(tmp_path / "s.db", events)
+    assert "letter" not in project(open_reader(db), WORLD, "alice").text
+    db = build(
+        tmp_path / "t.db",
+        [
+            *events,
+            observe(3, ["alice"], "letter:hidden", "mill", "Ana hid a letter under the mill"),
+        ],
+    )
+    assert "Ana hid a letter under the mill" in project(open_reader(db), WORLD, "alice").text
+
+
+def test_an_active_intervention_is_never_dropped_under_budget(tmp_path: Path) -> None:
+    """An implanted memory stays in the text at the smallest budget, beside 60 plain facts."""
+    events = [
+        observe(1, ["alice"], f"item{i}:where", "inn", f"item {i} lies at the inn {i}")
+        for i in range(60)
+    ]
+    events.append(
+        intervene(2, "alice", "implant", "cellar:gold", "yes", "there is gold in the cellar")
+    )
+    r = open_reader(build(tmp_path / "i.db", events))
+    for lang in ("en", "zh-Hant"):
+        n = project(r, WORLD, "alice", budget=MIN_BUDGET, lang=lang)
+        assert "there is gold in the cellar" in n.text, n.text
+
+
+def test_tellers_by_origin_interpretation_past_event_and_no_stray_capital(tmp_path: Path) -> None:
+    """Every teller named, a repeated telling as "repeated it"; an interpretation follows
+    its line; a day now past reads in the past; "The …" is embedded as "the …"."""
+    r = open_reader(
+        build(
+            tmp_path / "o.db",
+            [
+                say(1, "bob", ["alice", "carol"], "well:water", "bad", "The well water is bad"),
+                say(2, "carol", ["alice"], "well:water", "bad", "the well water is bad"),
+                say(3, "dave", ["alice"], "well:water", "bad", "the well water is bad"),
+                say(3, "erin", ["alice"], "fair:day", 5, "the fair is on day 5"),
+                observe(
+                    4,
+                    ["alice"],
+                    "fence:north",
+                    "broken",
+                    "Kai broke the fence",
+                    interpretations={"alice": "he did it on purpose"},
+                ),  # fmt: skip
+                {"event_id": "tick-9", "day": 9, "kind": "tick"},
+            ],
+        )
+    )
+    text = project(r, WORLD, "alice").text
+    assert "Bob and dave told me that the well water is bad, and carol repeated it (day 1)." in text
+    assert "Erin told me that the fair was on day 5 (day 3)." in text
+    assert "Kai broke the fence (day 4). I think he did it on purpose." in text
+    assert "The well" not in text
+
+
+def test_lost_trust_outranks_a_routine_act(tmp_path: Path) -> None:
+    """A trust line's score does not use the trust value as its confidence: "I distrust bob"
+    is kept before another's routine chores when only one of them fits."""
+    events = [
+        say(1, "bob", ["alice"], "well:water", "poisoned", "the well water is poisoned"),
+        observe(2, ["alice"], "well:water", "clean", "the well water is clean"),
+        observe(3, ["alice"], "well:water", "clean", "the well water is clean"),
+    ]
+    events += [
+        {"event_id": f"a{d}", "day": d, "kind": "act", "actor": "kai", "action": "feed_hens",
+         "status": "completed", "witnesses": ["alice"]}
+        for d in range(3, 9)
+    ]  # fmt: skip
+    r = open_reader(build(tmp_path / "t.db", events))
+    kept = []
+    for budget in range(MIN_BUDGET, 600, 10):
+        n = project(r, WORLD, "alice", budget=budget)
+        if "fed the hens" in n.text:
+            assert "I distrust bob" in n.text, n.text
+        kept.append("I distrust bob" in n.text and "fed the hens" not in n.text)
+    assert any(kept)  # some budget holds the trust line and not the chores
+    trust = next(e for e in _entries(n, "people") if e["root"] == "trust:bob")
+    assert trust["why"]["confidence"] == 1.0 and trust["why"]["importance"] == 1.0
