@@ -426,7 +426,7 @@ def test_tellers_by_origin_interpretation_past_event_and_no_stray_capital(tmp_pa
                     "broken",
                     "Kai broke the fence",
                     interpretations={"alice": "he did it on purpose"},
-                ),  # fmt: skip
+                ),
                 {"event_id": "tick-9", "day": 9, "kind": "tick"},
             ],
         )
