@@ -7,7 +7,6 @@ One file holds everything ``credence serve`` needs; command-line flags override 
     db = "credence.db"            # one SQLite file for every world, or:
     data_dir = "worlds"           # one SQLite file per world under this directory
     synchronous = "FULL"
-    pipeline = false              # fold the next batch while the last commits (db only)
     log_level = "INFO"
     capture = "frames.capture"    # optional
 
@@ -54,7 +53,7 @@ from .engine.events import MAX_ID_LEN
 __all__ = ["SETTINGS", "ConfigError", "FileConfig", "load_config", "load_rules", "setting"]
 
 _TOP = {"host", "port", "db", "data_dir", "synchronous", "log_level", "capture", "tokens",
-        "limits", "rules", "worlds", "metrics", "pipeline"}  # fmt: skip
+        "limits", "rules", "worlds", "metrics"}  # fmt: skip
 #: Every number of the server's settings, its type and range: a config key and the flag that
 #: sets the same number (``port`` / ``--port``, ``limits.max_frame`` / ``--max-frame``) both
 #: go through :func:`setting`. A frame must hold at least a ``hello``; a timeout of NaN or 0
@@ -104,7 +103,6 @@ class FileConfig:
     log_level: str | None = None
     capture: Path | None = None
     metrics: bool | None = None
-    pipeline: bool | None = None
     writer_tokens: list[str] = field(default_factory=list)
     reader_tokens: list[str] = field(default_factory=list)
     limits: dict[str, int | float] = field(default_factory=dict)
@@ -245,10 +243,6 @@ def load_config(path: Path) -> FileConfig:
         if not isinstance(data["metrics"], bool):
             raise ConfigError(f"{where}: metrics must be true or false")
         out.metrics = data["metrics"]
-    if "pipeline" in data:
-        if not isinstance(data["pipeline"], bool):
-            raise ConfigError(f"{where}: pipeline must be true or false")
-        out.pipeline = data["pipeline"]
     tokens = data.get("tokens", {})
     if not isinstance(tokens, dict):
         raise ConfigError(f"{where}: [tokens] must be a table with writer and reader")

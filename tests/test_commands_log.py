@@ -82,9 +82,9 @@ def test_log_json_pages_exactly_and_is_bounded(db: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--from", "0"], "--from: 0 is below 1"),
-        (["--limit", "1001"], "--limit: 1001 is above 1000"),
-        (["--limit", "x"], "'x' is not a whole number"),
+        (["--from", "0"], "--from: must be an integer from 1 to 9007199254740991, not 0"),
+        (["--limit", "1001"], "--limit: must be an integer from 1 to 1000, not 1001"),
+        (["--limit", "x"], "--limit: must be an integer from 1 to 1000, not 'x'"),
         (["--world", "nowhere"], "no world 'nowhere'"),
     ],
 )

@@ -521,7 +521,7 @@ def test_cli_prints_notifications_without_out_or_expect() -> None:
     ("args", "message"),
     [
         (["--offline", "--url", "ws://127.0.0.1:9"], "--offline uses no sidecar"),
-        (["--speed", "0"], "--speed must be a positive number"),
+        (["--speed", "0"], "argument --speed: must be a number from 0.001 to 1e06, not 0"),
         (["--expect", "/nonexistent/golden.jsonl"], "cannot read the golden file"),
         (["--url", "ws://127.0.0.1:9"], "cannot replay into ws://127.0.0.1:9"),
     ],

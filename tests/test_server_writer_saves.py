@@ -34,7 +34,7 @@ EVENTS = 2000
 def config(tmp_path: Path, mode: str) -> dict[str, Any]:
     if mode == "data_dir":
         return {"data_dir": tmp_path / "worlds"}
-    return {"db": tmp_path / "x.db", "pipelined": mode == "pipelined"}
+    return {"db": tmp_path / "x.db"}
 
 
 def seed_town(tmp_path: Path, mode: str, n: int = EVENTS) -> None:
@@ -68,7 +68,7 @@ def p99(samples: list[float]) -> float:
     return statistics.quantiles(samples, n=100)[98] if len(samples) > 1 else samples[0]
 
 
-@pytest.mark.parametrize("mode", [*MODES, "pipelined"])
+@pytest.mark.parametrize("mode", MODES)
 async def test_a_world_being_built_refuses_everything_with_world_busy(
     tmp_path: Path, mode: str
 ) -> None:

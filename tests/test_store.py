@@ -27,7 +27,7 @@ from sidecar.store import (
     migrate,
     schema_version,
 )
-from sidecar.store.store import connect
+from sidecar.store.connection import connect
 
 TABLES = ("worlds", "events", "residents", "evidence", "beliefs", "changes", "trust", "facts")
 

@@ -28,7 +28,7 @@ from test_store_cache import (
 
 from sidecar.engine import WorldEvent, parse_event
 from sidecar.store import ResultStatus, StorageFailure, Writer
-from sidecar.store.store import EventResult
+from sidecar.store.writer import EventResult
 from tools.town import deal
 
 

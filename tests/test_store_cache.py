@@ -20,10 +20,11 @@ from belief_builders import announce, intervene, observe, say, tick
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import sidecar.store.store as store_module
+import sidecar.store.cache as cache_module
+import sidecar.store.writer as store_module
 from sidecar.engine import InvalidEvent, WorldEvent, parse_event
 from sidecar.store import Reader, ResultStatus, StorageFailure, Writer
-from sidecar.store.store import EventResult
+from sidecar.store.writer import EventResult
 
 TABLES = ("worlds", "events", "residents", "evidence", "beliefs", "changes", "trust", "facts")
 
@@ -133,7 +134,7 @@ def assert_cache_matches_sqlite(writer: Writer) -> None:
             assert {(world, *t) for t in trust} == {
                 k for k, v in cache.trust.items() if k[0] == world and v is not None
             }
-        assert cache.weight == sum(store_module._weight(b) for b in cache.beliefs.values())
+        assert cache.weight == sum(cache_module._weight(b) for b in cache.beliefs.values())
     finally:
         reader.close()
 
@@ -489,7 +490,7 @@ def histories(draw: st.DrawFn) -> tuple[list[tuple[str, WorldEvent]], list[int],
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(histories(), st.sampled_from([store_module.CACHE_BUDGET, 1000]))
+@given(histories(), st.sampled_from([cache_module.CACHE_BUDGET, 1000]))
 def test_cached_writer_and_uncached_writer_agree(
     history: tuple[list[tuple[str, WorldEvent]], list[int], int | None], budget: int
 ) -> None:

@@ -18,6 +18,7 @@ from sidecar.engine import EngineError, MemoryWorld, parse_event
 from sidecar.engine.rules import Rules
 from tools.bench import prefill, scale_events, storage_plan
 from tools.town import LATE_EVENT_DAYS, deal
+from tools.writer_cost import apply_events
 
 NUMBER = r"(-?\d+(?:\.\d+)?)"
 
@@ -190,6 +191,21 @@ def test_load_json_reports_every_figure() -> None:
         assert 0 < p["p50"] <= p["p95"] <= p["p99"] <= p["max"], (key, p)
     assert isinstance(fig["sidecar_peak_rss_mib"], float)
     assert fig["sidecar_peak_rss_mib"] >= fig["sidecar_rss_mib"] > 0
+
+
+def test_load_curve_runs_each_rate_and_reports_its_latency() -> None:
+    """credence load --curve 40,120 --duration 1.5 --json: one row per rate, in order, each
+    at about its rate (never above it), with ordered latencies and no error."""
+    done = credence("load", "--curve", "40,120", "--duration", "1.5", "--json", timeout=180)
+    assert done.returncode == 0, done.stderr
+    fig = orjson.loads(done.stdout)
+    assert [row["rate"] for row in fig["curve"]] == [40.0, 120.0]
+    assert fig["target"] == {"ack_p99_ms": 16.0, "up_to_rate": 400.0}
+    for row in fig["curve"]:
+        assert row["errors"] == {}
+        assert 0.5 * row["rate"] < row["acked_per_s"] <= 1.1 * row["rate"], row
+        p = row["ack_latency_ms"]
+        assert 0 < p["p50"] <= p["p95"] <= p["p99"] <= p["max"], p
 
 
 def test_clocked_source_dates_each_round_once_after_the_base_and_waits_for_answers() -> None:
@@ -401,3 +417,14 @@ def test_tail_reports_batches_gc_lag_and_fsync() -> None:
             rf"\s+max\s+{NUMBER}",
         )
         assert 0 <= p50 <= p95 <= p99 <= top, line
+
+
+def test_writer_cost_measured_run_applies_exactly_the_events_asked(tmp_path: Path) -> None:
+    """python -m tools.writer_cost's measured run (what callgrind executes) applies the first
+    K of the bench's events in batches and nothing more, so two runs differ by exactly the
+    events measured."""
+    for count in (0, 40):
+        db = tmp_path / f"w{count}.db"
+        apply_events(count, 60, 16, db)
+        rows = db_rows(db, "SELECT count(*) FROM events")
+        assert rows[0][0] == count

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import sidecar.store.store as store_module
+import sidecar.store.writer as store_module
 from protocol import EventFrame, belief_frame, decode, encode, parse_client_frame
 from sidecar.server.queries import event_reply
 from sidecar.store import Writer, migrate

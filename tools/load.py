@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import math
 import sys
 import tempfile
 import time
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -704,7 +705,64 @@ async def run_load(config: LoadConfig) -> dict[str, Any]:
     return report(config, result, memory)
 
 
-def main(config: LoadConfig, *, as_json: bool = False) -> int:
+#: The ack p99 a game can live with: one frame at 60 fps up to this rate (issue 20).
+FRAME_MS, FRAME_RATE = 16.0, 400.0
+
+
+async def run_curve(config: LoadConfig, rates: Sequence[float]) -> dict[str, Any]:
+    """:func:`run_load` once per rate, each for ``config.duration`` seconds on a sidecar of
+    its own (or into ``config.url``, one after the other), and the rate → latency curve."""
+    rows = []
+    for rate in rates:
+        fig = await run_load(dataclasses.replace(config, rate=rate))
+        rows.append({
+            "rate": rate, "acked_per_s": fig["acked_per_s"], "ack_latency_ms": fig["ack_latency_ms"],
+            "notify_latency_ms": fig["notify_latency_ms"], "errors": fig["errors"],
+            "sidecar_peak_rss_mib": fig["sidecar_peak_rss_mib"],
+        })  # fmt: skip
+    return {
+        "config": {"url": config.url, "clients": config.clients, "residents": config.residents,
+                   "duration": config.duration, "seed": config.seed, "window": config.window},
+        "target": {"ack_p99_ms": FRAME_MS, "up_to_rate": FRAME_RATE},
+        "curve": rows,
+    }  # fmt: skip
+
+
+def render_curve(fig: dict[str, Any]) -> str:
+    """The curve as a table a README can carry, with the frame target marked per row."""
+    c = fig["config"]
+    target = "own sidecar per rate" if c["url"] is None else c["url"]
+    lines = [
+        f"credence load --curve: {c['clients']} clients, {c['residents']} residents, "
+        f"{c['duration']:g} s per rate, seed {c['seed']} — {target}",
+        "",
+        f"  {'rate /s':>8}{'acked /s':>10}{'ack p50':>10}{'ack p99':>10}{'note p99':>10}"
+        f"{'errors':>8}  target",
+    ]
+    for row in fig["curve"]:
+        ack, note = row["ack_latency_ms"], row["notify_latency_ms"]
+        if row["rate"] <= FRAME_RATE:
+            met = "ok" if ack["p99"] <= FRAME_MS else "MISSED"
+            goal = f"p99 ≤ {FRAME_MS:g} ms: {met}"
+        else:
+            goal = ""
+        lines.append(
+            f"  {row['rate']:>8g}{row['acked_per_s']:>10.1f}{ack['p50']:>10.2f}{ack['p99']:>10.2f}"
+            f"{note['p99']:>10.2f}{sum(row['errors'].values()):>8}  {goal}"
+        )
+    return "\n".join(lines)
+
+
+def main(config: LoadConfig, *, as_json: bool = False, curve: Sequence[float] | None = None) -> int:
+    if curve:
+        try:
+            figures = asyncio.run(run_curve(config, curve))
+        except (OSError, RuntimeError, TimeoutError) as exc:
+            print(f"credence load: {exc}", file=sys.stderr)
+            return 2
+        text = orjson.dumps(figures, option=orjson.OPT_INDENT_2).decode()
+        print(text if as_json else render_curve(figures))
+        return 0 if all(row["acked_per_s"] for row in figures["curve"]) else 1
     try:
         figures = asyncio.run(run_load(config))
     except (OSError, RuntimeError, TimeoutError) as exc:

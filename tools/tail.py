@@ -1,7 +1,6 @@
 """Where the ack tail comes from: one in-process sidecar under paced load, instrumented.
 
-``python -m tools.tail --rate 800 --duration 10 [--events N] [--no-observer] [--pipeline]
-[--no-freeze]``
+``python -m tools.tail --rate 800 --duration 10 [--events N] [--no-observer] [--no-freeze]``
 runs the sidecar as ``credence serve`` does (same config, ``gc.freeze()`` after start-up
 unless ``--no-freeze``; worlds accept late events, as under ``credence load`` and ``credence
 bench``) in this process, and drives it from a child process with the town of ``credence
@@ -14,10 +13,8 @@ It prints the ack latency beside what can hold an ack up on the sidecar's side:
   ``Writer.apply`` it was part of: engine, rows, the fsync'd commit) and *out* (committed →
   the ack received: fan-out, the ack's encoding, the loop, the socket); medians over all
   acks and over the slowest 1%;
-- group-commit batches: size, time (``Writer.apply``, as ``credence serve`` runs it by
-  default; with ``--pipeline``, as ``credence serve --pipeline`` does: from the fold's start
-  to the moment the batch can be answered, so batches overlap), how much of the time a batch was in
-  progress, the time per event by batch size, and the slowest batches with what they held;
+- group-commit batches: size, time (``Writer.apply``, as ``credence serve`` runs it), how
+  much of the time a batch was in progress, the time per event by batch size, and the slowest batches with what they held;
 - garbage-collector pauses by generation (``gc.callbacks``);
 - event-loop stalls: how late a 1 ms timer fires;
 - the disk's own fsync latency (37 pages appended and fsync'd, as a one-event commit does),
@@ -38,7 +35,6 @@ import tempfile
 import time
 from collections import Counter, deque
 from collections.abc import Sequence
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -145,13 +141,12 @@ async def run(
     *,
     events: int | None = None,
     observe: bool = True,
-    pipelined: bool = False,
 ) -> dict[str, Any]:
     count = events if events is not None else max(1, round(rate * duration))
     with tempfile.TemporaryDirectory(prefix="credence-tail-") as tmp:
         rules = rules_from_mapping({"late_event_days": LATE_EVENT_DAYS})
         config = ServerConfig(host="127.0.0.1", port=free_port(), db=Path(tmp) / "t.db",
-                              rules=rules, pipelined=pipelined)  # fmt: skip
+                              rules=rules)  # fmt: skip
         sidecar = Sidecar(config)
         await sidecar.start()
         if freeze:
@@ -167,7 +162,7 @@ async def run(
 
         service.submit = timed_submit  # type: ignore[method-assign]
         writer = service.writer
-        apply, start = writer.apply, writer.start
+        apply = writer.apply
         slots: list[tuple[float, float, int, int, list[str]] | None] = []
 
         def opened(batch: Sequence[tuple[str, WorldEvent]]) -> tuple[int, float]:
@@ -191,19 +186,7 @@ async def run(
             finally:
                 closed(index, t0, batch, results)
 
-        def timed_start(batch: Sequence[tuple[str, WorldEvent]]) -> Future[list[EventResult]]:
-            # Pipelined: from the fold's start to the moment the batch can be answered.
-            index, t0 = opened(batch)
-            future = start(batch)
-
-            def done(f: Future[list[EventResult]]) -> None:
-                closed(index, t0, batch, [] if f.exception() else f.result())
-
-            future.add_done_callback(done)
-            return future
-
         writer.apply = timed_apply  # type: ignore[method-assign]
-        writer.start = timed_start  # type: ignore[method-assign]
         pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
         started: list[float] = [0.0]
 
@@ -247,7 +230,7 @@ async def run(
 
 
 def _covered(spans: list[tuple[float, float]]) -> float:
-    """Seconds during which at least one of ``spans`` was open (pipelined batches overlap)."""
+    """Seconds during which at least one of ``spans`` was open."""
     total, end = 0.0, float("-inf")
     for a, b in sorted(spans):
         if b > end:
@@ -316,8 +299,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--events", type=int, help="events in all (default: rate × duration)")
     p.add_argument("--no-freeze", action="store_true")
     p.add_argument("--no-observer", action="store_true", help="no subscriber to '*'")
-    p.add_argument("--pipeline", action="store_true",
-                   help="the pipelined writer (credence serve --pipeline)")  # fmt: skip
     p.add_argument("--client", metavar="URL", help=argparse.SUPPRESS)  # the child's role
     args = p.parse_args(argv)
     if args.client:
@@ -327,10 +308,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     res = asyncio.run(
         run(args.rate, args.duration, not args.no_freeze, events=args.events,
-            observe=not args.no_observer, pipelined=args.pipeline)
+            observe=not args.no_observer)
     )  # fmt: skip
     print(f"paced {args.rate:g} events/s, gc.freeze {not args.no_freeze}, "
-          f"observer {not args.no_observer}, pipelined {args.pipeline}")  # fmt: skip
+          f"observer {not args.no_observer}")  # fmt: skip
     print("\n".join(render(res, args.rate)))
     return 0
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from ..engine import Bound
 
-__all__ = ["fail", "number", "one_line"]
+__all__ = ["fail", "number", "numbers", "one_line"]
 
 
 def one_line(message: str) -> str:
@@ -31,5 +31,23 @@ def number(bound: Bound) -> Callable[[str], int | float]:
             return bound.parse(text)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+def numbers(bound: Bound, *, most: int = 32) -> Callable[[str], list[int | float]]:
+    """An argparse ``type`` for a comma-separated list (``50,100,200``), each number checked
+    against ``bound`` as :func:`number` checks one; at least one and at most ``most``."""
+
+    def parse(text: str) -> list[int | float]:
+        parts = text.split(",")
+        if not 1 <= len(parts) <= most or not all(p.strip() for p in parts):
+            raise argparse.ArgumentTypeError(
+                f"must be 1 to {most} comma-separated numbers, not {text!r:.40}"
+            )
+        try:
+            return [bound.parse(part.strip()) for part in parts]
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"each {exc}") from None
 
     return parse

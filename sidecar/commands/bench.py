@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from ..engine import Bound
+from . import number
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
+#: Events per run, client connections, rounds: at least one, and small enough to finish.
+_COUNT = number(Bound(int, 1, 10_000_000))
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,9 +20,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "ack latency at half peak; cost per event and per tick at 10k vs 1M stored beliefs; "
         "memory with a stalled subscriber. Figures are printed with their targets.",
     )
-    p.add_argument("--events", type=_positive_int, help="events per run (default 5000; quick 800)")
-    p.add_argument("--clients", type=_positive_int, help="client connections (default 4)")
-    p.add_argument("--rounds", type=_positive_int, help="interleaved rounds (default 5; quick 3)")
+    p.add_argument("--events", type=_COUNT, help="events per run (default 5000; quick 800)")
+    p.add_argument("--clients", type=_COUNT, help="client connections (default 4)")
+    p.add_argument("--rounds", type=_COUNT, help="interleaved rounds (default 5; quick 3)")
     p.add_argument(
         "--quick", action="store_true", help="small and fast: 10k vs 100k beliefs, fewer events"
     )

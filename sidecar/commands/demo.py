@@ -10,6 +10,9 @@ from pathlib import Path
 import anyio
 from websockets.exceptions import WebSocketException
 
+from ..engine import Bound
+from . import number
+
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("demo", help="run a short town scenario against an in-process sidecar")
@@ -23,20 +26,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--world", default="demo-town", help="world to play in (default demo-town)")
     p.add_argument("--token", help="a writer token for that world, if the sidecar needs one")
     p.add_argument(
-        "--pace", type=_seconds, default=None,
+        "--pace", type=number(Bound(float, 0, 60)), default=None,
         help="seconds between story steps (default 1.5 with --url, else 0)",
     )  # fmt: skip
     p.set_defaults(run=run)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 <= value <= 60:
-        raise argparse.ArgumentTypeError(f"{value} is not between 0 and 60 seconds")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

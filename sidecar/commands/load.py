@@ -5,19 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..engine import MAX_SAFE_INTEGER, Bound
+from . import number, numbers
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return value
+_COUNT = number(Bound(int, 1, 10_000_000))  # clients, residents, events, window
+_SECONDS = number(Bound(float, 0.001, 86_400))  # --duration, --timeout
+_RATE = number(Bound(float, 0.001, 10_000_000))  # events per second
+_RESIDENTS = number(Bound(int, 4, 100_000))  # a town small enough to talk
+_SEED = number(Bound(int, 0, MAX_SAFE_INTEGER))
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,28 +26,28 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--url", help="sidecar to drive (default: start one on a temporary database)")
     p.add_argument("--token", help="token for hello (and for the sidecar this tool starts)")
     p.add_argument("--world", default="load", help="world to write to (default load)")
+    p.add_argument("--clients", type=_COUNT, default=4, help="client connections (default 4)")
     p.add_argument(
-        "--clients", type=_positive_int, default=4, help="client connections (default 4)"
+        "--residents", type=_RESIDENTS, default=50, help="residents of the town (default 50)"
     )
-    p.add_argument("--residents", type=int, default=50, help="residents of the town (default 50)")
     bound = p.add_mutually_exclusive_group()
-    bound.add_argument("--events", type=_positive_int, help="events to send in all (default 2000)")
-    bound.add_argument(
-        "--duration", type=_positive_float, help="send for this many seconds instead"
-    )
-    p.add_argument(
-        "--rate", type=_positive_float, help="events per second in all (default unlimited)"
-    )
-    p.add_argument("--seed", type=int, default=1, help="seed of the town's events (default 1)")
+    bound.add_argument("--events", type=_COUNT, help="events to send in all (default 2000)")
+    bound.add_argument("--duration", type=_SECONDS, help="send for this many seconds instead")
+    pace = p.add_mutually_exclusive_group()
+    pace.add_argument("--rate", type=_RATE, help="events per second in all (default unlimited)")
+    pace.add_argument(
+        "--curve", type=numbers(Bound(float, 0.001, 10_000_000)), metavar="R1,R2,…",
+        help="run once per rate (each for --duration seconds, default 8) and print the rate → "
+        "ack p50/p99 curve, e.g. 50,100,200,400,800,1600",
+    )  # fmt: skip
+    p.add_argument("--seed", type=_SEED, default=1, help="seed of the town's events (default 1)")
     p.add_argument(
         "--window",
-        type=_positive_int,
+        type=_COUNT,
         default=64,
         help="unacknowledged events per client (default 64)",
     )
-    p.add_argument(
-        "--timeout", type=_positive_float, help="give up waiting after this many seconds"
-    )
+    p.add_argument("--timeout", type=_SECONDS, help="give up waiting after this many seconds")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(run=run)
 
@@ -60,13 +55,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     from tools.load import LoadConfig, main
 
-    if args.residents < 4:
-        print("credence load: --residents must be at least 4", file=sys.stderr)
+    if args.curve and args.events:
+        print("credence load: --curve runs each rate for --duration seconds, not --events",
+              file=sys.stderr)  # fmt: skip
         return 2
+    duration = args.duration or (8.0 if args.curve else None)
     config = LoadConfig(
         url=args.url, token=args.token, world=args.world, clients=args.clients,
-        residents=args.residents, events=None if args.duration else (args.events or 2000),
-        duration=args.duration, rate=args.rate, seed=args.seed, window=args.window,
+        residents=args.residents, events=None if duration else (args.events or 2000),
+        duration=duration, rate=args.rate, seed=args.seed, window=args.window,
         timeout=args.timeout,
     )  # fmt: skip
-    return main(config, as_json=args.json)
+    return main(config, as_json=args.json, curve=args.curve)

@@ -13,38 +13,28 @@ from typing import Any
 
 from protocol.frames import EVENTS_PAGE, MAX_PAGE
 
+from ..engine import MAX_SAFE_INTEGER, Bound
 from ..store import Reader
+from . import number
 from ._reading import add_common, emit, with_reader
 
 __all__ = ["add_parser", "day_text", "run"]
 
 
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is below 1")
-    return value
-
-
-def _limit(text: str) -> int:
-    value = _at_least_one(text)
-    if value > MAX_PAGE:
-        raise argparse.ArgumentTypeError(f"{value} is above {MAX_PAGE}")
-    return value
+#: A seq to start from and a page size: the bounds the ``events`` query's frame fields have.
+_SEQ = number(Bound(int, 1, MAX_SAFE_INTEGER))
+_LIMIT = number(Bound(int, 1, MAX_PAGE))
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("log", help="list a world's events with their seq, day and kind")
     add_common(p)
     p.add_argument(
-        "--from", dest="start", type=_at_least_one, default=1, metavar="SEQ",
+        "--from", dest="start", type=_SEQ, default=1, metavar="SEQ",
         help="first event seq to list (default 1)",
     )  # fmt: skip
     p.add_argument(
-        "--limit", type=_limit, default=EVENTS_PAGE, metavar="N",
+        "--limit", type=_LIMIT, default=EVENTS_PAGE, metavar="N",
         help=f"most events to list, 1-{MAX_PAGE} (default {EVENTS_PAGE})",
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the events reply's fields as JSON")

@@ -12,6 +12,9 @@ import asyncio
 import sys
 from pathlib import Path
 
+from ..engine import Bound
+from . import number
+
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
@@ -33,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     pace = p.add_mutually_exclusive_group()
     pace.add_argument(
         "--speed",
-        type=float,
+        type=number(Bound(float, 0.001, 1_000_000)),
         metavar="X",
         help="pace a capture by its recorded receive times divided by X (scenarios carry no times)",
     )
@@ -77,8 +80,6 @@ def run(args: argparse.Namespace) -> int:
 
     if args.offline and (args.url or args.token or args.speed is not None):
         return _fail("--offline uses no sidecar: it takes no --url, --token or --speed")
-    if args.speed is not None and not args.speed > 0:
-        return _fail("--speed must be a positive number")
     golden: list[str] | None = None
     try:
         script = load(args.file)

@@ -60,11 +60,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--mutable-prefix", action="append", default=[], metavar="PREFIX",
         help="claim roots whose truth the world changes (e.g. location:), for worlds created now",
     )  # fmt: skip
-    p.add_argument(
-        "--pipeline", action=argparse.BooleanOptionalAction, default=None,
-        help="fold the next batch of events while the last one commits (--db only; "
-        "default off: not faster yet on a busy 2-core machine)",
-    )  # fmt: skip
     p.add_argument("--no-metrics", action="store_true", help="do not serve GET /metrics")
     p.add_argument(
         "--misremember", default=None, metavar="P",
@@ -133,7 +128,6 @@ def server_config(args: argparse.Namespace) -> tuple[Any, str]:
         rules=rules,
         world_rules=file.world_rules,
         metrics=not args.no_metrics and file.metrics is not False,
-        pipelined=args.pipeline if args.pipeline is not None else file.pipeline is True,
         **kwargs,
     )
     if data_dir is not None:

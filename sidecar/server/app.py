@@ -20,7 +20,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -81,9 +81,6 @@ class ServerConfig:
     #: not started by then are refused with ``shutting_down``.
     commit_grace: float | None = None
     synchronous: str = "FULL"
-    #: Fold the next batch while the last one commits (one ``--db`` file; see Writer.start).
-    #: Off by default until it measures faster (issue 13).
-    pipelined: bool = False
     rules: Rules = DEFAULT_RULES  # for worlds created by this process; stored per world
     readers: int = 2
     limits: Limits = field(default_factory=Limits)  # subscriptions per connection (SPEC §8.2)
@@ -140,7 +137,6 @@ class Sidecar:
                     config.db,
                     rules=config.rules,
                     synchronous=config.synchronous,
-                    pipelined=config.pipelined,
                 )
             )
             for world, rules in config.world_rules.items():
@@ -395,12 +391,7 @@ class Sidecar:
     async def _on_writer(self, fn: Callable[[], T]) -> T:
         await self.writer.drain()
         loop = asyncio.get_running_loop()
-
-        def settled() -> T:  # a batch started meanwhile may still be committing
-            self.store.finish()
-            return fn()
-
-        return await loop.run_in_executor(self.writer.executor, settled)
+        return await loop.run_in_executor(self.writer.executor, fn)
 
     def _publish(self, world: str, results: Sequence[EventResult]) -> None:
         changes = [c for r in results for c in r.changes]
@@ -430,25 +421,6 @@ class _TimedWriter:
             return self.inner.apply(batch)
         finally:
             self.metrics.observe_batch(len(batch), time.perf_counter() - start)
-
-    @property
-    def pipelined(self) -> bool:
-        return self.inner.pipelined
-
-    def start(self, batch: Sequence[tuple[str, WorldEvent]]) -> Future[list[EventResult]]:
-        """(Pipelined: times the fold of this batch and the wait for the previous commit.)"""
-        assert isinstance(self.inner, SingleFile)
-        start = time.perf_counter()
-        try:
-            return self.inner.start(batch)
-        finally:
-            self.metrics.observe_batch(len(batch), time.perf_counter() - start)
-
-    def finish(self) -> None:
-        self.inner.finish()
-
-    def pending(self) -> Future[bool] | None:
-        return self.inner.pending() if isinstance(self.inner, SingleFile) else None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

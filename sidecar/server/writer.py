@@ -37,11 +37,6 @@ save builds a world, events for that world are refused with ``world_busy`` (noth
 its rows are not whole yet, and the save must not overwrite or mix with them. Saves go one
 at a time, in order; a shutdown refuses the saves not yet whole (``shutting_down``) and
 removes what they built.
-
-Pipelined (a store whose ``pipelined`` is true, see :meth:`~sidecar.store.Writer.start`):
-the writer thread folds batch N+1 while the store's commit thread commits batch N; batch N
-is answered as soon as its future resolves (its COMMIT returned, or it was redone), on the
-event loop, in batch order. Acks still come only after their batch's COMMIT.
 """
 
 from __future__ import annotations
@@ -157,7 +152,6 @@ class WriterService:
         self._closing = False
         self.deadline: float | None = None  # loop time after which unstarted events are refused
         self.failure: BaseException | None = None
-        self._broken: BaseException | None = None  # raised by the pipelined loop (see _when_done)
         self.batches = 0
         self.events = 0
         self.refused_at_shutdown = 0
@@ -267,8 +261,6 @@ class WriterService:
             )
 
     async def _loop(self) -> None:
-        if getattr(self.writer, "pipelined", False):
-            return await self._loop_pipelined()
         loop = asyncio.get_running_loop()
         while True:
             if self._saves and self._stopping():
@@ -302,59 +294,6 @@ class WriterService:
             if self._saves:
                 await self._save_step()
 
-    async def _loop_pipelined(self) -> None:
-        """:meth:`_loop` with one batch committing while the next is folded."""
-        loop = asyncio.get_running_loop()
-        writer = self.writer
-        flying: list[Submission] = []  # the batch whose commit is in flight
-        flying_future: Future[list[EventResult]] | None = None
-        while True:
-            late = self.deadline is not None and loop.time() >= self.deadline
-            if self._broken is not None:
-                raise self._broken
-            if self._saves and self._stopping():
-                await self._abort_saves()
-                continue
-            if flying_future is not None and (not self._turns or late):
-                commit = writer.pending()
-                if commit is not None and not commit.done() and not late:
-                    # Nothing queued: wait for the commit, or for work to fold meanwhile.
-                    self._work.clear()
-                    waiter = asyncio.ensure_future(self._work.wait())
-                    either: set[asyncio.Future[Any]] = {waiter, asyncio.wrap_future(commit)}
-                    await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-                    waiter.cancel()
-                    if self._turns:
-                        continue
-                await asyncio.shield(loop.run_in_executor(self.executor, writer.finish))
-                # Its answer was queued (call_soon_threadsafe) when its future resolved, before
-                # finish returned: it runs before this coroutine resumes (FIFO), so before idle.
-                self._inflight = []
-                flying, flying_future = [], None
-                continue
-            if not self._turns:
-                if self._saves:
-                    self._idle.set()
-                    await self._save_step()
-                    continue
-                if not await self._idle_until_work():
-                    return
-                continue
-            if late:
-                self._refuse_unstarted()
-                continue
-            batch = self._take()
-            self._inflight = flying + batch
-            self._room.set()
-            pairs = [(item.world, item.event) for item in batch]
-            # Shielded: a shutdown while SQLite commits must not abandon the batch.
-            future = await asyncio.shield(loop.run_in_executor(self.executor, writer.start, pairs))
-            self._when_done(batch, future)
-            self._inflight = list(batch)
-            flying, flying_future = batch, future
-            if self._saves:  # (a step first finishes the batch in flight: it is answered)
-                await self._save_step()
-
     def _stopping(self) -> bool:
         return self._closing or self.deadline is not None
 
@@ -381,10 +320,8 @@ class WriterService:
                 await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
                 waiter.cancel()
             return
-        writer = self.writer
 
         def step() -> WorldInfo | None:
-            writer.finish()  # a pipelined batch in flight commits (and is answered) first
             try:
                 if job.build is None:
                     job.build = job.begin()
@@ -446,31 +383,6 @@ class WriterService:
         """Past the shutdown deadline: every event not yet started is refused, none stored."""
         self.refused_at_shutdown += self.queued
         self._refuse_all(NotStored(ErrorCode.SHUTTING_DOWN, SHUTDOWN_MESSAGE))
-
-    def _when_done(self, batch: list[Submission], future: Future[list[EventResult]]) -> None:
-        """Answer ``batch`` on the event loop as soon as its future resolves (which happens on
-        the commit thread or the writer thread, in batch order)."""
-        loop = asyncio.get_running_loop()
-
-        def answer() -> None:
-            try:
-                self._answer(batch, future)
-            except BaseException as exc:  # the loop raises it: the writer fails
-                self._broken = exc
-                self._work.set()
-
-        future.add_done_callback(lambda _: loop.call_soon_threadsafe(answer))
-
-    def _answer(self, batch: list[Submission], future: Future[list[EventResult]]) -> None:
-        """Answer a finished pipelined batch (its commit failed: refused, as in :meth:`_loop`;
-        anything but a :class:`StorageFailure` fails the writer)."""
-        exc = future.exception(timeout=0)
-        if isinstance(exc, StorageFailure):
-            self._not_stored(batch, exc)
-            return
-        if exc is not None:
-            raise exc
-        self._deliver(batch, future.result(timeout=0))
 
     def _not_stored(self, batch: list[Submission], exc: StorageFailure) -> None:
         """A batch whose commit failed: every event of it is refused, none was stored."""

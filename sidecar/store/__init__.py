@@ -1,24 +1,27 @@
-"""The SQLite store: schema and migrations, the single group-commit writer, readers, rebuild."""
+"""The SQLite store: schema and migrations, the single group-commit writer, readers, rebuild.
 
-from .lock import WriterLock, lock_path
-from .pool import Availability, HandlePool, open_failure
-from .rebuild import RebuildReport, rebuild
-from .schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
-from .store import (
+Modules by responsibility: :mod:`.errors` (the store's exceptions), :mod:`.connection`
+(opening a file), :mod:`.rows` (engine values to rows and back), :mod:`.cache` (the writer's
+write-through cache), :mod:`.overlay` (what a batch's fold reads through), :mod:`.writer`
+(the one writer), :mod:`.reader` (queries), :mod:`.schema`, :mod:`.rebuild`, and the world
+files (:mod:`.worlds`, :mod:`.pool`, :mod:`.lock`, :mod:`.filenames`, :mod:`.renames`).
+"""
+
+from .connection import connect
+from .errors import (
     ApplyFailure,
-    BeliefFilter,
     CannotOpen,
     DatabaseInUse,
-    EventResult,
-    Reader,
-    ResultStatus,
     SchemaTooNew,
     StorageFailure,
     StoreError,
     WorldRulesInvalid,
-    Writer,
-    connect,
 )
+from .lock import WriterLock, lock_path
+from .pool import Availability, HandlePool, open_failure
+from .reader import BeliefFilter, Reader
+from .rebuild import RebuildReport, rebuild
+from .schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
 from .worlds import (
     DEFAULT_MAX_OPEN_WORLDS,
     Build,
@@ -36,6 +39,7 @@ from .worlds import (
     run_build,
     world_file,
 )
+from .writer import EventResult, ResultStatus, Writer
 
 __all__ = [
     "DEFAULT_MAX_OPEN_WORLDS",

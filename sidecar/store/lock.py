@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import IO
 
-from .store import CannotOpen, DatabaseInUse
+from .errors import CannotOpen, DatabaseInUse
 
 try:
     import fcntl

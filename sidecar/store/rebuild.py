@@ -9,7 +9,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .store import Reader, Writer
+from .reader import Reader
+from .writer import Writer
 
 __all__ = ["RebuildReport", "rebuild"]
 

@@ -29,8 +29,9 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from .connection import connect
+from .errors import CannotOpen
 from .filenames import SUFFIX, NameKind, classify, encode_name
-from .store import CannotOpen, connect
 
 __all__ = ["MARKER", "TOMBSTONE", "clear_leftovers", "migrate_names", "needs_migration"]
 

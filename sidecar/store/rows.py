@@ -8,7 +8,22 @@ from typing import Any
 
 import orjson
 
-from ..engine import Belief, Change, ChangeKind, Intervention, SourceKind, State, Value
+from ..engine import (
+    Belief,
+    Change,
+    ChangeKind,
+    Evidence,
+    Intervention,
+    Relation,
+    Rules,
+    RulesError,
+    SourceKind,
+    State,
+    Value,
+    WorldEvent,
+    rules_from_stored,
+)
+from .errors import WorldRulesInvalid
 
 __all__ = [
     "BELIEF_COLUMNS",
@@ -20,6 +35,7 @@ __all__ = [
     "dump_json",
     "dump_json_list",
     "load_json",
+    "stored_rules",
 ]
 
 
@@ -136,3 +152,23 @@ def change_from_row(row: sqlite3.Row | Mapping[str, Any]) -> Change:
         subject_before=r.get("subject_before"),
         subject_after=r.get("subject_after"),
     )
+
+
+def stored_rules(world: str, text: str | bytes) -> Rules:
+    """A world's rules from its row, checked like every other source of rules."""
+    try:
+        return rules_from_stored(load_json(text), f"world {world!r:.60}: stored rules")
+    except (RulesError, ValueError) as exc:  # (ValueError: the JSON itself is damaged)
+        raise WorldRulesInvalid(f"{exc}; the world cannot be opened") from None
+
+
+def _evidence_row(world: str, e: Evidence, rel: Relation) -> tuple[Any, ...]:
+    return (
+        world, e.evidence_id, e.resident, e.claim.root, dump_json(e.claim.value), e.event_id,
+        e.day, str(e.source_kind), e.source_resident_id, str(rel), e.op, e.subject, e.origin,
+        dump_json_list(e.hops), e.trust,
+    )  # fmt: skip
+
+
+def _event_row(world: str, seq: int, ev: WorldEvent) -> tuple[Any, ...]:
+    return (world, seq, ev.event_id, ev.day, str(ev.kind), dump_json(ev.to_dict()))

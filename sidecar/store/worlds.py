@@ -79,21 +79,14 @@ from ..engine import (
     rules_to_stored,
 )
 from ..engine.events import MAX_ID_LEN
+from .connection import connect
+from .errors import CannotOpen, DatabaseInUse, StorageFailure, StoreError
 from .filenames import SUFFIX, NameKind, classify, encode_name
 from .lock import held, lock_path
 from .pool import Availability, HandlePool, open_failure
+from .reader import Reader
 from .renames import TOMBSTONE, clear_leftovers, migrate_names, needs_migration
-from .store import (
-    CannotOpen,
-    DatabaseInUse,
-    EventResult,
-    Reader,
-    ResultStatus,
-    StorageFailure,
-    StoreError,
-    Writer,
-    connect,
-)
+from .writer import EventResult, ResultStatus, Writer
 
 __all__ = [
     "DEFAULT_MAX_OPEN_WORLDS",
@@ -331,7 +324,6 @@ def _claim(store: SingleFile, world: str, key: tuple[str, str]) -> sqlite3.Conne
     failed save left removed, the id checked free and marked active (``key``); the
     writer's connection, for the caller to hide the world in ``_saves``."""
     writer = store.writer
-    writer.finish()
     conn = writer.conn
     if conn.execute("SELECT 1 FROM _saves WHERE world = ?", (world,)).fetchone():
         store._purge(world)  # a failed save's rows that could not be removed then
@@ -365,7 +357,6 @@ class _RowsBuild:
         # A hidden world's commits need no fsync of their own (lost ones are leftovers, like
         # a kill's); the last commit, at the store's level, makes every one of them durable.
         conn = self.store.writer.conn
-        self.store.writer.finish()
         conn.execute("PRAGMA synchronous = NORMAL")
         try:
             return self.replay.step()
@@ -373,7 +364,6 @@ class _RowsBuild:
             conn.execute(f"PRAGMA synchronous = {self.store.synchronous}")
 
     def commit(self) -> WorldInfo:
-        self.store.writer.finish()
         # One commit (autocommit): from here on the world is whole and seen.
         self.store.writer.conn.execute("DELETE FROM _saves WHERE world = ?", (self.world,))
         self.finished = True
@@ -431,7 +421,6 @@ class _Merge:
 
     def step(self) -> bool:
         writer = self.store.writer
-        writer.finish()
         conn = writer.conn
         if not self.attached:
             self._attach(conn)
@@ -468,7 +457,6 @@ class _Merge:
 
     def commit(self) -> WorldInfo:
         writer = self.store.writer
-        writer.finish()
         # One commit (autocommit, at the store's level): the world is whole and seen.
         writer.conn.execute("DELETE FROM _saves WHERE world = ?", (self.world,))
         self.finished = True
@@ -491,14 +479,12 @@ class SingleFile:
 
     def __init__(
         self, path: Path, *, rules: Rules = DEFAULT_RULES, synchronous: str = "FULL",
-        writer: Writer | None = None, pipelined: bool = False,
+        writer: Writer | None = None,
     ) -> None:  # fmt: skip
         """Open ``path`` (or use ``writer``, already open on it)."""
         self.path = Path(path)
         self.synchronous = synchronous
-        self.writer = writer or Writer(
-            self.path, rules=rules, synchronous=synchronous, pipelined=pipelined
-        )
+        self.writer = writer or Writer(self.path, rules=rules, synchronous=synchronous)
         self._reader: Reader | None = None
         self._workers = _Workers()
         self._purge_leftovers()
@@ -515,7 +501,6 @@ class SingleFile:
 
     def _purge(self, world: str) -> None:
         """Remove every row of ``world`` and its ``_saves`` row, in one transaction."""
-        self.writer.finish()
         conn = self.writer.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -532,20 +517,6 @@ class SingleFile:
     def _unfinished(self) -> set[str]:
         """Worlds whose save is under way (or was left unfinished): not seen as worlds."""
         return {r[0] for r in self.reader._rows("SELECT world FROM _saves")}
-
-    @property
-    def pipelined(self) -> bool:
-        return self.writer.pipelined
-
-    def start(self, batch: Sequence[tuple[str, WorldEvent]]) -> Future[list[EventResult]]:
-        """:meth:`Writer.start`: fold this batch while the previous one commits."""
-        return self.writer.start(batch)
-
-    def finish(self) -> None:
-        self.writer.finish()
-
-    def pending(self) -> Future[bool] | None:
-        return self.writer.pending()
 
     @property
     def reader(self) -> Reader:
@@ -760,16 +731,10 @@ class DataDir:
             raise WorldNotFound(f"no world {world!r}")
         return self._file(world)
 
-    pipelined = False  # (a batch spans files: DataDir applies it file by file)
-
-    def finish(self) -> None:
-        """Nothing is ever in flight here (see :attr:`pipelined`)."""
-
     def apply(self, batch: Sequence[tuple[str, WorldEvent]]) -> list[EventResult]:
         """Each world's events go to its own file (one transaction per file, in order).
 
-        A file is only closed to make room between two files' transactions (never one with
-        a batch in flight: nothing here is pipelined)."""
+        A file is only closed to make room between two files' transactions."""
         by_world: dict[str, list[tuple[int, WorldEvent]]] = {}
         for i, (world, event) in enumerate(batch):
             by_world.setdefault(world, []).append((i, event))

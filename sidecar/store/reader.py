@@ -1,0 +1,353 @@
+"""Read-only queries, on a connection of their own: WAL lets them read while the writer
+writes. Raw ``sqlite3`` errors become :class:`~sidecar.store.errors.StoreError`."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlite_utils import Database
+
+from ..engine import (
+    DEFAULT_RULES,
+    Belief,
+    Change,
+    RootSchema,
+    Rules,
+    WorldEvent,
+    parse_event,
+    parse_schema,
+)
+from .connection import _open
+from .errors import CannotOpen, SchemaTooNew, StoreError
+from .rows import belief_from_row, change_from_row, load_json, stored_rules
+from .schema import unknown_migrations
+
+__all__ = ["BeliefFilter", "Reader"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BeliefFilter:
+    """What a ``beliefs`` query may narrow to; every field given must match (AND).
+
+    ``root`` is one exact root; ``prefixes`` match the start of the root (any of them);
+    ``states`` any of these states; ``people`` any of these ids in the belief's ``people``,
+    or as the actor of an ``action:<id>:`` root or the other of a ``relation:<id>:`` root;
+    ``places`` any of these in its ``places``; ``min_confidence`` at least this confidence.
+    """
+
+    root: str | None = None
+    prefixes: tuple[str, ...] = ()
+    states: tuple[str, ...] = ()
+    people: tuple[str, ...] = ()
+    places: tuple[str, ...] = ()
+    min_confidence: int | None = None
+
+    def sql(self) -> tuple[str, list[Any]]:
+        """The ``AND ...`` clauses (on table ``beliefs``) and their parameters."""
+        parts: list[str] = []
+        params: list[Any] = []
+        if self.root is not None:
+            parts.append("root = ?")
+            params.append(self.root)
+        if self.prefixes:
+            parts.append(
+                "(" + " OR ".join("substr(root, 1, length(?)) = ?" for _ in self.prefixes) + ")"
+            )
+            params.extend(x for p in self.prefixes for x in (p, p))
+        if self.states:
+            parts.append(f"state IN ({', '.join('?' * len(self.states))})")
+            params.extend(self.states)
+        if self.people:
+            marks = ", ".join("?" * len(self.people))
+            roots = [f"{kind}:{p}:" for p in self.people for kind in ("action", "relation")]
+            parts.append(
+                f"(EXISTS (SELECT 1 FROM json_each(beliefs.people) WHERE value IN ({marks}))"
+                + "".join(" OR substr(root, 1, length(?)) = ?" for _ in roots)
+                + ")"
+            )
+            params.extend(self.people)
+            params.extend(x for r in roots for x in (r, r))
+        if self.places:
+            marks = ", ".join("?" * len(self.places))
+            parts.append(
+                f"EXISTS (SELECT 1 FROM json_each(beliefs.places) WHERE value IN ({marks}))"
+            )
+            params.extend(self.places)
+        if self.min_confidence is not None:
+            parts.append("confidence >= ?")
+            params.append(self.min_confidence)
+        return "".join(f" AND {p}" for p in parts), params
+
+
+class Reader:
+    """Read-only queries on a connection of its own. One thread at a time may use it."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.conn = _open(Path(path), synchronous="NORMAL")
+        self.db = Database(self.conn)
+        try:
+            unknown = unknown_migrations(self.conn)
+        except sqlite3.Error as exc:
+            self.conn.close()
+            raise CannotOpen(f"{path}: not a readable Credence database: {exc}") from exc
+        if unknown:
+            self.conn.close()
+            raise SchemaTooNew(
+                f"{path}: database has migrations this version does not know: {unknown}; "
+                "it was written by a newer Credence"
+            )
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        try:
+            return self.conn.execute(sql, tuple(params)).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"query failed: {exc}") from exc
+
+    def worlds(self) -> list[str]:
+        return [r[0] for r in self._rows("SELECT world FROM worlds ORDER BY world")]
+
+    def latest_seq(self, world: str) -> int:
+        rows = self._rows("SELECT change_seq FROM worlds WHERE world = ?", (world,))
+        return int(rows[0][0]) if rows else 0
+
+    def world_day(self, world: str) -> float:
+        rows = self._rows("SELECT day FROM worlds WHERE world = ?", (world,))
+        return float(rows[0][0]) if rows else 0.0
+
+    def is_resident(self, world: str, resident: str) -> bool:
+        return bool(
+            self._rows(
+                "SELECT 1 FROM residents WHERE world = ? AND resident = ?", (world, resident)
+            )
+        )
+
+    def belief(self, world: str, resident: str, root: str) -> Belief | None:
+        rows = self._rows(
+            "SELECT * FROM beliefs WHERE world = ? AND resident = ? AND root = ?",
+            (world, resident, root),
+        )
+        return belief_from_row(rows[0]) if rows else None
+
+    def beliefs(
+        self,
+        world: str,
+        resident: str,
+        *,
+        after_root: str | None = None,
+        limit: int = -1,
+        where: BeliefFilter | None = None,
+    ) -> list[Belief]:
+        """A resident's beliefs in root order; page with ``after_root``; narrow with ``where``."""
+        sql = "SELECT * FROM beliefs WHERE world = ? AND resident = ? AND root > ?"
+        params: list[Any] = [world, resident, after_root or ""]
+        if where is not None:
+            clause, more = where.sql()
+            sql += clause
+            params.extend(more)
+        rows = self._rows(sql + " ORDER BY root LIMIT ?", (*params, limit))
+        return [belief_from_row(r) for r in rows]
+
+    def all_beliefs(self, world: str) -> list[Belief]:
+        rows = self._rows("SELECT * FROM beliefs WHERE world = ? ORDER BY resident, root", (world,))
+        return [belief_from_row(r) for r in rows]
+
+    def on_root(self, world: str, root: str) -> list[Belief]:
+        """Every resident's belief on one root (for ``distribution``)."""
+        rows = self._rows(
+            "SELECT * FROM beliefs WHERE world = ? AND root = ? ORDER BY resident", (world, root)
+        )
+        return [belief_from_row(r) for r in rows]
+
+    def evidence(
+        self,
+        world: str,
+        resident: str,
+        root: str,
+        *,
+        latest: int | None = None,
+        refs: Sequence[str] = (),
+    ) -> list[dict[str, Any]]:
+        """The evidence behind one belief, oldest first, with its event kind: every piece,
+        or the ``latest`` ones.
+
+        ``refs``, the belief's own ``evidence_refs`` (applied in log order), lets the latest
+        few be read by key instead of sorting every piece: when every piece on the root is
+        one of them (the counts agree) and there are at least ``latest``, the latest pieces
+        are the last ``latest`` refs.
+        """
+        select = (
+            "SELECT ev.*, e.kind AS event_kind, e.seq AS event_seq FROM evidence ev "
+            "CROSS JOIN events e ON e.world = ev.world AND e.event_id = ev.event_id "
+        )
+        if (
+            latest is not None
+            and len(refs) >= latest
+            and self.evidence_count(world, resident, root) == len(refs)
+        ):
+            wanted = list(refs[-latest:])
+            marks = ", ".join("?" * len(wanted))
+            rows = self._rows(
+                select + f"WHERE ev.world = ? AND ev.evidence_id IN ({marks}) "
+                "AND ev.resident = ? AND ev.root = ? ORDER BY e.seq DESC",
+                (world, *wanted, resident, root),
+            )
+        else:
+            rows = self._rows(
+                select + "WHERE ev.world = ? AND ev.resident = ? AND ev.root = ? "
+                "ORDER BY e.seq DESC LIMIT ?",
+                (world, resident, root, -1 if latest is None else latest),
+            )
+        out = []
+        for r in reversed(rows):
+            item = dict(r)
+            item["value"] = load_json(item["value"])
+            out.append(item)
+        return out
+
+    def evidence_count(self, world: str, resident: str, root: str) -> int:
+        """How many pieces of evidence bear on one belief (an index count, no row read)."""
+        sql = "SELECT count(*) FROM evidence WHERE world = ? AND resident = ? AND root = ?"
+        return int(self._rows(sql, (world, resident, root))[0][0])
+
+    def history(
+        self, world: str, resident: str, root: str, *, latest: int | None = None
+    ) -> list[Change]:
+        """One belief's change records, oldest first: every one, or the ``latest`` ones."""
+        rows = self._rows(
+            "SELECT * FROM changes WHERE world = ? AND resident = ? AND root = ? "
+            "ORDER BY seq DESC LIMIT ?",
+            (world, resident, root, -1 if latest is None else latest),
+        )
+        return [change_from_row(r) for r in reversed(rows)]
+
+    def history_count(self, world: str, resident: str, root: str) -> int:
+        """How many change records one belief has (an index count)."""
+        sql = "SELECT count(*) FROM changes WHERE world = ? AND resident = ? AND root = ?"
+        return int(self._rows(sql, (world, resident, root))[0][0])
+
+    def changes_after(self, world: str, seq: int, *, limit: int = 500) -> list[Change]:
+        rows = self._rows(
+            "SELECT * FROM changes WHERE world = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (world, seq, limit),
+        )
+        return [change_from_row(r) for r in rows]
+
+    def all_changes(self, world: str) -> list[Change]:
+        return self.changes_after(world, 0, limit=-1)
+
+    def events(self, world: str) -> Iterator[WorldEvent]:
+        """The world log in order, parsed back into events (what a rebuild replays)."""
+        cursor = self.conn.execute("SELECT body FROM events WHERE world = ? ORDER BY seq", (world,))
+        for (body,) in cursor:
+            yield parse_event(load_json(body))
+
+    def event_ids(self, world: str) -> set[str]:
+        return {r[0] for r in self._rows("SELECT event_id FROM events WHERE world = ?", (world,))}
+
+    def trust(
+        self, world: str, resident: str, source: str | None = None, *, latest: int | None = None
+    ) -> list[dict[str, Any]]:
+        """A resident's trust table, each entry with the change records that moved it (every
+        one, or the ``latest`` ones and ``history_total``, how many there are)."""
+        rows = self._rows(
+            "SELECT source, topic, value FROM trust WHERE world = ? AND resident = ? "
+            "AND (? IS NULL OR source = ?) ORDER BY source, topic",
+            (world, resident, source, source),
+        )
+        out = []
+        for r in rows:
+            root = f"trust:{r['source']}" + (f":{r['topic']}" if r["topic"] else "")
+            out.append(
+                {
+                    "source": r["source"],
+                    "topic": r["topic"] or None,
+                    "value": r["value"],
+                    "history": self.history(world, resident, root, latest=latest),
+                }
+            )
+            if latest is not None:
+                out[-1]["history_total"] = self.history_count(world, resident, root)
+        return out
+
+    def registry(self, world: str) -> dict[str, dict[str, Any]]:
+        """The world's registry: ``{"residents": {id: {lang: name}}, "actions": {...}}``
+        (empty on a database a writer has not yet brought to schema 0005_i10_memory)."""
+        if not self._rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'labels'"):
+            return {"residents": {}, "actions": {}}
+        residents = self._rows(
+            "SELECT resident, names FROM residents WHERE world = ? AND names IS NOT NULL "
+            "ORDER BY resident",
+            (world,),
+        )
+        labels = self._rows(
+            "SELECT key, names FROM labels WHERE world = ? AND kind = 'action' ORDER BY key",
+            (world,),
+        )
+        return {
+            "residents": {r[0]: load_json(r[1]) for r in residents},
+            "actions": {r[0]: load_json(r[1]) for r in labels},
+        }
+
+    def resident_page(
+        self, world: str, *, after: str | None = None, limit: int = 500
+    ) -> list[tuple[str, dict[str, str]]]:
+        """Up to ``limit`` residents after ``after`` in id order, each with its registered
+        names (``{}`` when none): the ``residents`` query, one primary-key range scan."""
+        # residents.names came with 0005_i10_memory (as the labels table did).
+        named = self._rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'labels'")
+        rows = self._rows(
+            f"SELECT resident, {'names' if named else 'NULL'} FROM residents "
+            "WHERE world = ? AND resident > ? ORDER BY resident LIMIT ?",
+            (world, after or "", limit),
+        )
+        return [(r[0], load_json(r[1]) if r[1] else {}) for r in rows]
+
+    def event_page(self, world: str, *, start: int = 1, limit: int = 100) -> list[dict[str, Any]]:
+        """Up to ``limit`` events of the log from seq ``start`` on: seq, id, day, kind, and
+        who spoke or acted and the game's subject (clipped to 200 characters), read from
+        the stored body; one primary-key range scan (the ``events`` query, ``credence log``)."""
+        rows = self._rows(
+            "SELECT seq, event_id, day, kind, "
+            "coalesce(json_extract(body, '$.speaker'), json_extract(body, '$.actor')), "
+            "substr(json_extract(body, '$.subject'), 1, 200) "
+            "FROM events WHERE world = ? AND seq >= ? ORDER BY seq LIMIT ?",
+            (world, start, limit),
+        )
+        return [
+            {"seq": r[0], "event_id": r[1], "day": float(r[2]), "kind": r[3], "by": r[4],
+             "subject": r[5]}
+            for r in rows
+        ]  # fmt: skip
+
+    def event_count(self, world: str) -> int:
+        """The world's last event seq (the length of its log)."""
+        rows = self._rows("SELECT event_seq FROM worlds WHERE world = ?", (world,))
+        return int(rows[0][0]) if rows else 0
+
+    def fact(self, world: str, root: str) -> tuple[bool, Any]:
+        """What the world itself observed on ``root`` (found, value)."""
+        rows = self._rows("SELECT value FROM facts WHERE world = ? AND root = ?", (world, root))
+        return (True, load_json(rows[0][0])) if rows else (False, None)
+
+    def schema(self, world: str) -> tuple[int, RootSchema | None]:
+        """The world's root schema and its version (0, None: no schema declared, or a
+        database a writer has not yet brought to schema 0005_i12_schema_events)."""
+        if not self._rows(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'world_schema'"
+        ):
+            return 0, None
+        rows = self._rows("SELECT version, body FROM world_schema WHERE world = ?", (world,))
+        if not rows:
+            return 0, None
+        return int(rows[0][0]), parse_schema(load_json(rows[0][1]))
+
+    def rules(self, world: str) -> Rules:
+        rows = self._rows("SELECT rules FROM worlds WHERE world = ?", (world,))
+        return stored_rules(world, rows[0][0]) if rows else DEFAULT_RULES
