@@ -13,13 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
+from read_world import WORLD, build
+from wsclient import rebuild_check
 
 from sidecar.read import project
 from sidecar.store import Reader
-from tests.read_world import WORLD, build
 
 BUDGET = 1000
 LANGS = ("en", "zh-Hant")
@@ -203,9 +205,13 @@ PENDING: frozenset[str] = frozenset(
 
 
 @pytest.fixture(scope="module")
-def reader(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reader]:
-    path = build(tmp_path_factory.mktemp("questions") / "q.db", town())
-    found = Reader(path)
+def story_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build(tmp_path_factory.mktemp("questions") / "q.db", town())
+
+
+@pytest.fixture(scope="module")
+def reader(story_db: Path) -> Iterator[Reader]:
+    found = Reader(story_db)
     yield found
     found.close()
 
@@ -247,3 +253,8 @@ def test_every_narrative_keeps_its_budget_and_the_score_is_printed(reader: Reade
         assert all(len(t) <= BUDGET for t in texts.values())
         score = sum(_answered(texts[q.resident], q) for q in asked)
         print(f"\n{lang}: {score}/{len(asked)} questions answered at budget {BUDGET}")
+
+
+def test_the_story_rebuilds_exactly(story_db: Path) -> None:
+    """Replaying the story's log (subject maps, reasons, interventions) rebuilds every belief."""
+    rebuild_check(story_db)
