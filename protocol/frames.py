@@ -20,6 +20,7 @@ from sidecar.engine import (
     WorldEvent,
     parse_event,
 )
+from sidecar.engine.texts import wire_text
 
 from .codec import integral
 from .errors import ErrorCode, ProtocolError
@@ -627,8 +628,8 @@ def belief_frame(change: Change) -> dict[str, Any]:
         "prev_state": None if change.state_before is None else str(change.state_before),
         "source_kind": str(change.source_kind),
         "source": change.source_resident_id,
-        "subject": change.subject_after,
-        "prev_subject": change.subject_before,
+        "subject": wire_text(change.subject_after),
+        "prev_subject": wire_text(change.subject_before),
         "event_id": change.event_id,
         "evidence_id": change.evidence_id,
         "day": change.day,
@@ -658,8 +659,8 @@ def belief_summary(b: Belief) -> dict[str, Any]:
         "resident": b.resident,
         "root": b.root,
         "value": b.value,
-        "subject": b.subject,
-        "interpretation": b.interpretation,
+        "subject": wire_text(b.subject),
+        "interpretation": wire_text(b.interpretation),
         "people": list(b.people[:TAGS_SHOWN]),
         "places": list(b.places[:TAGS_SHOWN]),
         "topics": list(b.topics[:TAGS_SHOWN]),
@@ -691,8 +692,8 @@ def change_summary(c: Change) -> dict[str, Any]:
         "prev_state": None if c.state_before is None else str(c.state_before),
         "value": c.value_after,
         "prev_value": c.value_before,
-        "subject": c.subject_after,
-        "prev_subject": c.subject_before,
+        "subject": wire_text(c.subject_after),
+        "prev_subject": wire_text(c.subject_before),
         "source_kind": str(c.source_kind),
         "source": c.source_resident_id,
         "event_id": c.event_id,

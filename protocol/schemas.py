@@ -117,6 +117,26 @@ _COMMON: dict[str, Schema] = {
         "maxLength": MAX_ID_LEN,
     },
     "text": {"type": "string", "maxLength": MAX_TEXT_LEN, "pattern": "^[^\\u0000]*$"},
+    "texts": {
+        "description": "a text, or the same text per language ({en, zh-Hant}, SPEC §7.1)",
+        "anyOf": [
+            {"type": "string", "maxLength": MAX_TEXT_LEN, "pattern": "^[^\\u0000]*$"},
+            {
+                "type": "object",
+                "properties": {
+                    lang: {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": MAX_TEXT_LEN,
+                        "pattern": "^[^\\u0000]*$",
+                    }
+                    for lang in LANGS
+                },
+                "additionalProperties": False,
+                "minProperties": 1,
+            },
+        ],
+    },
     "day": {"type": "number", "minimum": 0, "maximum": 1e12},
     "confidence": {"type": "integer", "minimum": 0, "maximum": 100},
     "value": {
@@ -136,6 +156,8 @@ _COMMON: dict[str, Schema] = {
 # --------------------------------------------------------------------------- client frames
 
 _ID_LIST = _list(_ref("id"), most=MAX_LIST_LEN)
+#: A subject as the game may send it: a non-empty text, or a language map of non-empty texts.
+_NONEMPTY_TEXTS: Schema = {"allOf": [_ref("texts"), {"not": {"const": ""}}]}
 #: ``limit`` of a beliefs or explain query.
 _LIMIT: Schema = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
 _FILTER = {
@@ -189,7 +211,7 @@ def _event_kinds() -> dict[str, tuple[Schema, list[str]]]:
     """Per event kind: its own fields and which are required (SPEC §7.2–§7.12)."""
     claim_event: Schema = {
         "claim": _CLAIM,
-        "subject": {**_COMMON["text"], "minLength": 1},
+        "subject": _NONEMPTY_TEXTS,
         "importance": _WEIGHT,
         "emotion": _WEIGHT,
         **_TAGS,
@@ -211,7 +233,7 @@ def _event_kinds() -> dict[str, tuple[Schema, list[str]]]:
                 "witnesses": {**_ID_LIST, "minItems": 1},
                 "interpretations": {
                     "type": "object",
-                    "additionalProperties": {**_COMMON["text"], "minLength": 1},
+                    "additionalProperties": _NONEMPTY_TEXTS,
                 },
             },
             ["claim", "subject", "witnesses"],
@@ -240,7 +262,8 @@ def _event_kinds() -> dict[str, tuple[Schema, list[str]]]:
                 "action": _ref("id"),
                 "status": {"enum": ["completed", "rejected", "interrupted", "replaced"]},
                 "witnesses": _ID_LIST,
-                "subject": _ref("text"),
+                "subject": _ref("texts"),
+                "reason": _ref("texts"),
                 "claim": {"type": "null"},
             },
             ["actor", "action", "status"],
@@ -251,7 +274,7 @@ def _event_kinds() -> dict[str, tuple[Schema, list[str]]]:
                 "resident": _ref("id"),
                 "op": {"enum": ["implant", "distort", "suppress", "soften"]},
                 "claim": _CLAIM_ROOT_ONLY,
-                "subject": _ref("text"),
+                "subject": _ref("texts"),
             },
             ["resident", "op", "claim"],
         ),
@@ -496,7 +519,7 @@ def client_schema() -> Schema:
         "required": ["subject"],
         "properties": {
             "claim": {"required": ["value"], "properties": {"value": _ref("value")}},
-            "subject": {**_COMMON["text"], "minLength": 1},
+            "subject": _NONEMPTY_TEXTS,
         },
     }
     return _document(
@@ -506,6 +529,13 @@ def client_schema() -> Schema:
 
 # --------------------------------------------------------------------------- server frames
 
+#: A subject in a reply: as the game sent it (a text or a language map), or nil.
+_SUBJECT_OUT: Schema = {
+    "anyOf": [
+        {"type": ["string", "null"]},
+        {"type": "object", "additionalProperties": {"type": "string"}},
+    ]
+}
 _BELIEF = {
     "type": "object",
     "required": ["resident", "root", "value", "confidence", "state", "source_kind"],
@@ -513,7 +543,7 @@ _BELIEF = {
         "resident": {"type": "string"},
         "root": {"type": "string"},
         "value": _ref("value"),
-        "subject": {"type": ["string", "null"]},
+        "subject": _SUBJECT_OUT,
         "confidence": _ref("confidence"),
         "state": _ref("state"),
         "source_kind": _ref("source_kind"),
@@ -556,7 +586,7 @@ _SAID_ENTRY: dict[str, Any] = {
     "kind": {"enum": ["say", "announce"]},
     "root": _ref("name"),
     "value": _ref("value"),
-    "subject": {"type": "string"},
+    "subject": _SUBJECT_OUT,
     "topic": {"type": ["string", "null"]},
     "to": _list(_ref("id"), most=SAID_TO_SHOWN),
     "to_count": {"type": "integer", "minimum": 0},
@@ -608,8 +638,8 @@ def server_schema() -> Schema:
                 **_CHANGE_FIELDS,
                 "resident": {"type": "string"},
                 "root": {"type": "string"},
-                "subject": {"type": ["string", "null"]},
-                "prev_subject": {"type": ["string", "null"]},
+                "subject": _SUBJECT_OUT,
+                "prev_subject": _SUBJECT_OUT,
             },
             [
                 "seq",

@@ -416,3 +416,42 @@ def test_change_records_are_numbered_in_order() -> None:
         ("kai", "r", ChangeKind.DECAYED),
         ("mira", "r", ChangeKind.DECAYED),
     ]
+
+
+def test_a_subject_may_be_given_per_language_and_comes_back_as_sent() -> None:
+    """A {en, zh-Hant} subject is kept as one canonical text and given back as the map;
+    parsing the canonical event again gives the same event (so a replay is exact)."""
+    e = parse_event(observe(1, ["mira"], "r", "x", subject={"zh-Hant": "井水有毒", "en": "bad"}))
+    assert e.subject == '{"en":"bad","zh-Hant":"井水有毒"}'
+    assert e.to_dict()["subject"] == {"en": "bad", "zh-Hant": "井水有毒"}
+    assert parse_event(e.to_dict()) == e
+    one = parse_event(observe(1, ["mira"], "r", "x", subject={"en": "bad"}))
+    assert one.to_dict()["subject"] == {"en": "bad"}
+
+
+@pytest.mark.parametrize(
+    ("subject", "message"),
+    [
+        ({"fr": "le puits"}, "may be given in en, zh-Hant"),
+        ({}, "at least one language"),
+        ({"en": ""}, "non-empty"),
+        ({"en": 3}, "non-empty string"),
+        ('{"en": "bad"}', "JSON text of a map"),
+        ({"en": "x" * 4001}, "longer than 4000"),
+    ],
+)
+def test_a_bad_subject_map_is_refused_naming_the_field(subject: Any, message: str) -> None:
+    """Another language, an empty map or text, or a map sent as JSON text: invalid_event."""
+    event = {**observe(1, ["mira"], "r", "x"), "subject": subject}
+    with pytest.raises(InvalidEvent, match=message):
+        parse_event(event)
+
+
+def test_an_act_may_carry_the_games_reason() -> None:
+    """An act's reason (text or per language) is kept and logged as sent."""
+    e = parse_event(act(3, "mira", "fetch_water", "rejected", reason="the rope snapped"))
+    assert e.to_dict()["reason"] == "the rope snapped"
+    e = parse_event(act(3, "mira", "fetch_water", "rejected", reason={"en": "it broke"}))
+    assert e.to_dict()["reason"] == {"en": "it broke"}
+    with pytest.raises(InvalidEvent, match="reason"):
+        parse_event(act(3, "mira", "fetch_water", "rejected", reason=7))

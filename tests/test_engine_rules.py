@@ -336,10 +336,9 @@ def test_doubtful_plus_firsthand_contradiction_corrects() -> None:
     assert (belief.value, belief.subject) == ("clean", "the water is clear and sweet")
     assert (belief.confidence, belief.state) == (72, State.CORRECTED)
     assert belief.source_kind is SourceKind.FIRSTHAND and belief.source_resident_id is None
-    assert belief.interpretation is not None
-    assert "earlier understanding" in belief.interpretation
-    assert "the well is poisoned" in belief.interpretation
+    assert belief.interpretation is None  # what was believed before lives in the change
     assert change.kind is ChangeKind.CORRECTED
+    assert change.subject_before == "the well is poisoned"
     assert (change.value_before, change.value_after) == ("poisoned", "clean")
     assert (change.subject_before, change.subject_after) == (
         "the well is poisoned",
@@ -348,13 +347,14 @@ def test_doubtful_plus_firsthand_contradiction_corrects() -> None:
     assert belief.next_decay_day is None and belief.heard_from == ()
 
 
-def test_correction_keeps_the_witness_interpretation_first() -> None:
-    """A correcting observation's interpretation leads the note about the earlier understanding."""
+def test_correction_keeps_the_witness_interpretation_and_no_text_of_its_own() -> None:
+    """A correcting observation's interpretation is kept as the witness gave it, and a
+    correction without one stores none: the sidecar adds no text in one language."""
     doubtful, _ = run(ev("poisoned", kind="hearsay"), ev("clean"))
     belief, _ = run(ev("clean", interpretation="Bo lied to me"), belief=doubtful)
-    assert belief.interpretation is not None
-    assert belief.interpretation.startswith("Bo lied to me (")
-    assert "corrected my earlier understanding" in belief.interpretation
+    assert belief.interpretation == "Bo lied to me"
+    plain, _ = run(ev("clean"), belief=doubtful)
+    assert plain.state is State.CORRECTED and plain.interpretation is None
 
 
 def test_doubtful_plus_hearsay_contradiction_doubts_again() -> None:

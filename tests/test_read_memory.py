@@ -4,6 +4,7 @@ episodes, trust in the people section, and the beliefs filters behind a behaviou
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -75,7 +76,7 @@ def test_sure_section_holds_only_sure_lines(town: Reader) -> None:
     n = project(town, WORLD, "mira", budget=5000)
     assert {e["band"] for e in _section(n, "sure")} == {"sure"}
     assert [e["root"] for e in _section(n, "believe")] == ["bridge:state"]
-    assert "I think the bridge is fixed." in n.text
+    assert "I think the bridge is fixed (day" in n.text
 
 
 def test_focus_ranks_what_bears_on_it_first_and_says_why(town: Reader) -> None:
@@ -163,7 +164,8 @@ def test_routine_acts_do_not_announce_a_change_every_day(chores: Reader) -> None
 
 
 def test_people_section_says_whom_i_distrust_and_why(tmp_path: Path) -> None:
-    """Bo's lie, seen through: "I distrust bo: bo told me that ..., but I saw otherwise"."""
+    """Bo's lie, seen through: "I distrust bo: what bo told me proved false", the pair itself
+    said once, by the correction line."""
     r = open_reader(
         build(
             tmp_path / "w.db",
@@ -179,14 +181,13 @@ def test_people_section_says_whom_i_distrust_and_why(tmp_path: Path) -> None:
     n = project(r, WORLD, "mira")
     people = {e["person"]: e for e in _section(n, "people") if e.get("person")}
     assert people["bo"]["trust"] == 0.35 and people["bo"]["reason"]["change"] == "corrected"
-    assert (
-        "- I distrust bo: bo told me that the well is poisoned, but I saw otherwise "
-        "(the well is clean)." in n.text
-    )
+    assert "- I distrust bo: what bo told me proved false." in n.text
+    assert n.text.count("the well is poisoned") == 1  # the correction line, not again
+    assert "the well is poisoned (bo had told me so), until I saw the well is clean" in n.text
     assert people["tom"]["trust"] == 0.65
     assert "I am not sure how far to trust tom: tom told me that bread is dear" in n.text
     zh = project(r, WORLD, "mira", lang="zh-Hant").text
-    assert "我不信任bo：bo跟我說the well is poisoned，但我親眼看到的不是這樣" in zh
+    assert "我不信任bo：bo跟我說的結果不是真的" in zh
 
 
 # --------------------------------------------------------------------------- beliefs filters
@@ -264,14 +265,14 @@ def test_registered_names_replace_ids_in_both_languages(named: Reader) -> None:
     """Kai's narrative names Mira and Bo, never their ids; the action reads in its label."""
     en = project(named, WORLD, "kai").text
     assert "- Mira fetched water 2 times, most recently on day 2. Yesterday, Mira's attempt" in en
-    assert "I distrust Bo: Bo told me that the well is poisoned" in en
+    assert "I distrust Bo: what Bo told me proved false." in en
     assert "(Bo had told me so)" in en
     assert "mira" not in en and "bo " not in en
     zh = project(named, WORLD, "kai", lang="zh-Hant").text
-    assert "米拉打水了2次，最近一次是第2天。昨天米拉想要打水，但被拒絕了。" in zh
-    assert "我不信任阿博：阿博跟我說" in zh and "是阿博告訴我的" in zh
+    assert "米拉打了2次水，最近一次是第2天。昨天米拉想要打水，但被拒絕了。" in zh
+    assert "我不信任阿博：阿博跟我說的結果不是真的" in zh and "是阿博告訴我的" in zh
     mine = project(named, WORLD, "mira", lang="zh-Hant").text
-    assert "我打水了2次" in mine and "昨天我想要打水，但被拒絕了。" in mine
+    assert "我打了2次水" in mine and "昨天我想要打水，但被拒絕了。" in mine
 
 
 def test_a_registered_resident_without_memories_gets_an_empty_narrative(named: Reader) -> None:
@@ -335,12 +336,13 @@ def test_own_subjects_read_in_the_first_person(tmp_path: Path) -> None:
         )
     )
     en = project(r, WORLD, "mira").text
-    assert "(Bo had told me so), until I drew a bucket; it is clear." in en
-    assert "I think my bucket is full." in en
-    assert "I think Miranda's bucket is empty." in en  # not a self-name: left alone
-    assert "but I saw otherwise (I drew a bucket; it is clear)" in en
+    assert "(Bo had told me so), until I drew a bucket; it is clear (today)." in en
+    assert "I think my bucket is full (day 3)." in en
+    assert "I think Miranda's bucket is empty (day 3)." in en  # not a self-name: left alone
+    assert re.search(r"\bMira\b", en) is None  # never named by its own name (Miranda is not it)
     zh = project(r, WORLD, "mira", lang="zh-Hant").text
-    assert "我認為我的繩子磨損了。" in zh
-    assert "直到我親眼看到Mira drew a bucket" in zh  # an English subject keeps its name
+    assert "我認為我的繩子磨損了（第3天）。" in zh
+    assert "直到今天我drew a bucket" in zh  # an English subject, the name still not said
+    assert "Mira" not in zh and "米拉" not in zh
     kai = project(r, WORLD, "kai", lang="zh-Hant").text
-    assert "我認為米拉的繩子磨損了。" in kai  # someone else's subject keeps the name
+    assert "我認為米拉的繩子磨損了（第3天）。" in kai  # someone else's subject keeps the name

@@ -13,7 +13,6 @@ import pytest
 from read_world import WORLD, build, crowd, intervene, observe, open_reader, say, story, zh_story
 
 from sidecar.read import MIN_BUDGET, NotFound, project
-from sidecar.read.packing import MIN_SUBJECT
 from sidecar.store import Reader
 
 SEEN_EN = ("saw", "seen", "see ")
@@ -88,9 +87,9 @@ def test_full_text_has_sections_in_order(reader: Reader) -> None:
 def test_bands_en(reader: Reader) -> None:
     """Firsthand confidence ≥85 reads "sure", 65–84 "think"; implants are "somehow remembered"."""
     text = project(reader, WORLD, "alice").text
-    assert "- I'm sure that the key is on the counter." in text
-    assert "- I think the café door is closed." in text
-    assert "- I somehow remember that there is gold in the cellar." in text
+    assert "- I'm sure that the key is on the counter (day 1)." in text
+    assert "- I think the café door is closed (day 1)." in text
+    assert "- I somehow remember that there is gold in the cellar (day 5)." in text
 
 
 def test_unsure_band_after_soften(tmp_path: Path) -> None:
@@ -100,19 +99,24 @@ def test_unsure_band_after_soften(tmp_path: Path) -> None:
         intervene(2, "alice", "soften", "cat:where"),
     ])  # fmt: skip
     r = open_reader(db)
-    assert "I'm not certain, but I think the cat is on the roof." in project(r, WORLD, "alice").text
     assert (
-        "我不太確定，但我覺得the cat is on the roof。"
+        "I'm not certain, but I think the cat is on the roof (day 1)."
+        in project(r, WORLD, "alice").text
+    )
+    assert (
+        "我不太確定，但我覺得the cat is on the roof（第1天）。"
         in project(r, WORLD, "alice", lang="zh-Hant").text
     )
 
 
 def test_hearsay_names_its_sources(reader: Reader) -> None:
-    """Hearsay says who told it, every source, and that it is unconfirmed."""
+    """Hearsay says who told it, every source, and (once, in the heading) that it is
+    unconfirmed."""
     n = project(reader, WORLD, "alice")
-    assert "- bob and gina told me that the mayor is angry (unconfirmed)." in n.text
+    assert "- Bob and gina told me that the mayor is angry (day 30)." in n.text
+    assert n.text.count("unconfirmed") == 2  # the told heading, and the people section's line
     zh = project(reader, WORLD, "alice", lang="zh-Hant")
-    assert "- bob和gina告訴我the mayor is angry（未經證實）。" in zh.text
+    assert "- bob和gina告訴我the mayor is angry（第30天）。" in zh.text
 
 
 @pytest.mark.parametrize("budget", [MIN_BUDGET, 300, 450, 700, 2000])
@@ -146,12 +150,12 @@ def test_correction_phrased_used_to_think_until_saw(reader: Reader) -> None:
     en = project(reader, WORLD, "alice").text
     assert (
         "- I used to think the well water is poisoned (bob had told me so), "
-        "until I saw the well water is clean." in en
+        "until I saw the well water is clean (on day 4). I first doubted it on day 3." in en
     )
     zh = project(reader, WORLD, "alice", lang="zh-Hant").text
     assert (
         "- 我以前以為the well water is poisoned（是bob告訴我的），"
-        "直到我親眼看到the well water is clean。" in zh
+        "直到第4天我親眼看到the well water is clean。第3天我就開始懷疑了。" in zh
     )
 
 
@@ -163,7 +167,10 @@ def test_correction_of_firsthand_belief(tmp_path: Path) -> None:
         observe(3, ["alice"], "lamp:state", "off", "the lamp is off"),
     ])  # fmt: skip
     n = project(open_reader(db), WORLD, "alice")
-    assert "- I used to think the lamp is on, until I saw the lamp is off." in n.text
+    assert (
+        "- I used to think the lamp is on, until I saw the lamp is off (today). "
+        "I first doubted it yesterday." in n.text
+    )
     (entry,) = _entries(n, "corrections")
     assert entry["value_before"] == "on" and entry["subject_before"] == "the lamp is on"
 
@@ -189,7 +196,7 @@ def test_people_and_faded(reader: Reader) -> None:
     n = project(reader, WORLD, "alice")
     people = {e["root"] for e in _entries(n, "people")}
     assert people == {"relation:bob:alice", "relation:dave:alice", "trust:bob"}
-    assert "- carol told me that dave resents me (unconfirmed)." in n.text
+    assert "- Carol told me that dave resents me (day 31, unconfirmed)." in n.text
     assert "- Someone once told me that the fair is in spring." in n.text
     zh = project(reader, WORLD, "alice", lang="zh-Hant").text
     assert "- 以前好像有人跟我說過the fair is in spring。" in zh
@@ -199,12 +206,12 @@ def test_zh_hant_natural_phrasing(tmp_path: Path) -> None:
     """Traditional Chinese subjects read as natural sentences in every section."""
     n = project(open_reader(build(tmp_path / "z.db", zh_story())), WORLD, "阿美", lang="zh-Hant")
     for expected in (
-        "- 我很確定鑰匙在櫃檯上。",
-        "- 我認為咖啡館的門關著。",
-        "- 阿明告訴我鎮長在生氣（未經證實）。",
+        "- 我很確定鑰匙在櫃檯上（第1天）。",
+        "- 我認為咖啡館的門關著（第1天）。",
+        "- 阿明告訴我鎮長在生氣（第2天）。",
         "- 我開始懷疑阿明告訴我的事：橋斷了（小芳跟我說的不一樣：橋已經修好了）。",
-        "- 我以前以為井水有毒（是阿明告訴我的），直到我親眼看到井水是乾淨的。",
-        "- 小芳告訴我大衛對我懷恨在心（未經證實）。",
+        "- 我以前以為井水有毒（是阿明告訴我的），直到昨天我親眼看到井水是乾淨的。第3天我就開始懷疑了。",
+        "- 小芳告訴我大衛對我懷恨在心（第5天，未經證實）。",
     ):
         assert expected in n.text
 
@@ -253,7 +260,7 @@ def test_crowd_within_budget_keeps_every_doubt_and_correction(crowded: Reader, l
         entries = _entries(n, section)
         assert len(entries) == count, section
         for e in entries:
-            assert str(e["subject"])[: MIN_SUBJECT - 1] in n.text
+            assert str(e["subject"]) in n.text
 
 
 def test_crowd_merges_lines_and_counts_what_is_left_out(crowded: Reader) -> None:
@@ -277,14 +284,20 @@ def test_priority_people_before_plain_beliefs(crowded: Reader) -> None:
     assert _entries(n, "faded") == []
 
 
-def test_long_contested_subjects_are_cut_not_dropped(padded: Reader) -> None:
-    """When contested subjects are too long, they are shortened and every one stays."""
+def test_long_contested_subjects_are_whole_lines_or_counted(padded: Reader) -> None:
+    """When contested subjects are too long, whole lines are shown and the rest counted:
+    no line is cut inside (no "…" stub), and every contested belief is shown or counted."""
     for lang in ("en", "zh-Hant"):
         n = project(padded, WORLD, "alice", budget=2000, lang=lang)
         assert len(n.text) <= 2000
-        assert len(_entries(n, "doubts")) == 12 and len(_entries(n, "corrections")) == 8
-        assert len(_entries(n, "anomalies")) == 5
-        assert "…" in n.text
+        assert "…" not in n.text
+        for e in _entries(n, "doubts") + _entries(n, "corrections") + _entries(n, "anomalies"):
+            assert " ".join(str(e["subject"]).split()) in n.text
+        shown = {name: len(_entries(n, name)) for name in ("doubts", "anomalies", "corrections")}
+        for name, total in (("doubts", 12), ("anomalies", 5), ("corrections", 8)):
+            section = next(s for s in n.sections if s["name"] == name)
+            assert shown[name] + section["omitted"] == total
+            assert shown[name] == total or str(total - shown[name]) in n.text
 
 
 def test_budget_is_a_hard_ceiling(crowded: Reader, padded: Reader) -> None:
@@ -363,3 +376,94 @@ def test_cli_narrative_errors(village: Path, tmp_path: Path) -> None:
         out = _cli("narrative", *args)
         assert out.returncode == 2 and message in out.stderr.decode(), (args, out.stderr)
     assert not (tmp_path / "none.db").exists()
+
+
+# ------------------------------------------------------------------- issue 18 wording
+
+
+def test_a_suppressed_memory_is_not_narrated_and_firsthand_brings_it_back(tmp_path: Path) -> None:
+    """suppress hides a memory from the narrative (not "faded"); seeing it again revives it."""
+    events = [
+        observe(1, ["alice"], "letter:hidden", "mill", "Ana hid a letter under the mill"),
+        intervene(2, "alice", "suppress", "letter:hidden"),
+    ]
+    db = build(tmp_path / "s.db", events)
+    assert "letter" not in project(open_reader(db), WORLD, "alice").text
+    db = build(
+        tmp_path / "t.db",
+        [
+            *events,
+            observe(3, ["alice"], "letter:hidden", "mill", "Ana hid a letter under the mill"),
+        ],
+    )
+    assert "Ana hid a letter under the mill" in project(open_reader(db), WORLD, "alice").text
+
+
+def test_an_active_intervention_is_never_dropped_under_budget(tmp_path: Path) -> None:
+    """An implanted memory stays in the text at the smallest budget, beside 60 plain facts."""
+    events = [
+        observe(1, ["alice"], f"item{i}:where", "inn", f"item {i} lies at the inn {i}")
+        for i in range(60)
+    ]
+    events.append(
+        intervene(2, "alice", "implant", "cellar:gold", "yes", "there is gold in the cellar")
+    )
+    r = open_reader(build(tmp_path / "i.db", events))
+    for lang in ("en", "zh-Hant"):
+        n = project(r, WORLD, "alice", budget=MIN_BUDGET, lang=lang)
+        assert "there is gold in the cellar" in n.text, n.text
+
+
+def test_tellers_by_origin_interpretation_past_event_and_no_stray_capital(tmp_path: Path) -> None:
+    """Every teller named, a repeated telling as "repeated it"; an interpretation follows
+    its line; a day now past reads in the past; "The …" is embedded as "the …"."""
+    r = open_reader(
+        build(
+            tmp_path / "o.db",
+            [
+                say(1, "bob", ["alice", "carol"], "well:water", "bad", "The well water is bad"),
+                say(2, "carol", ["alice"], "well:water", "bad", "the well water is bad"),
+                say(3, "dave", ["alice"], "well:water", "bad", "the well water is bad"),
+                say(3, "erin", ["alice"], "fair:day", 5, "the fair is on day 5"),
+                observe(
+                    4,
+                    ["alice"],
+                    "fence:north",
+                    "broken",
+                    "Kai broke the fence",
+                    interpretations={"alice": "he did it on purpose"},
+                ),
+                {"event_id": "tick-9", "day": 9, "kind": "tick"},
+            ],
+        )
+    )
+    text = project(r, WORLD, "alice").text
+    assert "Bob and dave told me that the well water is bad, and carol repeated it (day 1)." in text
+    assert "Erin told me that the fair was on day 5 (day 3)." in text
+    assert "Kai broke the fence (day 4). I think he did it on purpose." in text
+    assert "The well" not in text
+
+
+def test_lost_trust_outranks_a_routine_act(tmp_path: Path) -> None:
+    """A trust line's score does not use the trust value as its confidence: "I distrust bob"
+    is kept before another's routine chores when only one of them fits."""
+    events = [
+        say(1, "bob", ["alice"], "well:water", "poisoned", "the well water is poisoned"),
+        observe(2, ["alice"], "well:water", "clean", "the well water is clean"),
+        observe(3, ["alice"], "well:water", "clean", "the well water is clean"),
+    ]
+    events += [
+        {"event_id": f"a{d}", "day": d, "kind": "act", "actor": "kai", "action": "feed_hens",
+         "status": "completed", "witnesses": ["alice"]}
+        for d in range(3, 9)
+    ]  # fmt: skip
+    r = open_reader(build(tmp_path / "t.db", events))
+    kept = []
+    for budget in range(MIN_BUDGET, 600, 10):
+        n = project(r, WORLD, "alice", budget=budget)
+        if "fed the hens" in n.text:
+            assert "I distrust bob" in n.text, n.text
+        kept.append("I distrust bob" in n.text and "fed the hens" not in n.text)
+    assert any(kept)  # some budget holds the trust line and not the chores
+    trust = next(e for e in _entries(n, "people") if e["root"] == "trust:bob")
+    assert trust["why"]["confidence"] == 1.0 and trust["why"]["importance"] == 1.0

@@ -84,7 +84,7 @@ def test_english_lines_name_listeners_merge_them_and_show_whole_days(town: Reade
 def test_a_lie_is_shown_as_said_beside_what_i_saw(town: Reader) -> None:
     """Mira saw the well dry and said it was fine: both lines stand, nothing flags the lie."""
     text = project(town, W, "mira").text
-    assert "I think the well is dry." in text and "that the well is fine" in text
+    assert "I think the well is dry" in text and "that the well is fine" in text
     assert "lie" not in text.lower() and "false" not in text.lower()
 
 

@@ -433,3 +433,39 @@ def test_resident_and_event_pages_read_one_primary_key_range(writer: Writer) -> 
         assert "USING PRIMARY KEY" in details or "USING INDEX sqlite_autoindex" in details, details
         assert not any(row["detail"].startswith("SCAN") for row in plan), details
         assert "TEMP B-TREE" not in details, details  # the key's own order: no sort
+
+
+def test_neutral_text_migration_strips_the_old_english_and_rebuilds_exactly(db_path: Path) -> None:
+    """0012: a database written with the old English correction note and "bo said: …"
+    subjects of believes: roots is rewritten to the language-neutral text a replay gives."""
+    from wsclient import rebuild_check
+
+    w = Writer(db_path)
+    put(w, say(1, "bo", ["mira"], "water:well", "poisoned", subject="the well is poisoned"))
+    put(w, observe(2, ["mira"], "water:well", "clean", subject="the well is clean"))
+    put(w, observe(3, ["mira"], "water:well", "clean", subject="the well is clean"))
+    w.close()
+    conn = connect(db_path)  # as the old code wrote it
+    note = "Later firsthand evidence corrected my earlier understanding: the well is poisoned"
+    conn.execute("UPDATE beliefs SET interpretation = ? WHERE root = 'water:well'", (note,))
+    for table in ("beliefs", "evidence"):
+        conn.execute(
+            f"UPDATE {table} SET subject = 'bo said: ' || subject WHERE root LIKE 'believes:%'"
+        )
+    conn.execute("DELETE FROM _migrations WHERE name = '0012_i18_neutral_text'")
+    conn.commit()
+    conn.close()
+    w = Writer(db_path)
+    assert w.migrations_applied == ["0012_i18_neutral_text"]
+    w.close()
+    conn = connect(db_path)
+    assert (
+        conn.execute("SELECT interpretation FROM beliefs WHERE root = 'water:well'").fetchone()[0]
+        is None
+    )
+    subjects = {
+        r[0] for r in conn.execute("SELECT subject FROM beliefs WHERE root LIKE 'believes:%'")
+    }
+    assert subjects == {"the well is poisoned"}
+    conn.close()
+    rebuild_check(db_path)

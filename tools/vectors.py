@@ -320,6 +320,7 @@ def build() -> tuple[list[Frame], list[Step]]:
             _memory(v)
             _listings(v)
             _subscriptions(v)
+            _texts(v)  # before the resume: its hello is replayed after every conn-1 step
             _resume(v)
             _literal_errors(v)
         finally:
@@ -1691,6 +1692,38 @@ def _resume(v: _Vectors) -> None:
         "notifications it held.",
         frames[-1],
     )
+
+
+def _texts(v: _Vectors) -> None:
+    """Issue 18: a subject in several languages, and the game's reason for a failed act."""
+    s = v.session
+    out = s(
+        "client.event.observe_texts",
+        "A subject may be a map of language to text (en, zh-Hant): each narrative reads its "
+        "own language, else English, else the other; replies give the map back as sent.",
+        _event("txt-1", 23, "observe", rid="txt-1", witnesses=["lena"],
+               claim=_claim("bridge:state", "standing"),
+               subject={"en": "the bridge is still standing", "zh-Hant": "橋還好好的"}),
+    )  # fmt: skip
+    v.server(
+        "server.belief.formed_texts",
+        "A belief formed from a subject given per language: the subject is that map.",
+        _only(out, "belief", resident="lena"),
+    )
+    s(
+        "client.event.act_reason",
+        "A refused act with the game's reason (text, or a map per language): the narrative says "
+        "why it failed (\"... was refused: the rope snapped\").",
+        _event("txt-2", 23, "act", rid="txt-2", actor="lena", action="fetch_water",
+               status="rejected", reason={"en": "the rope snapped", "zh-Hant": "繩子斷了"}),
+    )  # fmt: skip
+    s(
+        "invalid.event.subject_lang",
+        "A subject map may hold en and zh-Hant, the narrative's languages; another is refused.",
+        _event("txt-3", 23, "observe", rid="txt-3", witnesses=["lena"],
+               claim=_claim("bridge:state", "standing"), subject={"fr": "le pont tient"}),
+        error=ErrorCode.INVALID_EVENT,
+    )  # fmt: skip
 
 
 def _worlds(v: _Vectors) -> None:

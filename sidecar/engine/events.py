@@ -23,6 +23,7 @@ from typing import Any, ClassVar, TypeAlias
 
 from .model import Claim, ContractViolation, InvalidEvent, Value, check_value, unique
 from .roots import RootSchema, parse_schema
+from .texts import parse_texts, wire_text
 
 __all__ = [
     "ACT_STATUSES",
@@ -116,6 +117,14 @@ def _text(value: object, key: str, *, required: bool, limit: int = MAX_TEXT_LEN)
     if "\x00" in value:
         raise InvalidEvent(f"field '{key}' must not contain NUL characters")
     return value
+
+
+def _texts(value: object, key: str, *, required: bool) -> str | None:
+    """A text the game may give in several languages (see :mod:`.texts`)."""
+    if isinstance(value, Mapping):
+        return parse_texts(value, key, MAX_TEXT_LEN)
+    text = _text(value, key, required=required)
+    return parse_texts(text, key, MAX_TEXT_LEN)
 
 
 def _required_text(value: object, key: str, limit: int = MAX_TEXT_LEN) -> str:
@@ -460,6 +469,8 @@ class Act(BaseEvent):
     status: ActStatus
     witnesses: tuple[str, ...] = ()
     subject: str | None = None
+    #: Why a rejected or interrupted act failed, in the game's words ("the rope snapped").
+    reason: str | None = None
 
     def __post_init__(self) -> None:
         BaseEvent.__post_init__(self)
@@ -472,7 +483,8 @@ class Act(BaseEvent):
             )
         _set(self, "status", ActStatus(status))
         _set(self, "witnesses", _id_list(self.witnesses, "witnesses", required=False))
-        _set(self, "subject", _text(self.subject, "subject", required=False))
+        _set(self, "subject", _texts(self.subject, "subject", required=False))
+        _set(self, "reason", _texts(self.reason, "reason", required=False))
 
     @property
     def claim(self) -> Claim:
@@ -493,7 +505,9 @@ class Act(BaseEvent):
             "witnesses": list(self.witnesses),
         }
         if self.subject is not None:
-            out["subject"] = self.subject
+            out["subject"] = wire_text(self.subject)
+        if self.reason is not None:
+            out["reason"] = wire_text(self.reason)
         return out
 
 
@@ -524,7 +538,7 @@ class Intervene(BaseEvent):
         needs_value = op in (Op.IMPLANT, Op.DISTORT)
         if not needs_value and self.claim.value != "":
             _set(self, "claim", Claim(root=self.claim.root, value=""))
-        _set(self, "subject", _text(self.subject, "subject", required=needs_value))
+        _set(self, "subject", _texts(self.subject, "subject", required=needs_value))
 
     def mentioned_residents(self) -> tuple[str, ...]:
         return (self.resident,)
@@ -536,7 +550,7 @@ class Intervene(BaseEvent):
             claim["value"] = self.claim.value
         out |= {"resident": self.resident, "op": str(self.op), "claim": claim}
         if self.subject is not None:
-            out["subject"] = self.subject
+            out["subject"] = wire_text(self.subject)
         return out
 
 
@@ -557,7 +571,7 @@ class ClaimEvent(BaseEvent):
         BaseEvent.__post_init__(self)
         if not isinstance(self.claim, Claim):
             raise InvalidEvent("field 'claim' must be a claim")
-        _set(self, "subject", _required_text(self.subject, "subject"))
+        _set(self, "subject", _texts(self.subject, "subject", required=True))
         for name in ("people", "places", "topics"):
             _set(self, name, _id_list(getattr(self, name), name, required=False))
         _set(self, "importance", _weight(self.importance, "importance"))
@@ -569,7 +583,7 @@ class ClaimEvent(BaseEvent):
         claim: dict[str, Any] = {"root": self.claim.root, "value": self.claim.value}
         if self.mutable:
             claim["mutable"] = True
-        out |= {"claim": claim, "subject": self.subject}
+        out |= {"claim": claim, "subject": wire_text(self.subject)}
         return out
 
     def _tags(self, out: dict[str, Any]) -> dict[str, Any]:
@@ -604,7 +618,9 @@ class Observe(ClaimEvent):
         for resident, text in raw.items():
             if not isinstance(resident, str) or resident not in witnesses:
                 raise InvalidEvent("interpretations may only be given for witnesses")
-            out[resident] = _required_text(text, "interpretation")
+            found = _texts(text, "interpretation", required=True)
+            assert found is not None  # required
+            out[resident] = found
         _set(self, "interpretations", dict(sorted(out.items())))
 
     def mentioned_residents(self) -> tuple[str, ...]:
@@ -617,7 +633,7 @@ class Observe(ClaimEvent):
         out = ClaimEvent.to_dict(self)
         out["witnesses"] = list(self.witnesses)
         if self.interpretations:
-            out["interpretations"] = dict(self.interpretations)
+            out["interpretations"] = {r: wire_text(t) for r, t in self.interpretations.items()}
         return self._tags(out)
 
 
@@ -840,6 +856,7 @@ def parse_event(data: Mapping[str, Any]) -> WorldEvent:
         return Act(
             event_id=event_id, day=day, actor=get("actor"), action=get("action"),
             status=get("status"), witnesses=get("witnesses"), subject=get("subject"),
+            reason=get("reason"),
         )  # fmt: skip
     if kind is EventKind.INTERVENE:
         op = get("op")

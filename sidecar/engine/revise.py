@@ -348,13 +348,12 @@ def _seen_anew(belief: Belief, ev: Evidence, **fields: object) -> Belief:
 
 
 def _correct(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
-    note = f"Later firsthand evidence corrected my earlier understanding: {belief.subject}"
-    if ev.interpretation:
-        note = f"{ev.interpretation} ({note})"
+    # No sidecar text is stored (it would be in one language): the correction's change record
+    # keeps what was believed before, and the narrative words it in the language asked.
     after = _seen_anew(
         belief,
         ev,
-        interpretation=note,
+        interpretation=ev.interpretation,
         confidence=rules.corrected_confidence,
         state=State.CORRECTED,
     )

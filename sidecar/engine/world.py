@@ -245,7 +245,7 @@ def belief_about_belief(event: Utterance, hearer: str) -> Evidence | None:
         day=event.day,
         source_kind=SourceKind.FIRSTHAND,
         claim=Claim(root=believes_root(event.speaker, event.claim.root), value=event.claim.value),
-        subject=f"{event.speaker} said: {event.subject}",
+        subject=event.subject,  # the root names the speaker; no stored English around it
         people=(event.speaker,),
         topics=event.topics,
         origin=about_id,

@@ -15,6 +15,7 @@ from typing import Any
 from protocol import belief_summary, change_summary
 
 from ..engine import Belief, Change
+from ..engine.texts import wire_text
 from ..store import Reader
 from ..store.rows import load_json
 from .queries import NotFound, resident_known
@@ -48,7 +49,7 @@ def evidence_summary(row: dict[str, Any]) -> dict[str, Any]:
         "source_kind": row["source_kind"],
         "source": row["source_resident"],
         "value": row["value"],
-        "subject": row["subject"],
+        "subject": wire_text(row["subject"]),
         "relation": row["relation"],
         "op": row["op"],
         "origin": row["origin"],
@@ -96,6 +97,8 @@ def _day(day: float) -> str:
 
 def _what(ev: dict[str, Any], names: dict[str, str]) -> str:
     kind, source, subject = ev["event_kind"], ev["source"], ev["subject"]
+    if isinstance(subject, dict):  # a language map: this rendering is English
+        subject = subject.get("en") or next(iter(subject.values()), "")
     if kind in ("say", "announce"):
         verb = "said" if kind == "say" else "announced"
         heard = f"{names.get(source, source)} {verb}: {subject}"

@@ -9,14 +9,15 @@ wording happens here (that is :mod:`.phrasing`), no ranking (:mod:`.ranking`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ..engine import Belief, SourceKind, State, same_value
+from ..engine import Belief, Intervention, SourceKind, State, same_value
 from ..engine.said import SAID_TO_SHOWN
 from .own_words import OwnWords, said_beliefs
 from .queries import Contradiction, Correction
 from .recall import ActEpisode, Recall, TrustRecord
+from .sources import Sources
 
 __all__ = [
     "RELATION_PREFIX",
@@ -104,6 +105,8 @@ class Item:
     extra: dict[str, Any] | None = None
     #: A claim the resident told others (its own words, "said"): phrased from this.
     said: OwnWords | None = None
+    #: Every teller by origin and the first contradiction, where the sentence needs them.
+    sources: Sources | None = None
 
     @property
     def from_belief(self) -> bool:
@@ -117,8 +120,15 @@ class Item:
 
     @property
     def protected(self) -> bool:
-        """Contested and corrected beliefs are shortened under a budget, never dropped."""
-        return self.tier <= 1
+        """Contested and corrected beliefs, and memories the player is still tampering with
+        (an active intervention), are shortened under a budget, never dropped."""
+        return self.tier <= 1 or self.intervened
+
+    @property
+    def intervened(self) -> bool:
+        """Whether the memory carries an active intervention (implanted or distorted)."""
+        mark = self.belief.intervention
+        return mark is not None and mark.active
 
 
 def tier_of(section: str, relevant: bool) -> int:
@@ -177,7 +187,10 @@ def _section(belief: Belief) -> str:
 
 
 def classify_belief(
-    belief: Belief, correction: Correction | None = None, counter: Contradiction | None = None
+    belief: Belief,
+    correction: Correction | None = None,
+    counter: Contradiction | None = None,
+    sources: Sources | None = None,
 ) -> Item:
     """Place one belief. A contradiction that agrees with the current value is not one."""
     section = _section(belief)
@@ -196,7 +209,14 @@ def classify_belief(
         group=_group(belief, section),
         correction=correction,
         counter=counter,
+        sources=sources,
     )
+
+
+#: Importance of the resident's own acts (what I did matters more than what I saw done),
+#: and what a failure as the latest episode adds ("what did I do last, and why did it fail").
+OWN_ACT_IMPORTANCE = 0.5
+FAILED_ACT_IMPORTANCE = 0.5
 
 
 def _act_item(resident: str, belief: Belief, acts: tuple[ActEpisode, ...]) -> Item:
@@ -204,6 +224,10 @@ def _act_item(resident: str, belief: Belief, acts: tuple[ActEpisode, ...]) -> It
     counts: dict[str, int] = {}
     for a in acts:
         counts[a.status] = counts.get(a.status, 0) + 1
+    if first.actor == resident:
+        failed = acts[-1].status != "completed"
+        own = OWN_ACT_IMPORTANCE + (FAILED_ACT_IMPORTANCE if failed else 0.0)
+        belief = replace(belief, importance=min(1.0, max(own, belief.importance or 0.0)))
     return Item(
         belief=belief,
         section="acts",
@@ -230,12 +254,16 @@ def _trust_item(resident: str, record: TrustRecord) -> Item:
     history, reason = record.history, record.reason
     first = history[0].day if history else 0.0
     last = history[-1].day if history else 0.0
+    # Ranked as the important thing it is: lost trust is fully important, other trust as far
+    # as it moved from neutral, and the resident is sure of its own trust (never the trust
+    # value as its confidence, which ranked lost trust last).
     belief = Belief(
         resident=resident,
         root=f"trust:{record.source}",
         value=round(value * 100),
         subject=(reason or {}).get("told") or "",
-        confidence=round(value * 100),
+        confidence=100,
+        importance=1.0 if band == "low" else round(min(1.0, abs(value - 0.5) * 2), 4),
         state=State.INFLUENCING,
         source_kind=SourceKind.FIRSTHAND,
         source_resident_id=None,
@@ -262,18 +290,20 @@ def _trust_item(resident: str, record: TrustRecord) -> Item:
 
 
 def classify(recalled: Recall) -> list[Item]:
-    """Every memory of the recalled resident as an unranked item: its beliefs (but acts and
-    what it thinks others believe), one item per actor and action it did or saw done (acts
-    whose belief is gone are left out), one per source in its trust table."""
+    """Every memory of the recalled resident as an unranked item: its beliefs (but acts,
+    what it thinks others believe and what the player suppressed), one item per actor and
+    action it did or saw done (acts whose belief is gone are left out), one per source in its
+    trust table."""
     resident = recalled.resident
     items = [
         classify_belief(
             b,
             recalled.corrections.get((resident, b.root)),
             recalled.contradictions.get((resident, b.root)),
+            recalled.sources.get(b.root),
         )
         for b in recalled.beliefs
-        if not b.root.startswith(_NOT_PHRASED)
+        if not b.root.startswith(_NOT_PHRASED) and b.intervention is not Intervention.SUPPRESSED
     ]
     by_root = {b.root: b for b in recalled.beliefs if b.root.startswith("action:")}
     items += [

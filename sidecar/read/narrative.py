@@ -44,6 +44,7 @@ from typing import Any
 
 from protocol import TAGS_SHOWN
 
+from ..engine.texts import wire_text
 from ..store import Reader
 from .items import Item, classify
 from .packing import MIN_BUDGET, Layout, pack
@@ -99,7 +100,7 @@ def entry(item: Item, line: str, merged: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "root": b.root,
         "value": b.value,
-        "subject": b.subject,
+        "subject": wire_text(b.subject),
         "confidence": b.confidence,
         "state": str(b.state),
         "source_kind": str(b.source_kind),
@@ -115,7 +116,7 @@ def entry(item: Item, line: str, merged: str | None) -> dict[str, Any]:
         out.update({k: v for k, v in item.extra.items() if not k.startswith("_")})
     if item.correction is not None:
         out["value_before"] = item.correction.value_before
-        out["subject_before"] = item.correction.subject_before
+        out["subject_before"] = wire_text(item.correction.subject_before)
         out["corrected_day"] = item.correction.day
     if item.counter is not None:
         c = item.counter
@@ -123,7 +124,7 @@ def entry(item: Item, line: str, merged: str | None) -> dict[str, Any]:
             "event_id": c.event_id,
             "day": c.day,
             "value": c.value,
-            "subject": c.subject,
+            "subject": wire_text(c.subject),
             "source_kind": c.source_kind,
             "source": c.source,
         }

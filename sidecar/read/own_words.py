@@ -78,9 +78,10 @@ _TEMPLATES = {
 
 def _subject(raw: object, lang: str) -> str:
     """The subject as told: text, or (a subject given per language) the narrative's language,
-    else any other."""
-    if isinstance(raw, Mapping):
-        text = raw.get(lang) or next((v for v in raw.values() if isinstance(v, str) and v), "")
+    else English, else any other."""
+    if isinstance(raw, Mapping):  # its language, else English, else any (as text_in)
+        text = raw.get(lang) or raw.get("en")
+        text = text or next((v for v in raw.values() if isinstance(v, str) and v), "")
         return text if isinstance(text, str) else ""
     return raw if isinstance(raw, str) else ""
 

@@ -4,13 +4,13 @@ what matters most. It lays out :mod:`.phrasing`'s output only.
 The budget is a hard ceiling on ``len(text)`` for any budget of at least :data:`MIN_BUDGET`.
 When everything does not fit, the text keeps, in order:
 
-1. every open doubt and anomaly, then every correction (the *protected* items). They are
-   shortened, never dropped: first to their compact form, then under short headings, then
-   with each subject cut (down to :data:`MIN_SUBJECT` characters). Only when even that
-   cannot fit (hundreds of contested beliefs in a few hundred characters) are the rest of
-   them counted per section ("(and 12 more things I doubt)"), and at the very last one
-   sentence counts them ("I doubt 400 things; ..."): the fact that beliefs are contested or
-   were corrected always survives, and the budget always holds;
+1. every open doubt and anomaly, every correction, and every memory with an active player
+   intervention (the *protected* items). They are shortened, never dropped: first to their
+   compact form, then under short headings. Only when even that cannot fit (hundreds of
+   contested beliefs in a few hundred characters) are whole lines left out and the rest
+   counted per section ("(and 12 more things I doubt)"), and at the very last one sentence
+   counts them ("I doubt 400 things; ..."): a line is never cut inside, the fact that
+   beliefs are contested or were corrected always survives, and the budget always holds;
 2. the rest in rank order (:mod:`.ranking`): told, people and act lines about the focus,
    sure or believed memories about the focus, told/people/acts, sure or believed ones, by
    score within each tier; faded memories last;
@@ -34,7 +34,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from itertools import chain
 
 from .phrasing import KIND_CLIP, Phrased, clip_text
@@ -45,7 +44,6 @@ __all__ = [
     "BULK_SAMPLE",
     "MERGE_MAX_ITEMS",
     "MIN_BUDGET",
-    "MIN_SUBJECT",
     "Layout",
     "Line",
     "pack",
@@ -53,8 +51,6 @@ __all__ = [
 
 #: Smallest budget the projection accepts (the wire's lower bound too).
 MIN_BUDGET = 200
-#: Shortest a protected subject is cut to before protected items start being counted.
-MIN_SUBJECT = 12
 #: Longest subject kept for an unprotected line when compressing.
 MAX_SUBJECT = 160
 #: Longest subject of one item inside a merged line.
@@ -154,8 +150,8 @@ def _protected(items: list[Phrased], words: Words, room: int) -> Layout:
     """Lay out contested and corrected beliefs, shortening them as far as needed.
 
     Tried in order until one fits: full sentences; compact lines; compact lines under short
-    headings; the same with subjects cut (the longest cut that fits); per-section counts for
-    what even the shortest cut cannot hold; one counting sentence.
+    headings; then as many whole compact lines as fit, the rest counted per section; one
+    counting sentence. A line is never cut inside (issue 18: no stubs cut mid-word).
     """
 
     def fitting(make: Callable[[Phrased], str], short: bool) -> Layout | None:
@@ -172,17 +168,7 @@ def _protected(items: list[Phrased], words: Words, room: int) -> Layout:
         found = fitting(make, short)
         if found is not None:
             return found
-    longest = max((len(i.item.belief.subject) for i in items), default=MIN_SUBJECT)
-    lo, hi = MIN_SUBJECT, max(MIN_SUBJECT, longest)
-    best: Layout | None = None
-    while lo <= hi:  # the longest cut at which everything fits
-        mid = (lo + hi) // 2
-        found = fitting(partial(Phrased.compact, clip=mid), True)
-        if found is not None:
-            best, lo = found, mid + 1
-        else:
-            hi = mid - 1
-    return best if best is not None else _counted(items, words, room)
+    return _counted(items, words, room)
 
 
 _COUNTED = ("doubts", "anomalies", "corrections")
@@ -210,7 +196,7 @@ def _round_robin(items: list[Phrased]) -> list[Phrased]:
 
 
 def _counted(items: list[Phrased], words: Words, room: int) -> Layout:
-    """Spell out what fits at the shortest cut; count the rest of each section."""
+    """Spell out the whole lines that fit; count the rest of each section."""
     totals = {s: sum(1 for i in items if i.section == s) for s in _COUNTED}
     layout = Layout(words, short=True)
     for section, n in totals.items():
@@ -223,7 +209,7 @@ def _counted(items: list[Phrased], words: Words, room: int) -> Layout:
     if layout.used > room:
         return _summary(items, words)
     for item in _round_robin(items):
-        text = item.compact(MIN_SUBJECT)
+        text = item.compact()
         if layout.fits(item.section, text, room):
             layout.add(_single(item, text))
     shown = {s: sum(1 for i in layout.included() if i.section == s) for s in _COUNTED}

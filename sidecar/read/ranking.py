@@ -151,4 +151,5 @@ def _ranked(item: Item, score: float, why: dict[str, Any], relevant: bool, tier:
         trust=item.trust,
         extra=item.extra,
         said=item.said,
+        sources=item.sources,
     )

@@ -14,14 +14,16 @@ from __future__ import annotations
 import sqlite3
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine import Belief, Change, SourceKind, State
+from ..engine import Belief, Change, Intervention, SourceKind, State
+from ..engine.texts import encode_texts
 from ..store import Reader, StoreError
 from ..store.rows import load_json
 from .queries import Contradiction, Correction, contradictions, corrections, latest_said
 from .registry import Registry, load_registry, load_root_texts
+from .sources import Sources, load_sources
 
 __all__ = ["ActEpisode", "Recall", "TrustRecord", "recall"]
 
@@ -34,6 +36,8 @@ class ActEpisode:
     action: str
     status: str
     day: float
+    #: Why it failed, in the game's words (a stored text: see :mod:`sidecar.engine.texts`).
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +70,9 @@ class Recall:
     trust: tuple[TrustRecord, ...]
     #: What the resident said, latest first (at most own_words.SAID_RECALLED utterances).
     said: tuple[dict[str, Any], ...] = ()
+    #: Who told each multi-source, contested or corrected belief, by origin, and what first
+    #: contradicted it (see :mod:`.sources`).
+    sources: Mapping[str, Sources] = field(default_factory=dict)
 
 
 def _rows(reader: Reader, sql: str, params: Sequence[Any]) -> list[sqlite3.Row]:
@@ -77,10 +84,11 @@ def _rows(reader: Reader, sql: str, params: Sequence[Any]) -> list[sqlite3.Row]:
 
 #: The columns of a belief the narrative words, ranks or sends: not its provenance lists
 #: (``evidence_refs``, ``origins``, ``hops``, which grow with every piece of evidence), not
-#: its aging or its interpretation.
+#: its aging.
 _BELIEF_COLUMNS = (
     "resident, root, value, subject, confidence, state, source_kind, source_resident, "
-    "people, places, topics, heard_from, formed_day, updated_day, last_evidence_day, importance"
+    "people, places, topics, heard_from, formed_day, updated_day, last_evidence_day, importance, "
+    "interpretation, intervention"
 )
 
 
@@ -104,6 +112,7 @@ def _beliefs(reader: Reader, world: str, resident: str) -> tuple[Belief, ...]:
         raise StoreError(f"query failed: {exc}") from exc
     states = {str(s): s for s in State}
     kinds = {str(k): k for k in SourceKind}
+    interventions = {str(i): i for i in Intervention}
     return tuple(
         Belief(
             resident=r[0],
@@ -122,6 +131,8 @@ def _beliefs(reader: Reader, world: str, resident: str) -> tuple[Belief, ...]:
             updated_day=r[13],
             last_evidence_day=r[14],
             importance=r[15],
+            interpretation=r[16],
+            intervention=interventions.get(r[17]) if r[17] else None,
         )
         for r in found
     )
@@ -141,7 +152,12 @@ def _acts(reader: Reader, world: str, resident: str) -> dict[str, tuple[ActEpiso
     episodes: dict[str, list[ActEpisode]] = defaultdict(list)
     for root, body in rows:
         act = load_json(body)
-        episodes[root].append(ActEpisode(act["actor"], act["action"], act["status"], act["day"]))
+        reason = act.get("reason")
+        if isinstance(reason, dict):
+            reason = encode_texts(reason)
+        episodes[root].append(
+            ActEpisode(act["actor"], act["action"], act["status"], act["day"], reason)
+        )
     return {root: tuple(acts) for root, acts in episodes.items()}
 
 
@@ -194,17 +210,20 @@ def _trust(reader: Reader, world: str, resident: str) -> tuple[TrustRecord, ...]
 
 def recall(reader: Reader, world: str, resident: str, lang: str) -> Recall:
     """Everything ``resident``'s narrative in ``lang`` needs, read once."""
+    beliefs = _beliefs(reader, world, resident)
+    found_corrections = corrections(reader, world, resident)
     return Recall(
         resident=resident,
         day=reader.world_day(world),
         registry=load_registry(reader, world),
         root_texts=load_root_texts(reader, world, lang),
-        beliefs=_beliefs(reader, world, resident),
-        corrections=corrections(reader, world, resident),
+        beliefs=beliefs,
+        corrections=found_corrections,
         contradictions=contradictions(reader, world, resident),
         acts=_acts(reader, world, resident),
         trust=_trust(reader, world, resident),
         said=_said(reader, world, resident),
+        sources=load_sources(reader, world, resident, beliefs, found_corrections),
     )
 
 

@@ -11,8 +11,10 @@ Adding a language means adding one :class:`Words` to :data:`LANGUAGES`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 __all__ = ["LANGUAGES", "SECTIONS", "Words", "words_for"]
 
@@ -37,6 +39,13 @@ class Words:
     unsure: str
     implanted: str
     told: str
+    #: "{who}" repeated what an earlier teller said (a telling of the same origin).
+    repeated: str
+    #: The day a memory is from, inside a line ("(day 12)"), and with "unconfirmed".
+    dated: str
+    dated_unconfirmed: str
+    #: The resident's own reading of what it saw (a stored interpretation).
+    interpreted: str
     # contested
     doubt: str
     doubt_told: str
@@ -53,6 +62,16 @@ class Words:
     #: corrections whose new subject is the resident's own doing ("until I drew a bucket")
     corrected_did: str
     corrected_told_did: str
+    #: corrections of a memory the player implanted: it keeps its origin
+    corrected_implanted: str
+    corrected_implanted_did: str
+    #: what first made me doubt it, when that was not what settled it
+    first_doubt_seen: str
+    first_doubt_told: str
+    #: what first made me doubt it said the same as what settled it
+    first_doubt_same: str
+    #: an event-like claim whose day is past, when the subject cannot be put in the past
+    past_event: str
     # past
     faded_told: str
     faded: str
@@ -97,11 +116,20 @@ class Words:
     act_done_one: str
     act_done_many: str
     act_failed: str
+    #: the game's reason for a failed act, after its status
+    act_reason: str
+    #: verb–object forms of a count (「打了25次水」), for labels :attr:`split` can divide
+    act_done_one_vo: str
+    act_done_many_vo: str
     act_status: dict[str, str]
     today: str
     yesterday: str
     on_day: str
+    #: A time of day after a day phrase, when the game's day has a fraction.
+    at_time: str
     past: Callable[[str], str]
+    #: An action label as (verb, object) where the language counts between them, else None.
+    split: Callable[[str], tuple[str, str] | None]
     # trust ("people"): {who} the source's name, {x} what they told me, {y} what I saw
     trust_high: str
     trust_mid: str
@@ -109,6 +137,8 @@ class Words:
     trust_on: str
     trust_wrong: str
     trust_right: str
+    #: the reason when a correction line already says what was seen instead
+    trust_false: str
     #: Display names of residents in this language (from the registry); ids stand in for
     #: residents without one. The narrative fills it per world with ``dataclasses.replace``.
     names: Mapping[str, str] = field(default_factory=dict)
@@ -134,7 +164,20 @@ class Words:
         return None if best is None else best[1]
 
     def first_person(self, text: str) -> str:
-        """``text`` with a leading self-name turned into "I"/"my" (我), else unchanged."""
+        """``text`` with the resident's own names in the first person: a leading name as
+        "I"/"my" (我), one inside as "me"/"my" (我), so a resident never names itself."""
+        return self._inner_self(self._leading_self(text))
+
+    def _inner_self(self, text: str) -> str:
+        for name in self.self_names:
+            if self.lang == "en":
+                if name.casefold() in text.casefold():
+                    text = _self_pattern(name).sub(_me, text)
+            elif not name.isascii() and name in text:
+                text = text.replace(name, self.self_name)
+        return text
+
+    def _leading_self(self, text: str) -> str:
         for name in self.self_names:
             head = text[: len(name)]
             if self.lang == "en":
@@ -145,6 +188,8 @@ class Words:
                     return "my" + rest[2:]
                 if rest.startswith(" "):
                     return self.self_name + rest
+            elif head == name and name.isascii() and text[len(name) : len(name) + 1] == " ":
+                return self.self_name + text[len(name) + 1 :]  # "Mira drew…" → 我drew…
             elif head == name and len(text) > len(name) and not text[len(name)].isspace():
                 rest = text[len(name) :]
                 if rest.startswith("'s "):  # an English subject in a zh-Hant narrative
@@ -162,12 +207,22 @@ class Words:
         return self.names.get(resident, resident)
 
     def when(self, day: float, today: float) -> str:
-        """ "today", "yesterday" or "on day 12" (days counted from the world clock)."""
+        """ "today", "yesterday" or "on day 12" (days counted from the world clock), whole
+        days only: a fraction of a day reads as a time of day ("on day 24 at 06:00")."""
         if int(today) - int(day) == 0:
-            return self.today
-        if int(today) - int(day) == 1:
-            return self.yesterday
-        return self.on_day.format(d=f"{day:g}")
+            text = self.today
+        elif int(today) - int(day) == 1:
+            text = self.yesterday
+        else:
+            text = self.on_day.format(d=int(day))
+        return text + self.time_of(day)
+
+    def time_of(self, day: float) -> str:
+        """ " at 06:00" for a day with a fraction, "" for a whole day."""
+        minutes = round((day - int(day)) * 24 * 60)
+        if minutes <= 0 or minutes >= 24 * 60:
+            return ""
+        return self.at_time.format(t=f"{minutes // 60:02d}:{minutes % 60:02d}")
 
     def who(self, names: Sequence[str]) -> str:
         """``A``, ``A and B``, ``A, B and C`` (``A、B和C``)."""
@@ -212,11 +267,15 @@ EN = Words(
         "acts": "Done:",
         "said": "I told:",
     },
-    sure="I'm sure that {s}.",
-    think="I think {s}.",
-    unsure="I'm not certain, but I think {s}.",
-    implanted="I somehow remember that {s}.",
-    told="{who} told me that {s} (unconfirmed).",
+    sure="I'm sure that {s}",
+    think="I think {s}",
+    unsure="I'm not certain, but I think {s}",
+    implanted="I somehow remember that {s}",
+    told="{Who} told me that {s}{rep}",
+    repeated=", and {who} repeated it",
+    dated=" (day {d})",
+    dated_unconfirmed=" (day {d}, unconfirmed)",
+    interpreted=" I think {i}.",
     doubt="I'm starting to doubt that {s}",
     doubt_told="I'm starting to doubt what {who} told me: {s}",
     doubt_implanted="I'm starting to doubt something I somehow remember: {s}",
@@ -227,11 +286,17 @@ EN = Words(
     anomaly_told=(
         "Something strikes me as wrong: I remember that {s}, but {who} told me otherwise: {c}."
     ),
-    corrected="I used to think {x}, until I saw {y}.",
-    corrected_told="I used to think {x} ({who} had told me so), until I saw {y}.",
+    corrected="I used to think {x}, until I saw {y} ({when}).",
+    corrected_told="I used to think {x} ({who} had told me so{rep}), until I saw {y} ({when}).",
     corrected_unknown="I have changed my mind; now I know that {s}.",
-    corrected_did="I used to think {x}, until {y}.",
-    corrected_told_did="I used to think {x} ({who} had told me so), until {y}.",
+    corrected_did="I used to think {x}, until {y} ({when}).",
+    corrected_told_did="I used to think {x} ({who} had told me so{rep}), until {y} ({when}).",
+    corrected_implanted="I somehow remembered that {x}, until I saw {y} ({when}).",
+    corrected_implanted_did="I somehow remembered that {x}, until {y} ({when}).",
+    first_doubt_seen=" I first doubted it {when}, when I saw {d}.",
+    first_doubt_told=" I first doubted it {when}, when {who} told me {d}.",
+    first_doubt_same=" I first doubted it {when}.",
+    past_event="{s} (that day has passed)",
     faded_told="Someone once told me that {s}.",
     faded="I vaguely remember that {s}.",
     c_think="{s} (I think)",
@@ -274,7 +339,10 @@ EN = Words(
     whose="{who}'s",
     act_done_one="{Who} {did} {when}.",
     act_done_many="{Who} {did} {n} times, most recently {when}.",
-    act_failed="{When}, {whose} attempt to {act} {status}.",
+    act_failed="{When}, {whose} attempt to {act} {status}{why}.",
+    act_reason=": {r}",
+    act_done_one_vo="",
+    act_done_many_vo="",
     act_status={
         "rejected": "was refused",
         "interrupted": "was interrupted",
@@ -283,13 +351,16 @@ EN = Words(
     today="today",
     yesterday="yesterday",
     on_day="on day {d}",
+    at_time=" at {t}",
     past=lambda label: _en_past(label),
+    split=lambda label: None,
     trust_high="I trust {who}",
     trust_mid="I am not sure how far to trust {who}",
     trust_low="I distrust {who}",
     trust_on=" on {t}",
     trust_wrong=": {who} told me that {x}, but I saw otherwise ({y})",
     trust_right=": {who} told me that {x}, and I saw it was so",
+    trust_false=": what {who} told me proved false",
 )
 
 ZH_HANT = Words(
@@ -318,11 +389,15 @@ ZH_HANT = Words(
         "acts": "做過的事：",
         "said": "我說過：",
     },
-    sure="我很確定{s}。",
-    think="我認為{s}。",
-    unsure="我不太確定，但我覺得{s}。",
-    implanted="不知怎的，我記得{s}。",
-    told="{who}告訴我{s}（未經證實）。",
+    sure="我很確定{s}",
+    think="我認為{s}",
+    unsure="我不太確定，但我覺得{s}",
+    implanted="不知怎的，我記得{s}",
+    told="{Who}告訴我{s}{rep}",
+    repeated="，{who}也轉述了",
+    dated="（第{d}天）",
+    dated_unconfirmed="（第{d}天，未經證實）",
+    interpreted="我想{i}。",
     doubt="我開始懷疑{s}",
     doubt_told="我開始懷疑{who}告訴我的事：{s}",
     doubt_implanted="我開始懷疑一段不知從何而來的記憶：{s}",
@@ -331,11 +406,17 @@ ZH_HANT = Words(
     anomaly="有件事讓我覺得不對勁：{s}。",
     anomaly_seen="有件事不對勁：我記得{s}，但我親眼看到的不是這樣：{c}。",
     anomaly_told="有件事不對勁：我記得{s}，但{who}跟我說的不一樣：{c}。",
-    corrected="我以前以為{x}，直到我親眼看到{y}。",
-    corrected_told="我以前以為{x}（是{who}告訴我的），直到我親眼看到{y}。",
+    corrected="我以前以為{x}，直到{when}我親眼看到{y}。",
+    corrected_told="我以前以為{x}（是{who}告訴我的{rep}），直到{when}我親眼看到{y}。",
     corrected_unknown="我改變了想法；現在我知道{s}。",
-    corrected_did="我以前以為{x}，直到{y}。",
-    corrected_told_did="我以前以為{x}（是{who}告訴我的），直到{y}。",
+    corrected_did="我以前以為{x}，直到{when}{y}。",
+    corrected_told_did="我以前以為{x}（是{who}告訴我的{rep}），直到{when}{y}。",
+    corrected_implanted="我以前不知怎的記得{x}，直到{when}我親眼看到{y}。",
+    corrected_implanted_did="我以前不知怎的記得{x}，直到{when}{y}。",
+    first_doubt_seen="{when}我第一次開始懷疑：我親眼看到{d}。",
+    first_doubt_told="{when}我第一次開始懷疑：{who}跟我說{d}。",
+    first_doubt_same="{when}我就開始懷疑了。",
+    past_event="{s}，那天已經過去了",
     faded_told="以前好像有人跟我說過{s}。",
     faded="我依稀記得{s}。",
     c_think="{s}（我認為）",
@@ -372,18 +453,24 @@ ZH_HANT = Words(
     whose="{who}",
     act_done_one="{Who}{when}{did}了。",
     act_done_many="{Who}{did}了{n}次，最近一次是{when}。",
-    act_failed="{When}{whose}想要{act}，但{status}。",
+    act_failed="{When}{whose}想要{act}，但{status}{why}。",
+    act_reason="：{r}",
+    act_done_one_vo="{Who}{when}{v}了{o}。",
+    act_done_many_vo="{Who}{v}了{n}次{o}，最近一次是{when}。",
     act_status={"rejected": "被拒絕了", "interrupted": "被打斷了", "replaced": "改做了別的事"},
     today="今天",
     yesterday="昨天",
     on_day="第{d}天",
+    at_time="{t}",
     past=lambda label: label,
+    split=lambda label: _zh_split(label),
     trust_high="我信任{who}",
     trust_mid="我不確定該多信任{who}",
     trust_low="我不信任{who}",
     trust_on="（在{t}方面）",
     trust_wrong="：{who}跟我說{x}，但我親眼看到的不是這樣（{y}）",
     trust_right="：{who}跟我說{x}，我親眼證實了",
+    trust_false="：{who}跟我說的結果不是真的",
 )
 
 _IRREGULAR = {
@@ -402,6 +489,31 @@ _IRREGULAR = {
     "swim": "swam", "take": "took", "teach": "taught", "tell": "told", "think": "thought",
     "throw": "threw", "wake": "woke", "wear": "wore", "win": "won", "write": "wrote",
 }  # fmt: skip
+
+
+@lru_cache(maxsize=256)
+def _self_pattern(name: str) -> re.Pattern[str]:
+    """A resident's name as a whole word, with an optional possessive."""
+    return re.compile(rf"(?<![\w']){re.escape(name)}('s)?(?!\w)", re.IGNORECASE)
+
+
+def _me(match: re.Match[str]) -> str:
+    return "my" if match.group(1) else "me"
+
+
+#: Single-character verbs a zh-Hant action label may start with: 「打水」 is 打 + 水, so a count
+#: goes between them (「打了25次水」). A label not starting with one is counted whole.
+_ZH_VERBS = frozenset(
+    "打挑提擔砍劈鋸種耕犁割收採摘撿拾掃擦洗煮燒烤蒸炒切磨餵養放趕牽騎修補縫織編蓋搭建挖"
+    "釣捕抓殺買賣送借還寫讀念唱跳喝吃看做拿搬推拉開關守巡敲鎖點倒"
+)
+
+
+def _zh_split(label: str) -> tuple[str, str] | None:
+    """ "打水" → ("打", "水"); None for a label that is not a one-character verb + object."""
+    if len(label) >= 2 and label[0] in _ZH_VERBS and not label[1:].isascii():
+        return label[0], label[1:]
+    return None
 
 
 def _en_past(label: str) -> str:

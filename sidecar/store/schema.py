@@ -460,6 +460,27 @@ CREATE TABLE _saves (
 ) WITHOUT ROWID;
 """
 
+#: 0012 (i18): the sidecar stores no text of its own, which would be in one language only.
+#: A correction no longer notes "Later firsthand evidence corrected my earlier understanding:
+#: ..." in the interpretation (the change record keeps what was believed; the narrative words
+#: it in the language asked), and a ``believes:A:k`` subject is what A said, not "A said: ...".
+_NOTE = "Later firsthand evidence corrected my earlier understanding: "
+_SPEAKER = "substr(root, 10, instr(substr(root, 10), ':') - 1)"
+_NEUTRAL_TEXT = f"""
+UPDATE beliefs SET interpretation = CASE
+    WHEN interpretation LIKE '{_NOTE}%' THEN NULL
+    ELSE substr(interpretation, 1, instr(interpretation, ' ({_NOTE}') - 1) END
+WHERE interpretation LIKE '%{_NOTE}%';
+UPDATE beliefs SET subject = substr(subject, length({_SPEAKER}) + 8)
+WHERE root LIKE 'believes:%' AND subject LIKE {_SPEAKER} || ' said: %';
+UPDATE evidence SET subject = substr(subject, length({_SPEAKER}) + 8)
+WHERE root LIKE 'believes:%' AND subject LIKE {_SPEAKER} || ' said: %';
+UPDATE changes SET subject_before = substr(subject_before, length({_SPEAKER}) + 8)
+WHERE root LIKE 'believes:%' AND subject_before LIKE {_SPEAKER} || ' said: %';
+UPDATE changes SET subject_after = substr(subject_after, length({_SPEAKER}) + 8)
+WHERE root LIKE 'believes:%' AND subject_after LIKE {_SPEAKER} || ' said: %';
+"""
+
 Migration = str | Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -474,6 +495,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0008_i17_query_plans", _query_indexes),
     ("0009_i17_saves", _SAVES),
     ("0010_i18_said", said.create),  # own words: sidecar/store/said.py
+    ("0012_i18_neutral_text", _NEUTRAL_TEXT),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

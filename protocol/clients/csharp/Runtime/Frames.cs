@@ -169,8 +169,8 @@ namespace Credence
                 PrevState = Wire.Str(f, "prev_state"),
                 SourceKind = Wire.Str(f, "source_kind"),
                 Source = Wire.Str(f, "source"),
-                Subject = Wire.Str(f, "subject"),
-                PrevSubject = Wire.Str(f, "prev_subject"),
+                Subject = Wire.Text(f, "subject"),
+                PrevSubject = Wire.Text(f, "prev_subject"),
                 EventId = Wire.Str(f, "event_id"),
                 EvidenceId = Wire.Str(f, "evidence_id"),
                 Day = Wire.Double(f, "day") ?? 0.0,
@@ -472,6 +472,20 @@ namespace Credence
             return Get(f, key) as string;
         }
 
+        /// <summary>A text that may be given per language (SPEC §7.1): the string, or a map's
+        /// English text, else its first; null when absent.</summary>
+        public static string Text(IDictionary<string, object> f, string key)
+        {
+            var v = Get(f, key);
+            if (v is string) return (string)v;
+            var map = v as IDictionary<string, object>;
+            if (map == null) return null;
+            object en;
+            if (map.TryGetValue("en", out en) && en is string) return (string)en;
+            foreach (var one in map.Values) if (one is string) return (string)one;
+            return null;
+        }
+
         public static long? Long(IDictionary<string, object> f, string key)
         {
             var v = Get(f, key);
@@ -547,13 +561,16 @@ namespace Credence
         }
 
         /// <summary>A resident's action ended; the sidecar derives the claim from the status.</summary>
-        public static Dictionary<string, object> Act(string eventId, double day, string actor, string action, string status, IList<string> witnesses = null)
+        /// <remarks><paramref name="reason"/>: why a rejected or interrupted act failed, a string or
+        /// a map of language to text ({"en": …, "zh-Hant": …}).</remarks>
+        public static Dictionary<string, object> Act(string eventId, double day, string actor, string action, string status, IList<string> witnesses = null, object reason = null)
         {
             var e = Event(eventId, day, "act");
             e["actor"] = actor;
             e["action"] = action;
             e["status"] = status;
             if (witnesses != null) e["witnesses"] = new List<object>(witnesses);
+            if (reason != null) e["reason"] = reason;
             return e;
         }
 

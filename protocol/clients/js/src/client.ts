@@ -23,6 +23,7 @@ import {
   type BeliefsFilter,
   type BeliefsReply,
   type ClaimValue,
+  type Texts,
   type DeletedReply,
   type DistributionReply,
   type ErrorFrame,
@@ -139,7 +140,7 @@ export interface MirroredBelief {
   state: string;
   source_kind: string;
   source: string | null;
-  subject: string | null;
+  subject: Texts | null;
   /** The seq of the change that set it (0 when it came from a `beliefs` query). */
   seq: number;
 }

@@ -29,6 +29,8 @@ interface EventBase {
   /** The game clock in days (fractions allowed). */
   day: number;
 }
+/** A text, or the same text per language (SPEC §7.1: `{en, zh-Hant}`, at least one). */
+export type Texts = string | { en?: string; "zh-Hant"?: string };
 interface About {
   people?: string[];
   places?: string[];
@@ -40,15 +42,15 @@ export interface ObserveEvent extends EventBase, About {
   kind: "observe";
   witnesses: string[];
   claim: Claim;
-  subject: string;
-  interpretations?: Record<string, string>;
+  subject: Texts;
+  interpretations?: Record<string, Texts>;
 }
 export interface SayEvent extends EventBase, About {
   kind: "say";
   speaker: string;
   listeners: string[];
   claim: Claim;
-  subject: string;
+  subject: Texts;
   topic?: string;
   overhearers?: string[];
 }
@@ -57,7 +59,7 @@ export interface AnnounceEvent extends EventBase, About {
   speaker: string;
   audience: string[] | "*";
   claim: Claim;
-  subject: string;
+  subject: Texts;
   topic?: string;
 }
 export interface ActEvent extends EventBase {
@@ -66,14 +68,16 @@ export interface ActEvent extends EventBase {
   action: string;
   status: "completed" | "rejected" | "interrupted" | "replaced";
   witnesses?: string[];
-  subject?: string;
+  subject?: Texts;
+  /** Why a rejected or interrupted act failed, in the game's words. */
+  reason?: Texts;
 }
 export interface InterveneEvent extends EventBase {
   kind: "intervene";
   resident: string;
   op: "implant" | "distort" | "suppress" | "soften";
   claim: Claim;
-  subject?: string;
+  subject?: Texts;
 }
 export interface TickEvent extends EventBase {
   kind: "tick";
@@ -253,8 +257,8 @@ export interface BeliefNotification {
   prev_state: BeliefState | null;
   source_kind: SourceKind;
   source: string | null;
-  subject: string | null;
-  prev_subject: string | null;
+  subject: Texts | null;
+  prev_subject: Texts | null;
   event_id: string;
   evidence_id: string | null;
   day: number;
@@ -308,8 +312,8 @@ export interface BeliefSummary {
   resident: string;
   root: string;
   value: ClaimValue;
-  subject: string;
-  interpretation: string | null;
+  subject: Texts;
+  interpretation: Texts | null;
   people: string[];
   places: string[];
   topics: string[];

@@ -142,10 +142,24 @@ static func whole_numbers(value: Variant, in_trust: bool = false) -> Variant:
 		for key in value:
 			if key in FLOAT_KEYS or (trust and key in TRUST_KEYS) or (why and key == "confidence"):
 				out[key] = value[key]
+			elif key == "why" and value[key] is Dictionary:
+				out[key] = _why(value[key])
 			else:
 				out[key] = whole_numbers(value[key], trust)
 		return out
 	return value
+
+
+## A narrative entry's `why`: its score parts are shares, floats even when whole (its
+## `confidence` is 0-1 there); only `tier` is a whole number.
+static func _why(why: Dictionary) -> Dictionary:
+	var out := {}
+	for key in why:
+		if key == "tier" or key == "matched":
+			out[key] = whole_numbers(why[key])
+		else:
+			out[key] = why[key]
+	return out
 
 
 ## One reply from its parts, in order: every list field of SPEC §11 concatenated over the
