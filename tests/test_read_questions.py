@@ -76,6 +76,11 @@ def town() -> list[dict[str, Any]]:
     for day in (7, 9):
         add(day, "observe", witnesses=["mira"], claim={"root": "water:well", "value": "clean"},
             places=["well"], subject=_t("the well water is clean", "井水是乾淨的"))  # fmt: skip
+    # Own words: Mira tells Kai, then Lena, what she saw (one line: "I told Kai and Lena").
+    for day, listener in ((10, "kai"), (11, "lena")):
+        add(day, "say", speaker="mira", listeners=[listener], places=["well"],
+            claim={"root": "water:well", "value": "clean"},
+            subject=_t("the well water is clean", "井水是乾淨的"))  # fmt: skip
     # Old Tom's festival date: an event now past.
     add(10, "say", speaker="tom", listeners=["mira"], claim={"root": "festival:day", "value": 20},
         subject=_t("the harvest festival is on day 20", "豐收節在第20天"))  # fmt: skip
@@ -184,6 +189,11 @@ QUESTIONS: tuple[Question, ...] = (
         ("阿凱想要修籬笆", "被打斷", "下起雨來了")),
     *_q("how often", "How often did I fetch water?", "mira",
         ("I fetched water 25 times",), ("我打了25次水",), (), ("打水了25次",)),
+    *_q("what did I tell to whom", "Whom did I tell that the well water is clean?", "mira",
+        ("I told Kai and Lena that the well water is clean",), ("我告訴過阿凱和蕾娜井水是乾淨的",)),
+    *_q("what did I tell to whom", "Whom did I spread the rumour about the well to?", "bo",
+        ("I told Mira and Old Tom that the well water is poisoned",),
+        ("我告訴了米拉和老湯姆井水有毒",)),
     *_q("what stays hidden", "Is the suppressed letter hidden?", "mira",
         ("the miller is angry with me",), ("磨坊主人在生我的氣",),
         ("letter", "Mira", "The well"), ("一封信", "米拉")),
@@ -192,7 +202,7 @@ QUESTIONS: tuple[Question, ...] = (
 
 #: Questions the narrative cannot answer yet (``lang:resident:question``), expected to fail
 #: until the wording that answers them lands; an answered one must leave this set.
-#: The three below are English only: at budget 1,000 the longer English lines of the
+#: The four below are English only: at budget 1,000 the longer English lines of the
 #: contested, corrected, told, act and trust tiers leave no room for a tier-5 "I think"
 #: memory or an old told one (the full English text is about 1,400 characters).
 PENDING: frozenset[str] = frozenset(
@@ -200,6 +210,8 @@ PENDING: frozenset[str] = frozenset(
         "en:mira:Did I see Kai break the north fence myself?",
         "en:mira:What happened on day 12?",
         "en:mira:When was the harvest festival?",
+        # (own words) her day-10/11 tellings rank with told/acts by recency: the same squeeze.
+        "en:mira:Whom did I tell that the well water is clean?",
     }
 )
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine import Belief, SourceKind, State, Value
+from ..engine.texts import encode_texts, text_in
 from .wording import Words
 
 __all__ = ["SAID_NAMES_SHOWN", "SAID_RECALLED", "OwnWords", "said_beliefs", "said_lines"]
@@ -79,10 +80,8 @@ _TEMPLATES = {
 def _subject(raw: object, lang: str) -> str:
     """The subject as told: text, or (a subject given per language) the narrative's language,
     else English, else any other."""
-    if isinstance(raw, Mapping):  # its language, else English, else any (as text_in)
-        text = raw.get(lang) or raw.get("en")
-        text = text or next((v for v in raw.values() if isinstance(v, str) and v), "")
-        return text if isinstance(text, str) else ""
+    if isinstance(raw, Mapping):
+        return text_in(encode_texts(raw), lang)
     return raw if isinstance(raw, str) else ""
 
 
@@ -150,11 +149,13 @@ def _who(said: OwnWords, words: Words, t: _Templates) -> str:
 def said_lines(said: OwnWords, words: Words, today: float) -> tuple[str, str]:
     """The full line ("I told Kai and Lena that the well is fine (yesterday).") and the
     compact one ("to Kai and Lena: the well is fine"), in ``words``' language."""
+    from .phrasing import subject_text  # (phrasing calls this module: imported when used)
+
     t = _TEMPLATES.get(words.lang, _TEMPLATES["en"])
-    text = " ".join(_subject(said.subject, words.lang).split()).rstrip(".。")
-    if not text:
-        text = f"{said.root}: {said.value}"
-    s = words.first_person(text)
+    raw = said.subject
+    stored = encode_texts(raw) if isinstance(raw, Mapping) else raw if isinstance(raw, str) else ""
+    # As every subject is embedded: its language, "I", no stray capital, a past event past.
+    s = subject_text(stored, said.root, said.value, words, today=today)
     when = words.when(float(math.floor(said.last_day)), today)  # whole days
     who = _who(said, words, t)
     if said.everyone:
