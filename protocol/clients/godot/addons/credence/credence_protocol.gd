@@ -135,12 +135,9 @@ static func whole_numbers(value: Variant, in_trust: bool = false) -> Variant:
 		return items
 	if value is Dictionary:
 		var trust: bool = in_trust or value.get("change") == "trust" or value.get("type") == "trust"
-		# A narrative entry's `why` holds score parts in [0, 1]: its `confidence` is one of them
-		# (1.0 for a memory held at 100), not a belief's integer confidence.
-		var why: bool = value.has("score") and value.has("recency")
 		var out := {}
 		for key in value:
-			if key in FLOAT_KEYS or (trust and key in TRUST_KEYS) or (why and key == "confidence"):
+			if key in FLOAT_KEYS or (trust and key in TRUST_KEYS):
 				out[key] = value[key]
 			elif key == "why" and value[key] is Dictionary:
 				out[key] = _why(value[key])
