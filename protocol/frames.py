@@ -37,9 +37,11 @@ __all__ = [
     "EventFrame",
     "EventsQuery",
     "ExplainQuery",
+    "GoalsQuery",
     "GraphQuery",
     "Hello",
     "NarrativeQuery",
+    "PromisesQuery",
     "ResidentsQuery",
     "SaidQuery",
     "Subscribe",
@@ -321,6 +323,34 @@ class SaidQuery:
     rid: object = None
 
 
+#: Default page size of the ``promises`` and ``goals`` queries; the states they filter by.
+PROMISES_PAGE = 100
+PROMISE_STATES = ("pending", "kept", "overdue", "broken")
+GOAL_STATES = ("active", "achieved", "abandoned")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PromisesQuery:
+    """One page of the promises a resident made or was made, in promise id order."""
+
+    resident: str
+    state: str | None = None
+    after: str | None = None
+    limit: int = PROMISES_PAGE
+    rid: object = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GoalsQuery:
+    """One page of a resident's goals, in goal id order."""
+
+    resident: str
+    state: str | None = None
+    after: str | None = None
+    limit: int = PROMISES_PAGE
+    rid: object = None
+
+
 #: Frames answered in order with one reply (paged if long); ``worlds``, ``fork`` and
 #: ``delete`` are answered like queries (SPEC §10.7). Usable with ``isinstance``.
 QueryFrame = (
@@ -333,6 +363,8 @@ QueryFrame = (
     | ResidentsQuery
     | EventsQuery
     | SaidQuery
+    | PromisesQuery
+    | GoalsQuery
     | WorldsQuery
     | ForkWorld
     | DeleteWorld
@@ -525,6 +557,21 @@ def _said_query(frame: dict[str, Any], rid: object) -> SaidQuery:
     return SaidQuery(resident=resident, start=1 if start is None else start, limit=limit, rid=rid)
 
 
+def _promises_query(frame: dict[str, Any], rid: object) -> PromisesQuery | GoalsQuery:
+    """``promises`` or ``goals``: a resident, an optional state, an ``after`` id cursor."""
+    kind = frame["type"]
+    resident = _str(frame, "resident", rid)
+    assert resident is not None
+    states = PROMISE_STATES if kind == "promises" else GOAL_STATES
+    state = frame.get("state")
+    if state is not None and state not in states:
+        raise _fail(f"field 'state' must be one of {', '.join(states)}", rid)
+    after = _str(frame, "after", rid, required=False)
+    limit = _page_limit(frame, rid, PROMISES_PAGE)
+    cls = PromisesQuery if kind == "promises" else GoalsQuery
+    return cls(resident=resident, state=state, after=after, limit=limit, rid=rid)
+
+
 def _event_id(frame: dict[str, Any]) -> str | None:
     """The frame's event_id, echoed in errors only when it is well formed."""
     value = frame.get("event_id")
@@ -602,6 +649,8 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
         return _events_query(frame, rid)
     if kind == "said":
         return _said_query(frame, rid)
+    if kind in ("promises", "goals"):
+        return _promises_query(frame, rid)
     if kind in WORLD_FRAMES:
         return parse_world_frame(frame, rid)
     if kind == "hello":

@@ -329,6 +329,26 @@ def _event_kinds() -> dict[str, tuple[Schema, list[str]]]:
             },
             [],
         ),
+        "promise": (
+            {
+                "promise": _ref("id"),
+                "promiser": _ref("id"),
+                "to": {**_ID_LIST, "minItems": 1},
+                "action": _ref("id"),
+                "subject": {**_COMMON["text"], "minLength": 1},
+                "by": _ref("day"),
+            },
+            ["promise", "promiser", "to", "action", "subject"],
+        ),
+        "goal": (
+            {
+                "resident": _ref("id"),
+                "goal": _ref("id"),
+                "op": {"enum": ["set", "changed", "achieved", "abandoned"]},
+                "subject": _ref("texts"),
+            },
+            ["resident", "goal", "op"],
+        ),
         "schema": (
             {
                 "undeclared": {"enum": ["accept", "warn", "refuse"]},
@@ -494,6 +514,28 @@ def client_schema() -> Schema:
             {
                 "resident": _ref("id"),
                 "from": {"type": "integer", "minimum": 1, "maximum": MAX_SAFE},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
+            },
+            ["resident"],
+        ),
+        "promises": _frame(
+            "promises",
+            "a page of the promises a resident made or was made (SPEC §10.11)",
+            {
+                "resident": _ref("id"),
+                "state": {"enum": ["pending", "kept", "overdue", "broken"]},
+                "after": _ref("id"),
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
+            },
+            ["resident"],
+        ),
+        "goals": _frame(
+            "goals",
+            "a page of a resident's goals (SPEC §10.12)",
+            {
+                "resident": _ref("id"),
+                "state": {"enum": ["active", "achieved", "abandoned"]},
+                "after": _ref("id"),
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
             },
             ["resident"],
@@ -804,6 +846,63 @@ def server_schema() -> Schema:
                 **_PAGED,
             },
             ["resident", "from", "next", "said"],
+        ),
+        "promises": _frame(
+            "promises",
+            "reply to promises, paged (SPEC §10.11, §11)",
+            {
+                "resident": {"type": "string"},
+                "next": {"type": ["string", "null"]},
+                "promises": _list(
+                    {
+                        "type": "object",
+                        "required": [
+                            "promise",
+                            "promiser",
+                            "to",
+                            "action",
+                            "subject",
+                            "made_day",
+                            "by",
+                            "state",
+                            "how",
+                            "source",
+                            "since",
+                        ],
+                        "properties": {
+                            "state": {"enum": ["pending", "kept", "overdue", "broken"]},
+                            "how": {"enum": ["made", "seen", "told", "deadline"]},
+                        },
+                    }
+                ),
+                **_PAGED,
+            },
+            ["resident", "promises", "next"],
+        ),
+        "goals": _frame(
+            "goals",
+            "reply to goals, paged (SPEC §10.12, §11)",
+            {
+                "resident": {"type": "string"},
+                "next": {"type": ["string", "null"]},
+                "goals": _list(
+                    {
+                        "type": "object",
+                        "required": [
+                            "goal",
+                            "subject",
+                            "state",
+                            "set_day",
+                            "day",
+                            "prev_subject",
+                            "history",
+                        ],
+                        "properties": {"state": {"enum": ["active", "achieved", "abandoned"]}},
+                    }
+                ),
+                **_PAGED,
+            },
+            ["resident", "goals", "next"],
         ),
         "worlds": _frame(
             "worlds",

@@ -203,6 +203,13 @@ def test_misremembered_changes_decode(program: Path, tmp_path: Path) -> None:
     assert "OK:" in out and " 0 failures" in out
 
 
+def test_promise_and_goal_helpers(program: Path, sidecar: Sidecar) -> None:
+    """PromiseAsync, GoalAsync, PromisesAsync, GoalsAsync and the promise notifications,
+    against a real sidecar."""
+    out = run(program, "promises", sidecar.url)
+    assert "OK:" in out and " 0 failures" in out
+
+
 UNITY_STUB = """
 namespace UnityEngine {
     public class Object {}

@@ -647,7 +647,7 @@ async def test_the_client_node_pages_queries_and_refuses_locally(tmp_path: Path)
         assert joined["text"] == "".join(p["text"] for p in parts) and len(joined["text"]) > 20000
         runs = [s for p in parts for s in p["sections"]]
         names = [s["name"] for s in joined["sections"]]
-        assert names == list(dict.fromkeys(s["name"] for s in runs)) and len(names) == 10
+        assert names == list(dict.fromkeys(s["name"] for s in runs)) and len(names) == 12
         for section in joined["sections"]:
             assert section["entries"] == [
                 e for r in runs if r["name"] == section["name"] for e in r["entries"]

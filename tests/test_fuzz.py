@@ -2,8 +2,9 @@
 ``credence serve`` child process over real WebSockets.
 
 Each hypothesis example is a burst of frames on one connection: every frame type (events of
-each kind, ``trust``, ``propose``, ``schema``, ``register``, ``subscribe``, ``unsubscribe``,
-the queries (with their ``limit``, ``focus`` and the ``residents`` and ``events`` listings), the world lifecycle's ``worlds``, ``fork`` and ``delete``, a second ``hello``,
+each kind — ``promise`` and ``goal`` too — ``trust``, ``propose``, ``schema``, ``register``, ``subscribe``, ``unsubscribe``,
+the queries (with their ``limit``, ``focus``, the ``residents`` and ``events`` listings and
+the ``promises`` and ``goals`` pages), the world lifecycle's ``worlds``, ``fork`` and ``delete``, a second ``hello``,
 unknown types) starts from a valid template over a small shared pool of residents
 and roots (so events meet each other's beliefs), then some of its fields are replaced by
 hostile values: lists where strings go, maps, numbers at their edges, NaN, huge and empty
@@ -61,20 +62,23 @@ FRAMES = int(os.environ.get("CREDENCE_FUZZ_FRAMES", "600"))
 BURST = 40  # frames per example
 FUZZ, PROBE = "fuzz", "probe"
 RESIDENTS = ["ann", "bo", "cai"]  # few, so events keep meeting each other's beliefs
-ROOTS = ["well", "mill", "door:open", "relation:bo:kind", "action:ann:run", "believes:bo:well"]
+ROOTS = ["well", "mill", "door:open", "relation:bo:kind", "action:ann:run", "believes:bo:well",
+         "promise:p1"]  # fmt: skip
 #: Errors a fuzzed frame may get; anything else (internal_error, a fatal code) is a bug.
 ALLOWED = {"bad_frame", "unknown_type", "invalid_frame", "invalid_event", "contract_violation",
            "too_many_residents", "not_found", "too_large", "schema_violation",
            "clock_backwards"}  # fmt: skip
 FINAL_REPLIES = {"ack", "error", "subscribed", "unsubscribed", "beliefs", "explanation",
                  "distribution", "narrative", "graph", "trust", "worlds", "forked",
-                 "deleted", "residents", "events"}  # fmt: skip
+                 "deleted", "residents", "events", "promises", "goals"}  # fmt: skip
 
 # --------------------------------------------------------------------------- generation
 
 resident = st.sampled_from(RESIDENTS)
 root = st.sampled_from(ROOTS)
-value = st.one_of(st.sampled_from(["dry", "wet", "", "x"]), st.integers(-3, 3), st.booleans())
+value = st.one_of(
+    st.sampled_from(["dry", "wet", "", "x", "kept"]), st.integers(-3, 3), st.booleans()
+)
 residents = st.lists(resident, min_size=1, max_size=4)
 text = st.sampled_from(["it happened", "ann saw it", "a rumour", "ünïcödé ✓"])
 claim = st.fixed_dictionaries({"root": root, "value": value}, optional={"mutable": st.booleans()})
@@ -137,6 +141,18 @@ def event_template(kind: str) -> st.SearchStrategy[dict[str, Any]]:
         return st.fixed_dictionaries({**base, **SCHEMA_FIELDS})
     if kind == "register":
         return st.fixed_dictionaries(base, optional=REGISTER_FIELDS)
+    if kind == "promise":
+        return st.fixed_dictionaries(
+            {**base, "promise": st.sampled_from(["p1", "p2", "p3"]), "promiser": resident,
+             "to": residents, "action": st.sampled_from(["run", "open_door"]), "subject": text},
+            optional={"by": st.integers(0, 70)},
+        )  # fmt: skip
+    if kind == "goal":
+        return st.fixed_dictionaries(
+            {**base, "resident": resident, "goal": st.sampled_from(["g1", "g2"]),
+             "op": st.sampled_from(["set", "changed", "achieved", "abandoned"])},
+            optional={"subject": text},
+        )  # fmt: skip
     return st.fixed_dictionaries(base)  # tick
 
 
@@ -164,7 +180,7 @@ FORKS = [f"fork{i}" for i in range(12)]
 TEMPLATES: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     **{f"event:{k}": event_template(k) for k in
        ("observe", "say", "announce", "act", "intervene", "tick", "trust", "propose", "schema",
-        "register")},
+        "register", "promise", "goal")},
     "schema": st.fixed_dictionaries(
         {"type": st.just("schema"), "day": st.integers(0, 60), **SCHEMA_FIELDS}),
     "register": st.fixed_dictionaries(
@@ -187,7 +203,8 @@ TEMPLATES: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "subscribe": st.fixed_dictionaries(
         {"type": st.just("subscribe"), "residents": st.one_of(st.just("*"), residents)},
         optional={"roots": st.lists(root, max_size=2),
-                  "changes": st.lists(st.sampled_from(["formed", "doubted", "trust"])),
+                  "changes": st.lists(st.sampled_from(["formed", "doubted", "trust", "promise",
+                                                       "goal"])),
                   "crossing": st.integers(0, 100)}),
     "unsubscribe": st.fixed_dictionaries(
         {"type": st.just("unsubscribe")}, optional={"residents": st.one_of(st.just("*"), residents)}),
@@ -208,6 +225,14 @@ TEMPLATES: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "events": st.fixed_dictionaries(
         {"type": st.just("events")},
         optional={"from": st.integers(0, 60), "limit": st.integers(1, 1000)}),
+    "promises": st.fixed_dictionaries(
+        {"type": st.just("promises"), "resident": resident},
+        optional={"state": st.sampled_from(["pending", "kept", "overdue", "broken", "late"]),
+                  "after": st.sampled_from(["p1", ""]), "limit": st.integers(0, 1001)}),
+    "goals": st.fixed_dictionaries(
+        {"type": st.just("goals"), "resident": resident},
+        optional={"state": st.sampled_from(["active", "achieved", "abandoned"]),
+                  "limit": st.integers(1, 1000)}),
     "graph": st.fixed_dictionaries({"type": st.just("graph")},
                                    optional={"resident": resident, "root": root}),
     "hello": st.fixed_dictionaries({"type": st.just("hello"), "protocol": st.just(1),

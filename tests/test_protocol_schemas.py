@@ -24,6 +24,8 @@ BEYOND_A_SCHEMA = {
     "invalid.event.announce_to_self": "the audience compared with the speaker",
     "invalid.event.too_many_residents": "a count over four lists together",
     "invalid.event.announce_relation": "a relation root compared with the speaker",
+    "invalid.promise.by": "a promise's deadline compared with its day",
+    "contract.promise_report_value": "the values allowed depend on the claim's root",
 }
 
 

@@ -36,6 +36,7 @@ ACTIONS = (
     ("fetch_water", "fetch water", "打水"),
     ("mend_fence", "mend the fence", "修籬笆"),
     ("feed_hens", "feed the hens", "餵雞"),
+    ("bake_bread", "bake bread", "烤麵包"),
 )
 
 
@@ -122,6 +123,18 @@ def town() -> list[dict[str, Any]]:
         reason=_t("the rope snapped", "繩子斷了"))  # fmt: skip
     add(27, "act", actor="kai", action="mend_fence", status="interrupted", witnesses=["mira"],
         reason=_t("it started to rain", "下起雨來了"))  # fmt: skip
+    # Promises and goals (issue 18 item 2): Bo promised Kai to fix the roof and never did;
+    # Kai promised Ana bread and baked it in front of her; Kai's goal changed on day 24.
+    # (Logged late, as a game may: the world accepts events up to LATE_EVENT_DAYS back.)
+    add(6, "promise", promise="roof", promiser="bo", to=["kai"], action="fix_roof", by=15,
+        subject=_t("fix the roof", "修屋頂"))  # fmt: skip
+    add(8, "promise", promise="bread", promiser="kai", to=["ana"], action="bake_bread", by=20,
+        subject=_t("bake bread for the feast", "為宴會烤麵包"))  # fmt: skip
+    add(2, "goal", resident="kai", goal="mill", op="set",
+        subject=_t("find out who broke the mill wheel", "查出是誰弄壞了磨坊的水車"))  # fmt: skip
+    add(18, "act", actor="kai", action="bake_bread", status="completed", witnesses=["ana"])
+    add(24, "goal", resident="kai", goal="mill", op="changed",
+        subject=_t("repair the mill wheel", "修好磨坊的水車"))  # fmt: skip
     add(30, "tick")
     return out
 
@@ -194,6 +207,19 @@ QUESTIONS: tuple[Question, ...] = (
     *_q("what did I tell to whom", "Whom did I spread the rumour about the well to?", "bo",
         ("I told Mira and Old Tom that the well water is poisoned",),
         ("我告訴了米拉和老湯姆井水有毒",)),
+    *_q("what did I promise and what was I promised", "What did Bo promise me?", "kai",
+        ("Bo promised me to fix the roof by day 15, and has not done it",),
+        ("阿博答應了我在第15天前修屋頂，期限已過，還沒做到",)),
+    *_q("what did I promise and what was I promised", "What did I promise Ana?", "kai",
+        ("I kept my promise to Ana to bake bread for the feast",),
+        ("我遵守了對安娜的承諾：為宴會烤麵包",)),
+    *_q("what did I promise and what was I promised", "What did Kai promise me?", "ana",
+        ("Kai kept the promise to bake bread for the feast: I saw it on day 18",),
+        ("阿凱遵守了承諾：為宴會烤麵包（我在第18天親眼看到）",)),
+    *_q("what am I trying to do", "What am I trying to do?", "kai",
+        ("I am trying to repair the mill wheel",
+         "before, I wanted to find out who broke the mill wheel"),
+        ("我正在努力修好磨坊的水車", "之前我想查出是誰弄壞了磨坊的水車")),
     *_q("what stays hidden", "Is the suppressed letter hidden?", "mira",
         ("the miller is angry with me",), ("磨坊主人在生我的氣",),
         ("letter", "Mira", "The well"), ("一封信", "米拉")),

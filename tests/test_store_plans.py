@@ -27,19 +27,31 @@ _QUERIES = [
     {"type": "graph", "resident": "alice"},
     {"type": "graph", "resident": "alice", "root": "well:water"},
     {"type": "said", "resident": "alice", "from": 2, "limit": 5},
+    {"type": "promises", "resident": "alice"},
+    {"type": "promises", "resident": "alice", "state": "overdue", "after": "p1", "limit": 5},
+    {"type": "goals", "resident": "alice"},
+    {"type": "goals", "resident": "alice", "state": "active", "after": "g1"},
 ]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A world with every kind of memory (doubts, corrections, acts, trust, bulk facts)."""
+    """A world with every kind of memory (doubts, corrections, acts, trust, bulk facts,
+    promises and goals)."""
     path = tmp_path_factory.mktemp("plans") / "plans.db"
     acts = [
         {"event_id": f"a{i}", "day": 60 + i, "kind": "act", "actor": "alice",
          "action": "fetch_water", "status": "completed"}
         for i in range(3)
     ]  # fmt: skip
-    return build(path, story() + crowd() + acts)
+    promises = [
+        {"event_id": "p1", "day": 70, "kind": "promise", "promise": "p1", "promiser": "bob",
+         "to": ["alice"], "action": "fetch_water", "subject": "fetch water", "by": 71},
+        {"event_id": "g1", "day": 70, "kind": "goal", "resident": "alice", "goal": "g1",
+         "op": "set", "subject": "find the truth"},
+        {"event_id": "t1", "day": 72, "kind": "tick"},
+    ]  # fmt: skip
+    return build(path, story() + crowd() + acts + promises)
 
 
 def _traced(db: Path, frame: dict[str, object]) -> list[str]:

@@ -321,6 +321,7 @@ def build() -> tuple[list[Frame], list[Step]]:
             _listings(v)
             _subscriptions(v)
             _texts(v)  # before the resume: its hello is replayed after every conn-1 step
+            _promises(v)
             _resume(v)
             _literal_errors(v)
         finally:
@@ -1724,6 +1725,103 @@ def _texts(v: _Vectors) -> None:
                claim=_claim("bridge:state", "standing"), subject={"fr": "le pont tient"}),
         error=ErrorCode.INVALID_EVENT,
     )  # fmt: skip
+
+
+def _promises(v: _Vectors) -> None:
+    """Issue 18: promises and goals (SPEC §7.13, §7.14, §10.11, §10.12)."""
+    s = v.session
+    out = s(
+        "client.event.promise",
+        "Bo promises Kai to mend the fence by day 32: each party holds a view of it, pending.",
+        _event(
+            "e-p1", 30.0, "promise", rid=80, promise="fence-1", promiser="bo", to=["kai"],
+            action="mend_fence", subject="mend the fence", by=32,
+        ),
+    )  # fmt: skip
+    v.server(
+        "server.belief.promise_made",
+        "A promise notification: change promise, root promise:<id>, value the party's state "
+        "(pending), detail how it learned it (made).",
+        _only(out, "belief", resident="kai"),
+    )
+    out = s(
+        "client.event.act.keeps_promise",
+        "Bo mends the fence with Kai watching: the promise is kept for both, seen firsthand.",
+        _event(
+            "e-p2", 31.0, "act", rid=81, actor="bo", action="mend_fence", status="completed",
+            witnesses=["kai"],
+        ),
+    )  # fmt: skip
+    v.server(
+        "server.belief.promise_kept",
+        "Kai saw the promised act: pending → kept (detail seen); Kai's trust in Bo rises.",
+        _only(out, "belief", resident="kai", change="promise"),
+    )
+    s(
+        "client.event.promise.unseen",
+        "Bo promises Mira to fix the roof by day 33; a later event past the deadline makes it "
+        "overdue for Mira, who never saw it done.",
+        _event(
+            "e-p3", 31.0, "promise", rid=82, promise="roof-1", promiser="bo", to=["mira"],
+            action="fix_roof", subject="fix the roof", by=33,
+        ),
+    )  # fmt: skip
+    out = s(
+        "client.event.goal",
+        "The game sets a goal for Mira (op set, changed, achieved or abandoned).",
+        _event(
+            "e-p4", 34.0, "goal", rid=83, resident="mira", goal="well-1", op="set",
+            subject="find out who poisoned the well",
+        ),
+    )  # fmt: skip
+    v.server(
+        "server.belief.promise_overdue",
+        "The goal event's day passed the roof promise's deadline: overdue for Mira (detail "
+        "deadline, day the deadline).",
+        _only(out, "belief", resident="mira", change="promise", root="promise:roof-1"),
+    )
+    v.server(
+        "server.belief.goal_set",
+        "A goal notification: change goal, root goal:<id>, value its state, subject its text.",
+        _only(out, "belief", change="goal"),
+    )
+    out = s(
+        "client.promises",
+        "The promises a resident made or was made, in promise id order (state, after, limit "
+        "1–1000, default 100).",
+        {"type": "promises", "resident": "mira", "rid": 84},
+    )
+    v.server("server.promises", "Mira's promises, with her view of each.", out[-1])
+    out = s(
+        "client.goals",
+        "A resident's goals in goal id order (state, after, limit).",
+        {"type": "goals", "resident": "mira", "state": "active", "rid": 85},
+    )
+    v.server("server.goals", "Mira's active goals.", out[-1])
+    s(
+        "invalid.promise.by",
+        "A promise's deadline must not be before the event's day.",
+        _event(
+            "e-p5", 34.0, "promise", rid=86, promise="late-1", promiser="bo", to=["kai"],
+            action="a", subject="do it", by=10,
+        ),
+        error=ErrorCode.INVALID_EVENT,
+    )  # fmt: skip
+    s(
+        "contract.promise_report_value",
+        "An utterance on promise:<id> reports it kept or broken, nothing else.",
+        _event(
+            "e-p6", 34.0, "say", rid=87, speaker="kai", listeners=["mira"],
+            claim=_claim("promise:fence-1", "maybe"), subject="Bo maybe mended it",
+        ),
+        error=ErrorCode.CONTRACT_VIOLATION,
+    )  # fmt: skip
+    s(
+        "invalid.promises.state",
+        "A promises query's state is one of pending, kept, overdue, broken.",
+        {"type": "promises", "resident": "mira", "state": "late", "rid": 88},
+        error=ErrorCode.INVALID_FRAME,
+    )
 
 
 def _worlds(v: _Vectors) -> None:

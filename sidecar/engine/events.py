@@ -3,7 +3,8 @@
 The event log is the world's history; a belief is one resident's reading of it. There is one
 small frozen class per event kind (h11 style): :class:`Observe`, :class:`Say`,
 :class:`Announce`, :class:`Act`, :class:`Intervene`, :class:`Tick`, :class:`Trust`,
-:class:`Propose` (whose edits are :class:`Edit` values) and :class:`Register`. Each checks and normalizes its own
+:class:`Propose` (whose edits are :class:`Edit` values), :class:`Register`,
+:class:`Promise` and :class:`Goal`. Each checks and normalizes its own
 fields on construction and raises :class:`~.model.InvalidEvent` naming the field, so an event
 that exists is well typed: nothing ill-typed reaches the engine. :data:`WorldEvent` is their
 union.
@@ -27,11 +28,13 @@ from .texts import parse_texts, wire_text
 
 __all__ = [
     "ACT_STATUSES",
+    "GOAL_OPS",
     "INTERVENTION_OPS",
     "MAX_ID_LEN",
     "MAX_LIST_LEN",
     "MAX_TEXT_LEN",
     "NAME_LANGS",
+    "PROMISE_REPORTS",
     "Act",
     "ActStatus",
     "Announce",
@@ -39,9 +42,12 @@ __all__ = [
     "ClaimEvent",
     "Edit",
     "EventKind",
+    "Goal",
+    "GoalOp",
     "Intervene",
     "Observe",
     "Op",
+    "Promise",
     "Propose",
     "Register",
     "Say",
@@ -51,7 +57,9 @@ __all__ = [
     "Utterance",
     "WorldEvent",
     "action_root",
+    "goal_root",
     "parse_event",
+    "promise_root",
 ]
 
 MAX_ID_LEN = 200
@@ -71,6 +79,8 @@ class EventKind(StrEnum):
     PROPOSE = "propose"  # an external memory organizer proposes text edits to beliefs
     SCHEMA = "schema"  # the game declares the world's root schema (sidecar/engine/roots.py)
     REGISTER = "register"  # the game names its residents (and actions) per language
+    PROMISE = "promise"  # a resident promises others to do an action (sidecar/engine/promises.py)
+    GOAL = "goal"  # the game sets, changes, achieves or abandons a resident's goal
 
 
 class ActStatus(StrEnum):
@@ -89,8 +99,31 @@ class Op(StrEnum):
     SOFTEN = "soften"
 
 
+class GoalOp(StrEnum):
+    """What a ``goal`` event does to one of a resident's goals."""
+
+    SET = "set"
+    CHANGED = "changed"
+    ACHIEVED = "achieved"
+    ABANDONED = "abandoned"
+
+
 ACT_STATUSES = frozenset(ActStatus)
 INTERVENTION_OPS = frozenset(Op)
+GOAL_OPS = frozenset(GoalOp)
+#: The values an utterance on a ``promise:<id>`` root may carry: a report that it was kept
+#: or broken (how a resident is told; see sidecar/engine/promises.py).
+PROMISE_REPORTS = ("kept", "broken")
+
+
+def promise_root(promise: str) -> str:
+    """The root a promise's change records (and reports about it) bear on."""
+    return f"promise:{promise}"
+
+
+def goal_root(goal: str) -> str:
+    """The root a goal's change records bear on."""
+    return f"goal:{goal}"
 
 
 def action_root(actor: str, action: str) -> str:
@@ -730,6 +763,101 @@ class Announce(Utterance):
         return self._spoken(out)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Promise(BaseEvent):
+    """``promiser`` promised ``to`` to do ``action`` (``subject`` says it), by day ``by``.
+
+    Its own event kind, not a field of ``say``: a promise is a commitment that each party
+    tracks (pending, kept, overdue, broken), never a claim about the world to believe or
+    doubt, so it makes no belief; what the parties learn of its keeping comes later, from
+    evidence (sidecar/engine/promises.py).
+    """
+
+    kind: ClassVar[EventKind] = EventKind.PROMISE
+    promise: str
+    promiser: str
+    to: tuple[str, ...]
+    action: str
+    subject: str
+    by: float | None = None
+
+    def __post_init__(self) -> None:
+        BaseEvent.__post_init__(self)
+        _set(self, "promise", _ident(self.promise, "promise"))
+        _set(self, "promiser", _ident(self.promiser, "promiser"))
+        to = _id_list(self.to, "to", required=True)
+        if self.promiser in to:
+            raise InvalidEvent("a resident cannot promise itself")
+        _set(self, "to", to)
+        _set(self, "action", _ident(self.action, "action"))
+        subject = _texts(self.subject, "subject", required=True)
+        if not subject:
+            raise InvalidEvent("field 'subject' must not be empty")
+        _set(self, "subject", subject)
+        if self.by is not None:
+            by = self.by
+            if isinstance(by, bool) or not isinstance(by, int | float):
+                raise InvalidEvent("field 'by' must be a number of game days")
+            by = float(by)
+            if not math.isfinite(by) or by > 1e12:
+                raise InvalidEvent("field 'by' must be a finite number of game days up to 1e12")
+            if by < self.day:
+                raise InvalidEvent("field 'by' (the deadline) must not be before the event's day")
+            _set(self, "by", by)
+
+    def mentioned_residents(self) -> tuple[str, ...]:
+        return unique((self.promiser, *self.to))
+
+    def hearers(self) -> tuple[str, ...]:
+        return self.to
+
+    def to_dict(self) -> dict[str, Any]:
+        out = BaseEvent.to_dict(self)
+        out |= {
+            "promise": self.promise, "promiser": self.promiser, "to": list(self.to),
+            "action": self.action, "subject": wire_text(self.subject),
+        }  # fmt: skip
+        if self.by is not None:
+            out["by"] = self.by
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Goal(BaseEvent):
+    """The game sets, changes, achieves or abandons ``resident``'s goal ``goal``.
+
+    ``subject`` (what the goal is: a string or a language map, as every subject) is required to ``set`` or ``changed``; whether the op
+    fits the goal's current state is the engine's to judge (sidecar/engine/promises.py).
+    """
+
+    kind: ClassVar[EventKind] = EventKind.GOAL
+    resident: str
+    goal: str
+    op: GoalOp
+    subject: str | None = None
+
+    def __post_init__(self) -> None:
+        BaseEvent.__post_init__(self)
+        _set(self, "resident", _ident(self.resident, "resident"))
+        _set(self, "goal", _ident(self.goal, "goal"))
+        op = self.op
+        if not isinstance(op, str) or op not in GOAL_OPS:
+            raise InvalidEvent(f"field 'op' must be one of {', '.join(GoalOp)}")
+        _set(self, "op", GoalOp(op))
+        needs = self.op in (GoalOp.SET, GoalOp.CHANGED)
+        _set(self, "subject", _texts(self.subject, "subject", required=needs))
+
+    def mentioned_residents(self) -> tuple[str, ...]:
+        return (self.resident,)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = BaseEvent.to_dict(self)
+        out |= {"resident": self.resident, "goal": self.goal, "op": str(self.op)}
+        if self.subject is not None:
+            out["subject"] = wire_text(self.subject)
+        return out
+
+
 #: Any one world event.
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Schema(BaseEvent):
@@ -743,7 +871,18 @@ class Schema(BaseEvent):
 
 
 WorldEvent: TypeAlias = (
-    Observe | Say | Announce | Act | Intervene | Tick | Trust | Propose | Schema | Register
+    Observe
+    | Say
+    | Announce
+    | Act
+    | Intervene
+    | Tick
+    | Trust
+    | Propose
+    | Schema
+    | Register
+    | Promise
+    | Goal
 )
 
 # --------------------------------------------------------------------------- parsing
@@ -786,6 +925,20 @@ def _guard(kind: EventKind, data: Mapping[str, Any]) -> None:
         raise ContractViolation(
             "action_claim_outside_act", "action results enter the world only through 'act' events"
         )
+    if isinstance(root, str) and root.startswith("promise:"):
+        if kind in (EventKind.OBSERVE, EventKind.INTERVENE):
+            raise ContractViolation(
+                "promise_claim_outside_report",
+                "a promise's keeping is learned by seeing the promised act or by being told "
+                "(say/announce on promise:<id> with value kept or broken), never observed "
+                "or implanted as a claim",
+            )
+        value = claim.get("value") if isinstance(claim, Mapping) else None
+        if kind in (EventKind.SAY, EventKind.ANNOUNCE) and value not in PROMISE_REPORTS:
+            raise ContractViolation(
+                "promise_report_value",
+                "an utterance on promise:<id> reports it 'kept' or 'broken', nothing else",
+            )
     if kind is EventKind.ANNOUNCE and isinstance(root, str) and root.startswith("relation:"):
         raise ContractViolation(
             "public_relationship",
@@ -852,6 +1005,16 @@ def parse_event(data: Mapping[str, Any]) -> WorldEvent:
         return Propose(event_id=event_id, day=day, resident=get("resident"), edits=get("edits"))
     if kind is EventKind.REGISTER:
         return Register(event_id=event_id, day=day, names=get("residents"), labels=get("actions"))
+    if kind is EventKind.PROMISE:
+        return Promise(
+            event_id=event_id, day=day, promise=get("promise"), promiser=get("promiser"),
+            to=get("to"), action=get("action"), subject=get("subject"), by=get("by"),
+        )  # fmt: skip
+    if kind is EventKind.GOAL:
+        return Goal(
+            event_id=event_id, day=day, resident=get("resident"), goal=get("goal"),
+            op=get("op"), subject=get("subject"),
+        )  # fmt: skip
     if kind is EventKind.ACT:
         return Act(
             event_id=event_id, day=day, actor=get("actor"), action=get("action"),

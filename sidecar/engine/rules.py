@@ -30,6 +30,9 @@ suppress                               intervened: state past, suppressed (only 
 soften                                 intervened: max(0, c-25); doubtful at 30 or below
 =====================================  ==========================================================
 
+Promises have their own lifecycle per party (pending, kept, overdue, broken), learned from
+evidence only: its table is ``PROMISE_TRANSITIONS`` in :mod:`.promises`.
+
 A doubt or anomaly never *raises* confidence: a belief softened below the floor keeps its
 lower value. Nothing is ever deleted; confidence and state carry influence.
 """
@@ -213,6 +216,12 @@ class Rules:
     trust_confirm_step: float = _rule(0.05, SHARE)
     trust_contradict_step: float = _rule(0.10, SHARE)
     trust_correct_step: float = _rule(0.15, SHARE)
+    # --- promises (sidecar/engine/promises.py) ------------------------------------------
+    #: A promisee's general trust in the promiser rises this much when it learns the
+    #: promise kept (seen or told), and falls ``promise_broken_step`` when it learns it
+    #: broken or sees the deadline pass without seeing it kept (once per promise).
+    promise_kept_step: float = _rule(0.05, SHARE)
+    promise_broken_step: float = _rule(0.15, SHARE)
     # --- decay beyond time -------------------------------------------------------------
     importance_weight: float = _rule(1.0, WEIGHT)  # period × (1 + w·importance + w·emotion)
     emotion_weight: float = _rule(1.0, WEIGHT)
@@ -370,6 +379,10 @@ TRANSITIONS: dict[ChangeKind, tuple[frozenset[State | None], frozenset[State]]] 
     ChangeKind.UPDATED: (_ANY, frozenset({State.INFLUENCING})),
     ChangeKind.TRUST: (_ANY | {None}, frozenset({State.INFLUENCING})),
     ChangeKind.MISREMEMBERED: (_ANY, _ANY),  # a detail moved; the state never does
+    # A promise's or goal's own lifecycle is in its value (PROMISE_TRANSITIONS in promises.py);
+    # as a change record its belief state is always influencing, like trust's.
+    ChangeKind.PROMISE: (frozenset({State.INFLUENCING}), frozenset({State.INFLUENCING})),
+    ChangeKind.GOAL: (frozenset({State.INFLUENCING}), frozenset({State.INFLUENCING})),
 }
 
 

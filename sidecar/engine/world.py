@@ -17,8 +17,10 @@ from .events import (
     Act,
     ActStatus,
     Announce,
+    Goal,
     Intervene,
     Observe,
+    Promise,
     Propose,
     Register,
     Say,
@@ -42,6 +44,15 @@ from .model import (
     State,
     unique,
 )
+from .promises import (
+    GoalRecord,
+    PromiseFold,
+    PromiseReader,
+    PromiseRecord,
+    PromiseState,
+    PromiseView,
+    is_promise_report,
+)
 from .recall import misremember
 from .revise import age, relation_of, revise
 from .roots import RootDecl, RootSchema
@@ -61,8 +72,9 @@ __all__ = [
 Key = tuple[str, str]
 
 
-class BeliefReader(Protocol):
-    """Read access to one world's current beliefs, as :func:`ingest` needs it."""
+class BeliefReader(PromiseReader, Protocol):
+    """Read access to one world's current beliefs (and promises and goals, see
+    :class:`~.promises.PromiseReader`), as :func:`ingest` needs it."""
 
     def get_belief(self, resident: str, root: str) -> Belief | None: ...
 
@@ -110,6 +122,14 @@ class Outcome:
     labels: dict[str, dict[str, str]] = field(default_factory=dict)
     #: A ``say``/``announce``: the speaker's record of what it said (never its belief).
     said: Said | None = None
+    #: Promises made by this event, and every party's view and goal it moved (final versions).
+    promises: dict[str, PromiseRecord] = field(default_factory=dict)
+    views: dict[tuple[str, str], PromiseView] = field(default_factory=dict)
+    goals: dict[tuple[str, str], GoalRecord] = field(default_factory=dict)
+
+    @property
+    def touches_promises(self) -> bool:
+        return bool(self.promises or self.views or self.goals)
 
 
 _audience = reached
@@ -279,6 +299,15 @@ def ingest(
                 out.changes.extend(changes)
     out.new_residents = tuple(r for r in event.mentioned_residents() if not reader.is_known(r))
     social = _Social(reader, out, rules)
+    promises = _promise_fold(reader, out, social, rules)
+    if day > clock:
+        promises.sweep(day, event.event_id)
+    if isinstance(event, Promise):
+        promises.make(event)
+        return out
+    if isinstance(event, Goal):
+        promises.goal(event)
+        return out
     if isinstance(event, Trust):
         social.set_trust(
             event.resident, event.source, event.topic or "", event.value, "set",
@@ -341,14 +370,41 @@ def ingest(
             if drift is not None:
                 out.changes.append(drift)
         out.beliefs[key] = belief
+    if isinstance(event, Act) or is_promise_report(event):
+        told = {ev.resident: ev.evidence_id for ev, _ in out.evidence}
+        if isinstance(event, Act):
+            promises.seen(event, told)
+        else:
+            assert isinstance(event, Utterance)
+            hearers = [
+                ev.resident for ev, _ in out.evidence if ev.source_kind is SourceKind.HEARSAY
+            ]
+            promises.told(event, hearers, told)
     return out
+
+
+def _promise_fold(reader: BeliefReader, out: Outcome, social: _Social, rules: Rules) -> PromiseFold:
+    """The event's promise and goal fold, moving trust through the event's social state."""
+
+    def read(resident: str, source: str) -> float:
+        return social.trust(resident, source, None)
+
+    def move(resident: str, source: str, value: float, why: str, event_id: str, day: float) -> None:
+        social.set_trust(resident, source, "", value, why, event_id, day)
+
+    return PromiseFold(
+        reader, out.promises, out.views, out.goals, out.changes, (read, move),
+        (rules.promise_kept_step, rules.promise_broken_step),
+    )  # fmt: skip
 
 
 def _check_schema(event: WorldEvent, reader: BeliefReader, out: Outcome) -> RootDecl | None:
     """The world's root schema on the event's claim: its declaration, a warning, or a refusal."""
     get_schema = getattr(reader, "get_schema", None)  # (readers without schemas: none)
     schema: RootSchema | None = get_schema() if get_schema is not None else None
-    if schema is None or isinstance(event, Tick | Trust | Propose | Schema | Register | Act):
+    if schema is None or isinstance(
+        event, Tick | Trust | Propose | Schema | Register | Act | Promise | Goal
+    ):
         return None
     decl, warning = schema.check(event.claim)
     if warning is not None:
@@ -515,6 +571,30 @@ class MemoryWorld:
         self.labels: dict[str, dict[str, str]] = {}
         #: What each speaker said, in log order (own words: never beliefs).
         self.said: list[Said] = []
+        self.promises: dict[str, PromiseRecord] = {}
+        self.views: dict[tuple[str, str], PromiseView] = {}
+        self.goals: dict[tuple[str, str], GoalRecord] = {}
+
+    def get_promise(self, promise: str) -> PromiseRecord | None:
+        return self.promises.get(promise)
+
+    def get_promise_view(self, resident: str, promise: str) -> PromiseView | None:
+        return self.views.get((resident, promise))
+
+    def open_promise_views(self, promiser: str, action: str) -> list[PromiseView]:
+        found = [
+            v for v in self.views.values()
+            if v.resident == promiser and v.promiser == promiser and v.action == action
+            and v.state is not PromiseState.KEPT
+        ]  # fmt: skip
+        return sorted(found, key=lambda v: (v.resident, v.promise))
+
+    def due_promise_views(self, day: float) -> list[PromiseView]:
+        due = [v for v in self.views.values() if v.due is not None and v.due < day]
+        return sorted(due, key=lambda v: (v.due, v.resident, v.promise))
+
+    def get_goal(self, resident: str, goal: str) -> GoalRecord | None:
+        return self.goals.get((resident, goal))
 
     def get_schema(self) -> RootSchema | None:
         return self.schema
@@ -560,6 +640,9 @@ class MemoryWorld:
         self.labels.update(out.labels)
         if out.said is not None:
             self.said.append(out.said)
+        self.promises.update(out.promises)
+        self.views.update(out.views)
+        self.goals.update(out.goals)
         for change in out.changes:
             self.changes.append(replace(change, seq=len(self.changes) + 1))
         return out

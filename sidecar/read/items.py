@@ -9,6 +9,7 @@ wording happens here (that is :mod:`.phrasing`), no ranking (:mod:`.ranking`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -107,11 +108,14 @@ class Item:
     said: OwnWords | None = None
     #: Every teller by origin and the first contradiction, where the sentence needs them.
     sources: Sources | None = None
+    #: Words its own full and compact line (a promise or goal, sidecar/read/promises.py:
+    #: given the Words and the day); its tier is its own, not its section's.
+    lines: Callable[[Any, float], tuple[str, str]] | None = None
 
     @property
     def from_belief(self) -> bool:
-        """Whether the line is phrased from the belief (not an act, trust or said line)."""
-        return self.acts is None and self.trust is None and self.said is None
+        """Whether the line is phrased from the belief (not an act, trust, said or own line)."""
+        return self.acts is None and self.trust is None and self.said is None and self.lines is None
 
     @property
     def key(self) -> tuple[int, float, float, str]:

@@ -13,6 +13,8 @@ sections, always in this order (empty ones left out):
 ``doubts``     what I doubt (state ``doubtful``)
 ``anomalies``  what struck me as wrong (state ``anomalous``)
 ``corrections`` what I used to believe and what corrected it (state ``corrected``)
+``owe``        what I owe and am owed: promises made and received (sidecar/read/promises.py)
+``goals``      what I am trying to do: the goals the game set, and how they ended
 ``people``     whom I trust or distrust and why (the trust table), and how I see the
                people around me (roots starting ``relation:``)
 ``faded``      faded memories (state ``past``), only if room remains
@@ -49,6 +51,7 @@ from ..store import Reader
 from .items import Item, classify
 from .packing import MIN_BUDGET, Layout, pack
 from .phrasing import narrative_words, phrase
+from .promises import own_items, recall_own
 from .queries import NotFound, resident_known
 from .ranking import Focus, rank
 from .recall import recall
@@ -91,7 +94,8 @@ def ranked_items(
 ) -> list[Item]:
     """Every memory of ``resident``, classified and ranked (the pipe up to wording)."""
     recalled = recall(reader, world, resident, lang)
-    return rank(classify(recalled), focus or Focus(), recalled.day, recalled.registry)
+    items = classify(recalled) + own_items(resident, recall_own(reader, world, resident))
+    return rank(items, focus or Focus(), recalled.day, recalled.registry)
 
 
 def entry(item: Item, line: str, merged: str | None) -> dict[str, Any]:
@@ -179,6 +183,7 @@ def project(
         raise NotFound(f"resident {resident!r} is unknown in world {world!r}")
     recalled = recall(reader, world, resident, lang)  # 1. read once
     items = classify(recalled)  # 2. classify
+    items += own_items(resident, recall_own(reader, world, resident))  # promises and goals
     items = rank(items, focus, recalled.day, recalled.registry)  # 3. rank
     words = narrative_words(lang, recalled)
     phrased = phrase(items, words, recalled.day)  # 4. word

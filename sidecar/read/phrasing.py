@@ -469,5 +469,7 @@ def phrase(items: Iterable[Item], words: Words, today: float) -> list[Phrased]:
             fixed = _trust_lines(item, words, settled)
         elif item.said is not None:  # own words: sidecar/read/own_words.py
             fixed = said_lines(item.said, words, today)
+        elif item.lines is not None:  # a promise or goal (sidecar/read/promises.py)
+            fixed = item.lines(words, today)
         out.append(Phrased(item, words, fixed, today))
     return out

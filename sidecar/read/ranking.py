@@ -127,7 +127,7 @@ def rank(items: Iterable[Item], focus: Focus, today: float, registry: Registry) 
     for item in items:
         matched = matches(item, focus, registry) if focus else []
         parts = score_parts(item, matched, today)
-        tier = tier_of(item.section, bool(matched))
+        tier = tier_of(item.section, bool(matched)) if item.lines is None else item.tier
         why = {**parts, "tier": tier, "matched": matched}
         out.append(_ranked(item, parts["score"], why, bool(matched), tier))
     return out
@@ -152,4 +152,5 @@ def _ranked(item: Item, score: float, why: dict[str, Any], relevant: bool, tier:
         extra=item.extra,
         said=item.said,
         sources=item.sources,
+        lines=item.lines,
     )

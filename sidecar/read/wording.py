@@ -20,8 +20,8 @@ __all__ = ["LANGUAGES", "SECTIONS", "Words", "words_for"]
 
 #: Section names in the order they appear in the text.
 SECTIONS = (
-    "sure", "believe", "told", "said", "acts", "doubts", "anomalies", "corrections", "people",
-    "faded",
+    "sure", "believe", "told", "said", "acts", "doubts", "anomalies", "corrections", "owe",
+    "goals", "people", "faded",
 )  # fmt: skip
 
 
@@ -249,6 +249,8 @@ EN = Words(
         "doubts": "What I doubt:",
         "anomalies": "What struck me as wrong:",
         "corrections": "What I used to believe, and what corrected it:",
+        "owe": "What I owe and am owed:",
+        "goals": "What I am trying to do:",
         "people": "How I see the people around me:",
         "faded": "Faded memories:",
         "believe": "What I think, without being sure:",
@@ -261,6 +263,8 @@ EN = Words(
         "doubts": "Doubts:",
         "anomalies": "Seems wrong:",
         "corrections": "Corrected:",
+        "owe": "Promises:",
+        "goals": "Goals:",
         "people": "People:",
         "faded": "Faded:",
         "believe": "I think:",
@@ -371,6 +375,8 @@ ZH_HANT = Words(
         "doubts": "我開始懷疑的事：",
         "anomalies": "讓我覺得不對勁的事：",
         "corrections": "我以前相信、後來被糾正的事：",
+        "owe": "我欠人的與別人欠我的承諾：",
+        "goals": "我正在努力做的事：",
         "people": "我對身邊的人的看法：",
         "faded": "模糊的記憶：",
         "believe": "我認為、但不確定的事：",
@@ -383,6 +389,8 @@ ZH_HANT = Words(
         "doubts": "懷疑：",
         "anomalies": "不對勁：",
         "corrections": "已糾正：",
+        "owe": "承諾：",
+        "goals": "目標：",
         "people": "對人的看法：",
         "faded": "模糊記憶：",
         "believe": "我認為：",

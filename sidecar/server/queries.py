@@ -22,8 +22,10 @@ from protocol import (
     ErrorCode,
     EventsQuery,
     ExplainQuery,
+    GoalsQuery,
     GraphQuery,
     NarrativeQuery,
+    PromisesQuery,
     ProtocolError,
     ResidentsQuery,
     SaidQuery,
@@ -34,6 +36,7 @@ from protocol import (
 
 from ..engine import same_value
 from ..read.explain import evidence_summary
+from ..read.promises import goal_entry, goal_history, promise_entry
 from ..store import BeliefFilter, EventResult, Reader, ResultStatus
 
 __all__ = ["answer", "event_reply", "paginate", "split_section"]
@@ -319,6 +322,31 @@ def _said(reader: Reader, world: str, q: SaidQuery) -> list[dict[str, Any]]:
     return paginate(head, {"said": rows})
 
 
+def _promises(reader: Reader, world: str, q: PromisesQuery) -> list[dict[str, Any]]:
+    rows = reader.promise_page(world, q.resident, state=q.state, after=q.after, limit=q.limit + 1)
+    more = len(rows) > q.limit
+    rows = rows[: q.limit]
+    head = {
+        "type": "promises", "rid": q.rid, "resident": q.resident,
+        "next": rows[-1][0].promise if more else None,
+    }  # fmt: skip
+    return paginate(head, {"promises": [promise_entry(v, r) for v, r in rows]})
+
+
+def _goals(reader: Reader, world: str, q: GoalsQuery) -> list[dict[str, Any]]:
+    rows = reader.goal_page(world, q.resident, state=q.state, after=q.after, limit=q.limit + 1)
+    more = len(rows) > q.limit
+    rows = rows[: q.limit]
+    head = {
+        "type": "goals", "rid": q.rid, "resident": q.resident,
+        "next": rows[-1].goal if more else None,
+    }  # fmt: skip
+    entries = [
+        goal_entry(g) | {"history": goal_history(reader, world, q.resident, g.goal)} for g in rows
+    ]
+    return paginate(head, {"goals": entries})
+
+
 _HANDLERS: dict[type, Callable[[Reader, str, Any], list[dict[str, Any]]]] = {
     TrustQuery: _trust,
     BeliefsQuery: _beliefs,
@@ -329,6 +357,8 @@ _HANDLERS: dict[type, Callable[[Reader, str, Any], list[dict[str, Any]]]] = {
     ResidentsQuery: _residents,
     EventsQuery: _events,
     SaidQuery: _said,
+    PromisesQuery: _promises,
+    GoalsQuery: _goals,
 }
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..engine import Belief, RootSchema, Rules, parse_schema
 from .cache import _MISSING, _Cache
+from .promises import PromiseReads
 from .rows import belief_from_row, load_json
 
 __all__: list[str] = []
@@ -60,7 +61,7 @@ def _due_order(b: Belief) -> tuple[float, str, str]:
     return (b.next_decay_day, b.resident, b.root)  # type: ignore[return-value]
 
 
-class _View:
+class _View(PromiseReads):
     """The engine's read access to one world, over the writer's open transaction: the
     batch's own writes first (batched path), then the cache, then SQLite."""
 

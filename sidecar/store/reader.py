@@ -23,6 +23,7 @@ from ..engine import (
 )
 from .connection import _open
 from .errors import CannotOpen, SchemaTooNew, StoreError
+from .promises import PromiseQueries
 from .rows import belief_from_row, change_from_row, load_json, stored_rules
 from .schema import unknown_migrations
 
@@ -83,7 +84,7 @@ class BeliefFilter:
         return "".join(f" AND {p}" for p in parts), params
 
 
-class Reader:
+class Reader(PromiseQueries):
     """Read-only queries on a connection of its own. One thread at a time may use it."""
 
     def __init__(self, path: str | Path) -> None:

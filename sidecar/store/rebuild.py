@@ -9,6 +9,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .promises import promise_differences
 from .reader import Reader
 from .said import said_rows
 from .writer import Writer
@@ -90,6 +91,8 @@ def _compare(world: str, a: Reader, b: Reader, report: RebuildReport, limit: int
     stored_said = said_rows(a.conn, world)
     if stored_said is not None and stored_said != said_rows(b.conn, world):
         differ("the own-words records (said) differ")
+    for difference in promise_differences(world, a, b):
+        differ(difference)
     if a.registry(world) != b.registry(world):
         differ("the resident registry (display names, action labels) differs")
     if a.latest_seq(world) != b.latest_seq(world) or a.world_day(world) != b.world_day(world):

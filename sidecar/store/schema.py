@@ -391,8 +391,9 @@ CREATE INDEX IF NOT EXISTS changes_corrected ON changes (world, resident, root, 
 """
 _PLANNED_TABLES: tuple[str, ...] = (
     "events", "residents", "evidence", "beliefs", "changes", "trust", "facts",
+    "said",  # 0010 (i18): own words, by speaker
+    "promises", "promise_views", "goals",  # 0011 (i18)
 )  # fmt: skip
-_PLANNED_TABLES += ("said",)  # 0010 (i18): own words, by speaker
 _TABLE_ROWS = 1_000_000
 _SELECTIVITY = {"world": 10, "resident": 100, "root": 100, "speaker": 100}
 
@@ -460,6 +461,73 @@ CREATE TABLE _saves (
 ) WITHOUT ROWID;
 """
 
+#: 0011 (issue 18): promises and goals, in compact tables keyed by what they are about
+#: (sidecar/store/promises.py). CHECKs mirror the lifecycle of sidecar/engine/promises.py:
+#: only a pending view has a deadline to check, a told view names its teller, a view is
+#: overdue only by its deadline. The event kinds ``promise`` and ``goal`` and the change
+#: kinds ``promise`` and ``goal`` join their tables' CHECKs (those tables are rebuilt).
+_PROMISES = """
+CREATE TABLE promises (
+    world         TEXT NOT NULL REFERENCES worlds(world),
+    promise       TEXT NOT NULL,
+    promiser      TEXT NOT NULL,
+    to_residents  TEXT NOT NULL,
+    action        TEXT NOT NULL,
+    subject       TEXT NOT NULL,
+    made_day      REAL NOT NULL CHECK (made_day >= 0),
+    by_day        REAL CHECK (by_day IS NULL OR by_day >= made_day),
+    event_id      TEXT NOT NULL,
+    PRIMARY KEY (world, promise)
+) WITHOUT ROWID;
+CREATE TABLE promise_views (
+    world     TEXT NOT NULL REFERENCES worlds(world),
+    resident  TEXT NOT NULL,
+    promise   TEXT NOT NULL,
+    promiser  TEXT NOT NULL,
+    action    TEXT NOT NULL,
+    state     TEXT NOT NULL CHECK (state = 'pending' OR state = 'kept' OR state = 'overdue'
+                                   OR state = 'broken'),
+    how       TEXT NOT NULL CHECK (how = 'made' OR how = 'seen' OR how = 'told'
+                                   OR how = 'deadline'),
+    source    TEXT,
+    since     REAL NOT NULL CHECK (since >= 0),
+    due       REAL,
+    CHECK ((how = 'told') = (source IS NOT NULL)),
+    CHECK (due IS NULL OR state = 'pending'),
+    CHECK ((state = 'pending') = (how = 'made')),
+    CHECK (state <> 'overdue' OR how = 'deadline'),
+    CHECK (source IS NULL OR source <> resident),
+    PRIMARY KEY (world, resident, promise)
+) WITHOUT ROWID;
+CREATE INDEX promise_views_due ON promise_views (world, due, resident, promise)
+    WHERE due IS NOT NULL;
+CREATE INDEX promise_views_open ON promise_views (world, promiser, action)
+    WHERE state <> 'kept' AND resident = promiser;
+CREATE INDEX promise_views_by_state ON promise_views (world, resident, state, promise);
+CREATE INDEX promise_views_recent ON promise_views (world, resident, state, since);
+CREATE TABLE goals (
+    world     TEXT NOT NULL REFERENCES worlds(world),
+    resident  TEXT NOT NULL,
+    goal      TEXT NOT NULL,
+    subject   TEXT NOT NULL,
+    state     TEXT NOT NULL CHECK (state = 'active' OR state = 'achieved' OR state = 'abandoned'),
+    set_day   REAL NOT NULL CHECK (set_day >= 0),
+    day       REAL NOT NULL CHECK (day >= set_day),
+    prev_subject TEXT,
+    PRIMARY KEY (world, resident, goal)
+) WITHOUT ROWID;
+CREATE INDEX goals_recent ON goals (world, resident, state, day);
+"""
+
+
+def _promises_goals(conn: sqlite3.Connection) -> None:
+    for statement in _statements(_PROMISES):
+        conn.execute(statement)
+    for kind in ("promise", "goal"):
+        _allow(conn, "events", "kind", kind)
+        _allow(conn, "changes", "kind", kind)
+
+
 #: 0012 (i18): the sidecar stores no text of its own, which would be in one language only.
 #: A correction no longer notes "Later firsthand evidence corrected my earlier understanding:
 #: ..." in the interpretation (the change record keeps what was believed; the narrative words
@@ -495,6 +563,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0008_i17_query_plans", _query_indexes),
     ("0009_i17_saves", _SAVES),
     ("0010_i18_said", said.create),  # own words: sidecar/store/said.py
+    ("0011_i18_promises_goals", _promises_goals),
     ("0012_i18_neutral_text", _NEUTRAL_TEXT),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -53,6 +53,7 @@ from .errors import (
     WorldRulesInvalid,
 )
 from .overlay import _Batch, _View, _WorldState
+from .promises import write_promise_rows
 from .rows import (
     BELIEF_COLUMNS,
     CHANGE_COLUMNS,
@@ -352,6 +353,8 @@ class Writer:
             raise _Fallback("a schema event is stored event by event")
         if out.names or out.labels:  # a registration (rare): written by the per-event path
             raise _Fallback("a register event is written event by event")
+        if out.touches_promises:  # (sidecar/store/promises.py)
+            raise _Fallback("promise and goal rows are written event by event")
         staged.event_ids.add((world, out.event.event_id))
         staged.events.append(event_row)
         if out.new_residents:
@@ -591,6 +594,8 @@ class Writer:
             )
         if out.said is not None:
             conn.execute(INSERT_SAID, said_row(world, state.event_seq + 1, out.said))
+        if out.touches_promises:
+            write_promise_rows(conn, world, out)
         if not out.changes:
             return []
         change_rows: list[tuple[Any, ...]] = []

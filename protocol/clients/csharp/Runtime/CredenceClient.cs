@@ -104,6 +104,8 @@ namespace Credence
             { "residents", new[] { "residents" } },
             { "events", new[] { "events" } },
             { "said", new[] { "said" } },
+            { "promises", new[] { "promises" } },
+            { "goals", new[] { "goals" } },
         };
 
         /// <summary>
@@ -766,6 +768,40 @@ namespace Credence
         public Task<Ack> DeclareSchemaAsync(string eventId, double day, string undeclared, params Dictionary<string, object>[] roots)
         {
             return SendEventAsync(Events.Schema(eventId, day, undeclared, roots));
+        }
+
+        /// <summary><paramref name="promiser"/> promises <paramref name="to"/> to do <paramref name="action"/> (an event of kind <c>promise</c>, see <see cref="Events.Promise"/>).</summary>
+        public Task<Ack> PromiseAsync(string eventId, double day, string promise, string promiser, IList<string> to, string action, string subject, double? by = null)
+        {
+            return SendEventAsync(Events.Promise(eventId, day, promise, promiser, to, action, subject, by));
+        }
+
+        /// <summary>Set, change, achieve or abandon a resident's goal (an event of kind <c>goal</c>, see <see cref="Events.Goal"/>).</summary>
+        public Task<Ack> GoalAsync(string eventId, double day, string resident, string goal, string op, string subject = null)
+        {
+            return SendEventAsync(Events.Goal(eventId, day, resident, goal, op, subject));
+        }
+
+        /// <summary>A page of the promises a resident made or was made, with its view of each (SPEC §10.11); <c>next</c> is the <paramref name="after"/> of the next page.</summary>
+        public Task<Reply> PromisesAsync(string resident, string state = null, string after = null, int? limit = null)
+        {
+            return RequestAsync(Paged("promises", resident, state, after, limit));
+        }
+
+        /// <summary>A page of a resident's goals with their latest changes (SPEC §10.12).</summary>
+        public Task<Reply> GoalsAsync(string resident, string state = null, string after = null, int? limit = null)
+        {
+            return RequestAsync(Paged("goals", resident, state, after, limit));
+        }
+
+        Dictionary<string, object> Paged(string type, string resident, string state, string after, int? limit)
+        {
+            var f = Frame(type);
+            f["resident"] = resident;
+            if (state != null) f["state"] = state;
+            if (after != null) f["after"] = after;
+            if (limit.HasValue) f["limit"] = limit.Value;
+            return f;
         }
 
         /// <summary>The worlds this connection's token may open, sorted by id (SPEC §10.7).</summary>

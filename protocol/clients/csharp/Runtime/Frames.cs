@@ -128,7 +128,7 @@ namespace Credence
         /// <summary>string, long or bool (a double for a <c>trust</c> change).</summary>
         public object Value;
         public object PrevValue;
-        /// <summary>One of <see cref="ChangeKinds"/>: <c>formed</c>, <c>reinforced</c>, <c>doubted</c>, <c>anomaly</c>, <c>corrected</c>, <c>decayed</c>, <c>faded</c>, <c>intervened</c>, <c>updated</c>, <c>trust</c> or <c>misremembered</c>.</summary>
+        /// <summary>One of <see cref="ChangeKinds"/>: <c>formed</c>, <c>reinforced</c>, <c>doubted</c>, <c>anomaly</c>, <c>corrected</c>, <c>decayed</c>, <c>faded</c>, <c>intervened</c>, <c>updated</c>, <c>trust</c>, <c>misremembered</c>, <c>promise</c> or <c>goal</c>.</summary>
         public string Change;
         public int Confidence;
         public int? PrevConfidence;
@@ -204,6 +204,10 @@ namespace Credence
         public const string Trust = "trust";
         /// <summary>A detail drifted in recall (worlds with misremembering on); <see cref="BeliefChange.Detail"/> is a JSON map <c>{field, before, after}</c>.</summary>
         public const string Misremembered = "misremembered";
+        /// <summary>A party's view of a promise moved (root <c>promise:&lt;id&gt;</c>, value the state: pending, kept, overdue, broken; detail how it was learned).</summary>
+        public const string Promise = "promise";
+        /// <summary>A goal was set, changed, achieved or abandoned (root <c>goal:&lt;id&gt;</c>, value its state, detail the op).</summary>
+        public const string Goal = "goal";
 
         public static readonly string[] All =
         {
@@ -599,6 +603,34 @@ namespace Credence
             e["source"] = source;
             e["value"] = value;
             if (topic != null) e["topic"] = topic;
+            return e;
+        }
+
+        /// <summary>
+        /// A promise (SPEC §7.13): each party's view of it (pending, kept, overdue, broken) then
+        /// moves on its own evidence. <paramref name="subject"/> is a verb phrase ("mend the fence");
+        /// <paramref name="by"/> the deadline, a game day (null: never overdue).
+        /// </summary>
+        public static Dictionary<string, object> Promise(string eventId, double day, string promise, string promiser, IList<string> to, string action, string subject, double? by = null)
+        {
+            var e = Event(eventId, day, "promise");
+            e["promise"] = promise;
+            e["promiser"] = promiser;
+            e["to"] = Ids(to);
+            e["action"] = action;
+            e["subject"] = subject;
+            if (by.HasValue) e["by"] = by.Value;
+            return e;
+        }
+
+        /// <summary>A goal event (SPEC §7.14): op is set, changed, achieved or abandoned; subject is required for set and changed.</summary>
+        public static Dictionary<string, object> Goal(string eventId, double day, string resident, string goal, string op, string subject = null)
+        {
+            var e = Event(eventId, day, "goal");
+            e["resident"] = resident;
+            e["goal"] = goal;
+            e["op"] = op;
+            if (subject != null) e["subject"] = subject;
             return e;
         }
 

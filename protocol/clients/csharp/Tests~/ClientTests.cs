@@ -64,6 +64,7 @@ namespace Credence.Tests
                     case "client": ClientScenario(new Uri(args[1]), args[2], args[3]).Wait(); break;
                     case "lifecycle": Lifecycle(new Uri(args[1]), args[2]).Wait(); break;
                     case "misremember": Misremember(new Uri(args[1])).Wait(); break;
+                    case "promises": Promises(new Uri(args[1])).Wait(); break;
                     case "bench": Bench(new Uri(args[1]), int.Parse(args[2])).Wait(); break;
                     case "filters": Filters(new Uri(args[1])).Wait(); break;
                     case "focus": Focus(new Uri(args[1])).Wait(); break;
@@ -596,7 +597,7 @@ namespace Credence.Tests
             var dist = await Within(main.DistributionAsync("water:well"), "distribution");
             Check(dist.Items("residents").Count == 2, "distribution of water:well: mira and kai");
             var narrative = await Within(main.NarrativeAsync("kai", 600, "en"), "narrative");
-            Check(narrative.Items("sections").Count == 10 && ((string)narrative.Frame["text"]).Contains("poisoned"), "narrative: 10 sections, mentions the rumour");
+            Check(narrative.Items("sections").Count == 12 && ((string)narrative.Frame["text"]).Contains("poisoned"), "narrative: 12 sections, mentions the rumour");
             var graph = await Within(main.GraphAsync("mira", "water:well"), "graph");
             Check(graph.Items("nodes").Count > 0 && graph.Items("edges").Count > 0, "graph: nodes and edges");
             var trust = await Within(main.TrustAsync("mira"), "trust");
@@ -872,6 +873,31 @@ namespace Credence.Tests
             var copy = new Dictionary<string, object>(frame);
             foreach (var k in drop) copy.Remove(k);
             return copy;
+        }
+
+        // ------------------------------------------------------------------ promises and goals
+
+        static async Task Promises(Uri url)
+        {
+            var client = new CredenceClient(new CredenceOptions { Url = url, World = "town", Subscribe = new[] { "kai" } });
+            var seen = new List<BeliefChange>();
+            client.BeliefChanged += c => seen.Add(c);
+            await Within(client.ConnectAsync(), "hello");
+            var made = await Within(client.PromiseAsync("p-1", 1, "fence", "bo", new[] { "kai" }, "mend_fence", "mend the fence", 3), "promise");
+            Check(made.Changes == 2, "a promise: one change per party");
+            var tick = await Within(client.SendEventAsync(Events.Tick("t-1", 4)), "tick");
+            await Until(() => { client.DispatchPending(); return seen.Count > 0 && seen.Last().Seq == tick.Seq; }, "the notifications");
+            var overdue = seen.Where(c => c.Change == ChangeKinds.Promise && (string)c.Value == "overdue").ToList();
+            Check(overdue.Count == 1 && overdue[0].Root == "promise:fence" && overdue[0].Detail == "deadline", "kai's view went overdue on the deadline");
+            var page = await Within(client.PromisesAsync("kai", "overdue"), "promises");
+            var entries = (List<object>)page.Frame["promises"];
+            Check(entries.Count == 1 && (string)((Dictionary<string, object>)entries[0])["promiser"] == "bo", "the promises page lists it");
+            await Within(client.GoalAsync("g-1", 4, "kai", "raft", "set", "build a raft"), "goal");
+            var again = await Refusal(client.GoalAsync("g-2", 4, "kai", "raft", "set", "again")) as CredenceErrorException;
+            Check(again != null && again.Code == "invalid_event" && again.EventId == "g-2", "setting an active goal again: invalid_event");
+            var goals = (List<object>)(await Within(client.GoalsAsync("kai"), "goals")).Frame["goals"];
+            Check(goals.Count == 1 && (string)((Dictionary<string, object>)goals[0])["state"] == "active", "the goals page lists it");
+            await client.CloseAsync();
         }
 
         // ------------------------------------------------------------------ misremembered

@@ -29,9 +29,16 @@ import {
   type ErrorFrame,
   type ExplanationReply,
   type ForkedReply,
+  type GoalEvent,
+  type GoalState,
+  type GoalsReply,
   type GraphReply,
   type NarrativeOptions,
   type NarrativeReply,
+  type PageOptions,
+  type PromiseEvent,
+  type PromiseState,
+  type PromisesReply,
   type RegisterEvent,
   type Resumed,
   type Rid,
@@ -535,6 +542,29 @@ export class CredenceClient {
    */
   declareSchema(event: Omit<SchemaEvent, "kind">): Promise<Ack> {
     return this.send({ kind: "schema", ...event });
+  }
+
+  /**
+   * `promiser` promises `to` to do `action` by day `by` (an event of kind `promise`, SPEC
+   * §7.13). Each party's view (pending, kept, overdue, broken) then moves on its own evidence.
+   */
+  promise(event: Omit<PromiseEvent, "kind">): Promise<Ack> {
+    return this.send({ kind: "promise", ...event });
+  }
+
+  /** Set, change, achieve or abandon a resident's goal (an event of kind `goal`, SPEC §7.14). */
+  goal(event: Omit<GoalEvent, "kind">): Promise<Ack> {
+    return this.send({ kind: "goal", ...event });
+  }
+
+  /** A page of the promises `resident` made or was made, with its view of each (SPEC §10.11). */
+  promises(resident: string, opts: PageOptions<PromiseState> = {}): Promise<PromisesReply> {
+    return this.query<PromisesReply>({ type: "promises", resident, ...opts });
+  }
+
+  /** A page of `resident`'s goals with their latest changes (SPEC §10.12). */
+  goals(resident: string, opts: PageOptions<GoalState> = {}): Promise<GoalsReply> {
+    return this.query<GoalsReply>({ type: "goals", resident, ...opts });
   }
 
   /** The worlds this connection's token may open, sorted by id (SPEC §10.7). */

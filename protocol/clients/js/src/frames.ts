@@ -14,7 +14,11 @@ export type ChangeKind =
   | "updated"
   | "trust"
   /** A detail drifted in recall (worlds with misremembering on); `detail` says which (see `misremembered`). */
-  | "misremembered";
+  | "misremembered"
+  /** A party's view of a promise moved (root `promise:<id>`, value the state, SPEC §7.13). */
+  | "promise"
+  /** A goal was set, changed, achieved or abandoned (root `goal:<id>`, SPEC §7.14). */
+  | "goal";
 export type BeliefState = "influencing" | "past" | "doubtful" | "anomalous" | "corrected";
 export type SourceKind = "firsthand" | "hearsay" | "implanted";
 
@@ -126,7 +130,35 @@ export interface SchemaEvent extends EventBase {
   undeclared?: UndeclaredPolicy;
   roots?: SchemaRoot[];
 }
+/** A `promise` event (SPEC §7.13): each party's view of it then moves on its own evidence. */
+export interface PromiseEvent extends EventBase {
+  kind: "promise";
+  /** Unique in the world. */
+  promise: string;
+  promiser: string;
+  to: string[];
+  /** The `act` action (by the promiser, completed) that keeps it. */
+  action: string;
+  /** What was promised, as a verb phrase: "mend the fence". */
+  subject: string;
+  /** The deadline (a game day not before `day`); absent: never overdue. */
+  by?: number;
+}
+export type PromiseState = "pending" | "kept" | "overdue" | "broken";
+export type GoalOp = "set" | "changed" | "achieved" | "abandoned";
+export type GoalState = "active" | "achieved" | "abandoned";
+/** A `goal` event (SPEC §7.14): the game sets, changes, achieves or abandons a goal. */
+export interface GoalEvent extends EventBase {
+  kind: "goal";
+  resident: string;
+  goal: string;
+  op: GoalOp;
+  /** Required for `set` and `changed`: what the resident is trying to do, as a verb phrase. */
+  subject?: string;
+}
 export type WorldEvent =
+  | PromiseEvent
+  | GoalEvent
   | ObserveEvent
   | SayEvent
   | AnnounceEvent
@@ -392,6 +424,51 @@ export interface TrustReply extends Paged {
   entries: Array<{ source: string; topic: string | null; value: number; history: Array<Record<string, unknown>> }>;
 }
 
+/** One promise of a `promises` reply: what was promised and the resident's view of it (SPEC §10.11). */
+export interface PromiseEntry {
+  promise: string;
+  promiser: string;
+  to: string[];
+  action: string;
+  subject: string;
+  made_day: number;
+  by: number | null;
+  state: PromiseState;
+  how: "made" | "seen" | "told" | "deadline";
+  /** The teller, when the state was told. */
+  source: string | null;
+  since: number;
+}
+export interface PromisesReply extends Paged {
+  type: "promises";
+  resident: string;
+  /** Pass as `after` for the next page; null on the last. */
+  next: string | null;
+  promises: PromiseEntry[];
+}
+export interface GoalEntry {
+  goal: string;
+  subject: string;
+  state: GoalState;
+  set_day: number;
+  day: number;
+  prev_subject: string | null;
+  history: Array<{ op: GoalOp; subject_before: string | null; subject: string; day: number }>;
+}
+export interface GoalsReply extends Paged {
+  type: "goals";
+  resident: string;
+  next: string | null;
+  goals: GoalEntry[];
+}
+/** Options of the `promises` and `goals` queries. */
+export interface PageOptions<S extends string> {
+  state?: S;
+  after?: string;
+  /** 1–1000, default 100. */
+  limit?: number;
+}
+
 /** One world as the lifecycle replies describe it (SPEC §10.7). */
 export interface WorldInfo {
   world: string;
@@ -435,6 +512,8 @@ export const PAGED_FIELDS: Record<string, readonly string[]> = {
   residents: ["residents"],
   events: ["events"],
   said: ["said"],
+  promises: ["promises"],
+  goals: ["goals"],
 };
 
 /** Close codes after which reconnecting cannot help (SPEC §13). */

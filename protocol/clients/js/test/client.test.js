@@ -92,7 +92,7 @@ test("a narrative too long for one frame: text pieces and section runs are joine
     assert.ok(new TextEncoder().encode(reply.text).length > 61440, "the text alone is more than a frame");
     assert.ok(reply.text.length <= 50000);
     assert.deepEqual(reply.sections.map((s) => s.name),
-      ["sure", "believe", "told", "said", "acts", "doubts", "anomalies", "corrections", "people", "faded"]);
+      ["sure", "believe", "told", "said", "acts", "doubts", "anomalies", "corrections", "owe", "goals", "people", "faded"]);
     const told = reply.sections[2].entries;
     assert.ok(told.length > 100);
     for (const entry of told) assert.ok(reply.text.includes(entry.text));
@@ -176,6 +176,36 @@ test("JSON text frames work the same (encoding: json)", async () => {
     const narrative = await client.narrative("ana", { budget: 300 });
     assert.equal(narrative.budget, 300);
     assert.ok(narrative.text.length <= 300);
+  } finally {
+    client.close();
+    await sidecar.stop();
+  }
+});
+
+test("promise and goal helpers: typed events, notifications and paged queries", async () => {
+  const sidecar = await startSidecar();
+  const client = new CredenceClient({ url: sidecar.url, world: "town", subscribe: "*" });
+  try {
+    const notes = [];
+    client.on("belief", (b) => notes.push(b));
+    await client.connect();
+    await client.promise({
+      event_id: "p-1", day: 1, promise: "fence", promiser: "bo", to: ["kai"],
+      action: "mend_fence", subject: "mend the fence", by: 3,
+    });
+    await client.send({ kind: "tick", event_id: "t-1", day: 4 });
+    const overdue = notes.find((n) => n.change === "promise" && n.resident === "kai" && n.value === "overdue");
+    assert.equal(overdue.detail, "deadline");
+    const page = await client.promises("kai", { state: "overdue" });
+    assert.deepEqual(page.promises.map((p) => [p.promise, p.promiser, p.state]), [["fence", "bo", "overdue"]]);
+    assert.equal(page.next, null);
+    await client.goal({ event_id: "g-1", day: 4, resident: "kai", goal: "g", op: "set", subject: "build a raft" });
+    await assert.rejects(
+      client.goal({ event_id: "g-2", day: 4, resident: "kai", goal: "g", op: "set", subject: "again" }),
+      (err) => err instanceof CredenceError && err.code === "invalid_event",
+    );
+    const goals = await client.goals("kai");
+    assert.deepEqual(goals.goals.map((g) => [g.goal, g.state, g.history.length]), [["g", "active", 1]]);
   } finally {
     client.close();
     await sidecar.stop();

@@ -27,6 +27,8 @@ const PAGED_FIELDS := {
 	"residents": ["residents"],
 	"events": ["events"],
 	"said": ["said"],
+	"promises": ["promises"],
+	"goals": ["goals"],
 	"worlds": ["worlds"],
 }
 ## Close codes after which reconnecting cannot help (SPEC §13): fix the client or the token.
@@ -42,6 +44,10 @@ const FLOAT_KEYS := [
 	"remembered_day",
 	"last_day",
 	"first_day",
+	"made_day",
+	"by",
+	"since",
+	"set_day",
 	"mean_confidence",
 	"false_share",
 	"importance",
@@ -94,6 +100,38 @@ static func event_frame(event: Dictionary, rid: String) -> Dictionary:
 		frame[key] = event[key]
 	frame["rid"] = rid
 	return frame
+
+
+## A promise event (SPEC §7.13) for `client.send_event`: `promiser` promises `to` to do
+## `action` (`subject`, a verb phrase: "mend the fence") by day `by` (< 0: no deadline).
+## Its pages: `client.query("promises", {"resident": r, "state": s, "after": a, "limit": n})`.
+static func promise_event(
+	event_id: String,
+	day: float,
+	promise: String,
+	promiser: String,
+	to: Array,
+	action: String,
+	subject: String,
+	by := -1.0
+) -> Dictionary:
+	var event := {"event_id": event_id, "day": day, "kind": "promise", "promise": promise}
+	event.merge({"promiser": promiser, "to": to, "action": action, "subject": subject})
+	if by >= 0.0:
+		event["by"] = by
+	return event
+
+
+## A goal event (SPEC §7.14) for `client.send_event`: `op` is set, changed, achieved or
+## abandoned (`subject` required for set and changed). Pages: `client.query("goals", {...})`.
+static func goal_event(
+	event_id: String, day: float, resident: String, goal: String, op: String, subject := ""
+) -> Dictionary:
+	var event := {"event_id": event_id, "day": day, "kind": "goal", "resident": resident}
+	event.merge({"goal": goal, "op": op})
+	if subject != "":
+		event["subject"] = subject
+	return event
 
 
 ## A request frame of `type` with `fields` (null values left out, SPEC §3: absent = nil).
