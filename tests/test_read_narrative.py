@@ -72,8 +72,8 @@ def test_full_text_has_sections_in_order(reader: Reader) -> None:
         "What I was told (unconfirmed):",
         "What I doubt:",
         "What struck me as wrong:",
-        "What I used to believe, and what corrected it:",
-        "How I see the people around me:",
+        "What I used to believe:",
+        "How I see people:",
         "Faded memories:",
     ]
     positions = [n.text.index(h) for h in headings]
@@ -146,11 +146,11 @@ def test_implanted_never_phrased_as_seen_or_revealed(reader: Reader) -> None:
 
 
 def test_correction_phrased_used_to_think_until_saw(reader: Reader) -> None:
-    """A correction reads "I used to think X (A had told me so), until I saw Y" (en and zh)."""
+    """A correction reads "I used to think X (A told me), until I saw Y" (en and zh)."""
     en = project(reader, WORLD, "alice").text
     assert (
-        "- I used to think the well water is poisoned (bob had told me so), "
-        "until I saw the well water is clean (on day 4). I first doubted it on day 3." in en
+        "- I used to think the well water is poisoned (bob told me), "
+        "until I saw the well water is clean on day 4. I first doubted it on day 3." in en
     )
     zh = project(reader, WORLD, "alice", lang="zh-Hant").text
     assert (
@@ -168,7 +168,7 @@ def test_correction_of_firsthand_belief(tmp_path: Path) -> None:
     ])  # fmt: skip
     n = project(open_reader(db), WORLD, "alice")
     assert (
-        "- I used to think the lamp is on, until I saw the lamp is off (today). "
+        "- I used to think the lamp is on, until I saw the lamp is off today. "
         "I first doubted it yesterday." in n.text
     )
     (entry,) = _entries(n, "corrections")
@@ -179,7 +179,7 @@ def test_doubt_and_anomaly_wording(reader: Reader) -> None:
     """Doubts name who said what, and what contradicts it; anomalies say something is wrong."""
     en = project(reader, WORLD, "alice").text
     assert (
-        "- I'm starting to doubt what bob told me: the bridge is broken "
+        "- I doubt what bob told me: the bridge is broken "
         "(carol told me otherwise: the bridge was fixed)." in en
     )
     assert "- Something strikes me as wrong: I remember that dave owns the silver ring" in en

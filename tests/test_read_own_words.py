@@ -73,7 +73,7 @@ def test_english_lines_name_listeners_merge_them_and_show_whole_days(town: Reade
     assert section["title"] == "What I told others:"
     assert [e["text"] for e in section["entries"]] == [
         "I announced to everyone that the festival is on day 12 (yesterday).",
-        "I told Kai and Lena that the well is fine (2 times, most recently on day 2).",
+        "I told Kai and Lena that the well is fine (2 times, last on day 2).",
     ]
     assert "What I told others:\n- I announced" in n.text
     well = section["entries"][1]

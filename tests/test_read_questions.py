@@ -227,19 +227,11 @@ QUESTIONS: tuple[Question, ...] = (
 
 
 #: Questions the narrative cannot answer yet (``lang:resident:question``), expected to fail
-#: until the wording that answers them lands; an answered one must leave this set.
-#: The four below are English only: at budget 1,000 the longer English lines of the
-#: contested, corrected, told, act and trust tiers leave no room for a tier-5 "I think"
-#: memory or an old told one (the full English text is about 1,400 characters).
-PENDING: frozenset[str] = frozenset(
-    {
-        "en:mira:Did I see Kai break the north fence myself?",
-        "en:mira:What happened on day 12?",
-        "en:mira:When was the harvest festival?",
-        # (own words) her day-10/11 tellings rank with told/acts by recency: the same squeeze.
-        "en:mira:Whom did I tell that the well water is clean?",
-    }
-)
+#: until the wording that answers them lands; an answered one must leave this set. (The
+#: English ones answered since: tighter English, notable firsthand memories ranked with what
+#: I was told, and a packer that gives every memory that matters a line before any line
+#: its detail: sidecar/read/packing.py.)
+PENDING: frozenset[str] = frozenset()
 
 
 @pytest.fixture(scope="module")

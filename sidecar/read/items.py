@@ -21,6 +21,7 @@ from .recall import ActEpisode, Recall, TrustRecord
 from .sources import Sources
 
 __all__ = [
+    "NOTABLE_AT",
     "RELATION_PREFIX",
     "SOCIAL_SECTIONS",
     "SURE_AT",
@@ -52,6 +53,11 @@ _NOT_PHRASED = ("believes:", "action:")
 #: sure/believed 5, faded 6. Items start unranked (as if nothing were in focus).
 _TIER = {"doubts": 0, "anomalies": 0, "corrections": 1, "faded": 6}
 SOCIAL_SECTIONS = frozenset({"told", "people", "acts", "said"})
+#: A firsthand memory whose evidence the game marked this important (a fight, a broken
+#: fence: ``importance`` ≥ 0.5) is *notable*: it ranks with what I was told and did (tier 2
+#: or 4), not with the routine facts of my surroundings (3 or 5). What I saw happen matters
+#: as much as what I heard about.
+NOTABLE_AT = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +117,9 @@ class Item:
     #: Words its own full and compact line (a promise or goal, sidecar/read/promises.py:
     #: given the Words and the day); its tier is its own, not its section's.
     lines: Callable[[Any, float], tuple[str, str]] | None = None
+    #: Whether it ranks in the social tier, where that is not its section's default (a
+    #: notable firsthand memory, a routine act of someone else): see :func:`tier_of`.
+    social: bool | None = None
 
     @property
     def from_belief(self) -> bool:
@@ -135,12 +144,15 @@ class Item:
         return mark is not None and mark.active
 
 
-def tier_of(section: str, relevant: bool) -> int:
-    """The priority tier of a section's item, given whether it bears on the focus."""
+def tier_of(section: str, relevant: bool, social: bool | None = None) -> int:
+    """The priority tier of a section's item, given whether it bears on the focus and, where
+    the item says so, whether it ranks with the social tier (``social``: a notable firsthand
+    memory does, routine acts of others do not); by default a section's own standing."""
     fixed = _TIER.get(section)
     if fixed is not None:
         return fixed
-    social = section in SOCIAL_SECTIONS
+    if social is None:
+        social = section in SOCIAL_SECTIONS
     if relevant:
         return 2 if social else 3
     return 4 if social else 5
@@ -204,16 +216,21 @@ def classify_belief(
         counter = None
     if section != "corrections":
         correction = None
-    tier = tier_of(section, False)
+    social = (
+        True
+        if section in ("sure", "believe") and (belief.importance or 0.0) >= NOTABLE_AT
+        else None
+    )
     return Item(
         belief=belief,
         section=section,
         band=_band(belief, section),
-        tier=tier,
+        tier=tier_of(section, False, social),
         group=_group(belief, section),
         correction=correction,
         counter=counter,
         sources=sources,
+        social=social,
     )
 
 
@@ -228,16 +245,26 @@ def _act_item(resident: str, belief: Belief, acts: tuple[ActEpisode, ...]) -> It
     counts: dict[str, int] = {}
     for a in acts:
         counts[a.status] = counts.get(a.status, 0) + 1
-    if first.actor == resident:
+    own = first.actor == resident
+    if own:
         failed = acts[-1].status != "completed"
-        own = OWN_ACT_IMPORTANCE + (FAILED_ACT_IMPORTANCE if failed else 0.0)
-        belief = replace(belief, importance=min(1.0, max(own, belief.importance or 0.0)))
+        weight = OWN_ACT_IMPORTANCE + (FAILED_ACT_IMPORTANCE if failed else 0.0)
+        belief = replace(belief, importance=min(1.0, max(weight, belief.importance or 0.0)))
+    # Someone else doing a chore as usual (every episode completed, nothing marked
+    # important) is routine: it ranks with the plain facts of my surroundings.
+    routine = (
+        not own
+        and all(a.status == "completed" for a in acts)
+        and (belief.importance or 0.0) < NOTABLE_AT
+    )
+    social = False if routine else None
     return Item(
         belief=belief,
         section="acts",
         band="act",
-        tier=tier_of("acts", False),
+        tier=tier_of("acts", False, social),
         group=None,
+        social=social,
         acts=Acts(first.actor, first.action, acts),
         extra={
             "actor": first.actor,

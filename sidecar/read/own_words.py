@@ -58,11 +58,11 @@ class _Templates:
 _TEMPLATES = {
     "en": _Templates(
         told_one="I told {who} that {s} ({when}).",
-        told_many="I told {who} that {s} ({n} times, most recently {when}).",
+        told_many="I told {who} that {s} ({n} times, last {when}).",
         everyone_one="I announced to everyone that {s} ({when}).",
-        everyone_many="I announced to everyone that {s} ({n} times, most recently {when}).",
-        c_told="to {who}: {s}",
-        c_everyone="to everyone: {s}",
+        everyone_many="I announced to everyone that {s} ({n} times, last {when}).",
+        c_told="I told {who} that {s}.",
+        c_everyone="I announced to everyone that {s}.",
         others="{n} others",
     ),
     "zh-Hant": _Templates(

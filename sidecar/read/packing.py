@@ -2,20 +2,27 @@
 what matters most. It lays out :mod:`.phrasing`'s output only.
 
 The budget is a hard ceiling on ``len(text)`` for any budget of at least :data:`MIN_BUDGET`.
-When everything does not fit, the text keeps, in order:
+When everything does not fit, the text is laid out in three passes:
 
-1. every open doubt and anomaly, every correction, and every memory with an active player
-   intervention (the *protected* items). They are shortened, never dropped: first to their
-   compact form, then under short headings. Only when even that cannot fit (hundreds of
-   contested beliefs in a few hundred characters) are whole lines left out and the rest
-   counted per section ("(and 12 more things I doubt)"), and at the very last one sentence
-   counts them ("I doubt 400 things; ..."): a line is never cut inside, the fact that
-   beliefs are contested or were corrected always survives, and the budget always holds;
-2. the rest in rank order (:mod:`.ranking`): told, people and act lines about the focus,
-   sure or believed memories about the focus, told/people/acts, sure or believed ones, by
-   score within each tier; faded memories last;
-3. beliefs about the same place or person, within one section, share one merged line
-   ("About cafe: key on counter; door closed; and 4 more.") rather than being dropped.
+1. **Breadth.** Every open doubt and anomaly, every correction, and every memory with an
+   active player intervention (the *protected* items) gets a line in its compact form; so
+   does every other memory of the tiers that matter (:data:`BREADTH_TIER`: what I was told,
+   said, did and saw that bears on the focus or is notable), in rank order (:mod:`.ranking`)
+   while room lasts. Protected items are never dropped: when even their compact lines
+   cannot fit they go under short headings, and only then are whole lines left out and the
+   rest counted per section ("(and 12 more things I doubt)"), and at the very last one
+   sentence counts them ("I doubt 400 things; ..."): a line is never cut inside, the fact
+   that beliefs are contested or were corrected always survives, and the budget holds;
+2. **Detail.** Shortened lines get their full sentence as room allows, one section at a
+   time (each section's best line, then each one's second, ...): every kind of knowledge
+   gets its detail before any kind gets more of it;
+3. **Background.** Routine facts and faded memories, in rank order, full if they fit,
+   else compact, as room remains.
+
+Beliefs about the same place or person, within one section, share one merged line ("About
+cafe: key on counter; door closed; and 4 more.") rather than being dropped. Headings are
+overhead: a compressed text is also laid out under short headings, and that layout is kept
+when it holds more memories (or as many, more of them in full).
 
 Bulk similar facts —
 at least :data:`BULK_AT` sure, believed or faded memories of one section whose roots share
@@ -63,6 +70,10 @@ BULK_AT = 5
 #: line's ``members`` counts them all, so a reply stays bounded however many there are.
 BULK_SAMPLE = 3
 _BULK_SECTIONS = frozenset({"sure", "believe", "faded"})
+#: Tiers (see :func:`.items.tier_of`) whose memories each get a line, short if need be,
+#: before any line gets its full sentence: contested, corrected, and what I was told, said,
+#: did and saw that matters. Routine facts and faded memories come after, as room remains.
+BREADTH_TIER = 4
 
 
 @dataclass(slots=True)
@@ -146,12 +157,14 @@ def _laid(words: Words, lines: list[Line], *, short: bool = False) -> Layout:
     return layout
 
 
-def _protected(items: list[Phrased], words: Words, room: int) -> Layout:
-    """Lay out contested and corrected beliefs, shortening them as far as needed.
+def _protected(items: list[Phrased], words: Words, room: int, *, short: bool = False) -> Layout:
+    """Lay out contested and corrected beliefs in their compact form (the detail pass of
+    :func:`pack` gives them their full sentence as room allows), shortening further as needed.
 
-    Tried in order until one fits: full sentences; compact lines; compact lines under short
-    headings; then as many whole compact lines as fit, the rest counted per section; one
-    counting sentence. A line is never cut inside (issue 18: no stubs cut mid-word).
+    Tried in order until one fits: compact lines (under short headings if ``short``);
+    compact lines under short headings; then as many whole compact lines as fit, the rest
+    counted per section; one counting sentence. A line is never cut inside (issue 18: no
+    stubs cut mid-word).
     """
 
     def fitting(make: Callable[[Phrased], str], short: bool) -> Layout | None:
@@ -164,8 +177,8 @@ def _protected(items: list[Phrased], words: Words, room: int) -> Layout:
                 return None
         return layout
 
-    for make, short in ((Phrased.full, False), (Phrased.compact, False), (Phrased.compact, True)):
-        found = fitting(make, short)
+    for heads in dict.fromkeys((short, True)):
+        found = fitting(Phrased.compact, heads)
         if found is not None:
             return found
     return _counted(items, words, room)
@@ -312,30 +325,99 @@ def _merged_text(words: Words, group: str, items: list[Phrased], shown: int) -> 
     return words.merged.format(k=words.name(group), items=body)
 
 
-def _fill(layout: Layout, items: list[Phrased], room: int) -> None:
-    """Add unprotected items in priority order, merged by place or person, while room lasts."""
+@dataclass(slots=True)
+class _Placed:
+    """A line laid out in a compressed text, and its fuller form if it has one."""
+
+    line: Line
+    fuller: str | None = None
+
+
+def _cheapest(layout: Layout, kind: str, unit: list[Phrased], room: int) -> _Placed | None:
+    """Lay out ``unit`` in its shortest form that fits (a merged line with as many items as
+    fit), remembering its full form for the detail pass; None when nothing fits."""
     words = layout.words
-    for kind, unit in _units(items):
-        first = unit[0]
-        if kind == "bulk":
-            for text in _bulk_texts(words, unit):
-                if layout.fits(first.section, text, room):
-                    layout.add(_bulk_line(text, unit))
-                    break
-            continue
-        if len(unit) == 1:
-            forms = (first.full(MAX_SUBJECT), first.compact(MAX_SUBJECT))
-            for text in forms:
-                if layout.fits(first.section, text, room):
-                    layout.add(_single(first, text))
-                    break
-            continue
+    first = unit[0]
+    if kind == "merge":
         assert first.group is not None
         for shown in range(min(len(unit), MERGE_MAX_ITEMS), 0, -1):
             text = _merged_text(words, first.group, unit, shown)
             if layout.fits(first.section, text, room):
-                layout.add(Line(first.section, text, unit[:shown], first.key, merged=first.group))
-                break
+                line = Line(first.section, text, unit[:shown], first.key, merged=first.group)
+                layout.add(line)
+                return _Placed(line)
+        return None
+    if kind == "bulk":
+        full, short = _bulk_texts(words, unit)
+        make: Callable[[str], Line] = lambda text: _bulk_line(text, unit)  # noqa: E731
+    elif first.protected:
+        full, short = first.full(), first.compact()
+        make = lambda text: _single(first, text)  # noqa: E731
+    else:
+        full, short = first.full(MAX_SUBJECT), first.compact(MAX_SUBJECT)
+        make = lambda text: _single(first, text)  # noqa: E731
+    if len(full) <= len(short):
+        short = full
+    if not layout.fits(first.section, short, room):
+        return None
+    line = make(short)
+    layout.add(line)
+    return _Placed(line, None if short == full else full)
+
+
+def _detail(layout: Layout, placed: list[_Placed], room: int) -> None:
+    """Give the shortened lines their full sentence while room lasts, one per section in
+    turn (each section's best line, then each one's second, ...), best first within a turn:
+    every kind of knowledge gets its detail before any kind gets more of it."""
+    turn: dict[str, int] = {}
+    queue = []
+    for p in sorted(placed, key=lambda p: p.line.key):
+        turn[p.line.section] = turn.get(p.line.section, -1) + 1
+        if p.fuller is not None:
+            queue.append((turn[p.line.section], p.line.key, p))
+    for *_, p in sorted(queue, key=lambda q: (q[0], q[1])):
+        assert p.fuller is not None
+        grow = len(p.fuller) - len(p.line.text)
+        if layout.used + grow <= room:
+            layout.used += grow
+            p.line.text = p.fuller
+            p.fuller = None
+
+
+def _compressed(ordered: list[Phrased], words: Words, room: int, short: bool) -> Layout:
+    """The compressed layout: breadth, then detail, then background (see :func:`pack`)."""
+    protected = [i for i in ordered if i.protected]
+    layout = _protected(protected, words, room, short=short)
+    if layout.summary is not None or layout.counts:
+        return layout  # even the contested and corrected beliefs had to be counted
+    placed = [_Placed(line, line.items[0].full()) for line in layout.lines]
+    for p in placed:
+        if p.fuller == p.line.text:
+            p.fuller = None
+    units = _units([i for i in ordered if not i.protected])
+    background = []
+    for kind, unit in units:  # 1. breadth: every memory that matters, in its short form
+        if unit[0].key[0] > BREADTH_TIER:
+            background.append((kind, unit))
+            continue
+        found = _cheapest(layout, kind, unit, room)
+        if found is not None:
+            placed.append(found)
+    _detail(layout, placed, room)  # 2. detail, section by section
+    for kind, unit in background:  # 3. background, in rank order, as room remains
+        found = _cheapest(layout, kind, unit, room)
+        if found is not None and found.fuller is not None:
+            _detail(layout, [found], room)
+    return layout
+
+
+def _fuller(layout: Layout) -> int:
+    """How many lines of ``layout`` are in their full form (a tie-break between layouts)."""
+    return sum(
+        1
+        for ln in layout.lines
+        if not ln.bulk and ln.merged is None and ln.text == ln.items[0].full()
+    )
 
 
 def _everything(ordered: list[Phrased], words: Words, budget: int) -> Layout | None:
@@ -369,7 +451,11 @@ def pack(items: list[Phrased], words: Words, budget: int) -> tuple[Layout, bool]
     if full is not None:
         return full, False
     room = budget - (len(words.omitted(max(len(items), 2))) + 2)
-    layout = _protected([i for i in ordered if i.protected], words, room)
-    if layout.summary is None and not layout.counts:  # protected items come first, all of them
-        _fill(layout, [i for i in ordered if not i.protected], room)
-    return layout, True
+    best = _compressed(ordered, words, room, short=False)
+    if len(best.included()) < len(items) and not best.short:
+        # Something is left out: headings are overhead, so short ones are tried too and kept
+        # when they let more memories in (or as many, more of them in full).
+        short = _compressed(ordered, words, room, short=True)
+        if (len(short.included()), _fuller(short)) > (len(best.included()), _fuller(best)):
+            best = short
+    return best, True

@@ -330,7 +330,10 @@ def compact_line(item: Item, words: Words, clip: int | None = None, today: float
     told = b.source_kind is SourceKind.HEARSAY
     if section == "corrections":
         x = _before(item, words, clip)
-        return s if x is None else words.c_corrected.format(x=x, y=s)
+        corr = item.correction
+        implanted = corr is not None and corr.prior_source_kind == SourceKind.IMPLANTED
+        template = words.c_corrected_implanted if implanted else words.c_corrected
+        return s if x is None else template.format(x=x, y=s)
     if section == "faded":
         return (words.c_faded_told if told else words.c_faded).format(s=s)
     if told:

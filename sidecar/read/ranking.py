@@ -25,7 +25,10 @@ the parts it is made of, and the focus terms it matched).
 **Tiers** come before the score (see :func:`.items.tier_of`): contested, then corrected,
 then told/people/acts that match the focus, then sure/believed memories that match it,
 then told/people/acts, then sure/believed, then faded. So under any budget, hearsay, doubts,
-anomalies and corrections about the focus come before plain sure facts.
+anomalies and corrections about the focus come before plain sure facts. A firsthand memory
+the game marked important (``importance`` ≥ :data:`.items.NOTABLE_AT`: a broken fence, a
+fight) ranks with told/people/acts; someone else's chore done as usual (every episode
+completed, nothing marked important) ranks with the plain facts.
 """
 
 from __future__ import annotations
@@ -127,7 +130,9 @@ def rank(items: Iterable[Item], focus: Focus, today: float, registry: Registry) 
     for item in items:
         matched = matches(item, focus, registry) if focus else []
         parts = score_parts(item, matched, today)
-        tier = tier_of(item.section, bool(matched)) if item.lines is None else item.tier
+        tier = (
+            tier_of(item.section, bool(matched), item.social) if item.lines is None else item.tier
+        )
         why = {**parts, "tier": tier, "matched": matched}
         out.append(_ranked(item, parts["score"], why, bool(matched), tier))
     return out
@@ -153,4 +158,5 @@ def _ranked(item: Item, score: float, why: dict[str, Any], relevant: bool, tier:
         said=item.said,
         sources=item.sources,
         lines=item.lines,
+        social=item.social,
     )

@@ -84,6 +84,8 @@ class Words:
     c_faded_told: str
     c_faded: str
     c_corrected: str
+    #: the compact form of a corrected implanted memory: it keeps its origin too
+    c_corrected_implanted: str
     # structure
     merged: str
     merge_sep: str
@@ -248,13 +250,13 @@ EN = Words(
         "told": "What I was told (unconfirmed):",
         "doubts": "What I doubt:",
         "anomalies": "What struck me as wrong:",
-        "corrections": "What I used to believe, and what corrected it:",
+        "corrections": "What I used to believe:",
         "owe": "What I owe and am owed:",
         "goals": "What I am trying to do:",
-        "people": "How I see the people around me:",
+        "people": "How I see people:",
         "faded": "Faded memories:",
-        "believe": "What I think, without being sure:",
-        "acts": "What I did, and saw others do:",
+        "believe": "What I think:",
+        "acts": "What I did and saw done:",
         "said": "What I told others:",
     },
     short_headings={
@@ -280,9 +282,9 @@ EN = Words(
     dated=" (day {d})",
     dated_unconfirmed=" (day {d}, unconfirmed)",
     interpreted=" I think {i}.",
-    doubt="I'm starting to doubt that {s}",
-    doubt_told="I'm starting to doubt what {who} told me: {s}",
-    doubt_implanted="I'm starting to doubt something I somehow remember: {s}",
+    doubt="I doubt that {s}",
+    doubt_told="I doubt what {who} told me: {s}",
+    doubt_implanted="I doubt something I somehow remember: {s}",
     otherwise_seen=" (what I saw since says otherwise: {c}).",
     otherwise_told=" ({who} told me otherwise: {c}).",
     anomaly="Something about this strikes me as wrong: {s}.",
@@ -290,13 +292,13 @@ EN = Words(
     anomaly_told=(
         "Something strikes me as wrong: I remember that {s}, but {who} told me otherwise: {c}."
     ),
-    corrected="I used to think {x}, until I saw {y} ({when}).",
-    corrected_told="I used to think {x} ({who} had told me so{rep}), until I saw {y} ({when}).",
+    corrected="I used to think {x}, until I saw {y} {when}.",
+    corrected_told="I used to think {x} ({who} told me{rep}), until I saw {y} {when}.",
     corrected_unknown="I have changed my mind; now I know that {s}.",
-    corrected_did="I used to think {x}, until {y} ({when}).",
-    corrected_told_did="I used to think {x} ({who} had told me so{rep}), until {y} ({when}).",
-    corrected_implanted="I somehow remembered that {x}, until I saw {y} ({when}).",
-    corrected_implanted_did="I somehow remembered that {x}, until {y} ({when}).",
+    corrected_did="I used to think {x}, until {y} {when}.",
+    corrected_told_did="I used to think {x} ({who} told me{rep}), until {y} {when}.",
+    corrected_implanted="I somehow remembered that {x}, until I saw {y} {when}.",
+    corrected_implanted_did="I somehow remembered that {x}, until {y} {when}.",
     first_doubt_seen=" I first doubted it {when}, when I saw {d}.",
     first_doubt_told=" I first doubted it {when}, when {who} told me {d}.",
     first_doubt_same=" I first doubted it {when}.",
@@ -311,6 +313,7 @@ EN = Words(
     c_faded_told="{s} (someone once told me)",
     c_faded="{s} (vaguely)",
     c_corrected="used to think {x}; then saw {y}",
+    c_corrected_implanted="somehow remembered that {x}; then saw {y}",
     merged="About {k}: {items}.",
     merge_sep="; ",
     merge_more="; and {n} more",
@@ -342,7 +345,7 @@ EN = Words(
     self_whose="my",
     whose="{who}'s",
     act_done_one="{Who} {did} {when}.",
-    act_done_many="{Who} {did} {n} times, most recently {when}.",
+    act_done_many="{Who} {did} {n} times, last {when}.",
     act_failed="{When}, {whose} attempt to {act} {status}{why}.",
     act_reason=": {r}",
     act_done_one_vo="",
@@ -435,6 +438,7 @@ ZH_HANT = Words(
     c_faded_told="{s}（以前有人說過）",
     c_faded="{s}（依稀記得）",
     c_corrected="以前以為{x}，後來親眼看到{y}",
+    c_corrected_implanted="以前不知怎的記得{x}，後來親眼看到{y}",
     merged="關於{k}：{items}。",
     merge_sep="；",
     merge_more="；還有{n}則",
