@@ -366,16 +366,19 @@ def _cheapest(layout: Layout, kind: str, unit: list[Phrased], room: int) -> _Pla
 
 
 def _detail(layout: Layout, placed: list[_Placed], room: int) -> None:
-    """Give the shortened lines their full sentence while room lasts, one per section in
-    turn (each section's best line, then each one's second, ...), best first within a turn:
-    every kind of knowledge gets its detail before any kind gets more of it."""
-    turn: dict[str, int] = {}
+    """Give the shortened lines their full sentence while room lasts: what bears on the
+    focus first, then the rest; within each, one per section in turn (each section's best
+    line, then each one's second, ...), best first within a turn: every kind of knowledge
+    gets its detail before any kind gets more of it."""
+    turn: dict[tuple[bool, str], int] = {}
     queue = []
     for p in sorted(placed, key=lambda p: p.line.key):
-        turn[p.line.section] = turn.get(p.line.section, -1) + 1
+        aside = not _relevant(p.line)
+        at = (aside, p.line.section)
+        turn[at] = turn.get(at, -1) + 1
         if p.fuller is not None:
-            queue.append((turn[p.line.section], p.line.key, p))
-    for *_, p in sorted(queue, key=lambda q: (q[0], q[1])):
+            queue.append((aside, turn[at], p.line.key, p))
+    for *_, p in sorted(queue, key=lambda q: q[:3]):
         assert p.fuller is not None
         grow = len(p.fuller) - len(p.line.text)
         if layout.used + grow <= room:
@@ -395,20 +398,29 @@ def _compressed(ordered: list[Phrased], words: Words, room: int, short: bool) ->
         if p.fuller == p.line.text:
             p.fuller = None
     units = _units([i for i in ordered if not i.protected])
-    background = []
-    for kind, unit in units:  # 1. breadth: every memory that matters, in its short form
-        if unit[0].key[0] > BREADTH_TIER:
-            background.append((kind, unit))
-            continue
-        found = _cheapest(layout, kind, unit, room)
-        if found is not None:
-            placed.append(found)
-    _detail(layout, placed, room)  # 2. detail, section by section
+    focused = [u for u in units if u[1][0].item.relevant]
+    general = [u for u in units if not u[1][0].item.relevant and u[1][0].key[0] <= BREADTH_TIER]
+    background = [u for u in units if not u[1][0].item.relevant and u[1][0].key[0] > BREADTH_TIER]
+    # 1. breadth and detail for what bears on the focus (with a focus), then 2. for the rest
+    # of what matters: every memory in its short form, then full sentences section by section
+    for band in (focused, general):
+        for kind, unit in band:
+            found = _cheapest(layout, kind, unit, room)
+            if found is not None:
+                placed.append(found)
+        if band is focused:
+            _detail(layout, [p for p in placed if _relevant(p.line)], room)
+    _detail(layout, placed, room)
     for kind, unit in background:  # 3. background, in rank order, as room remains
         found = _cheapest(layout, kind, unit, room)
         if found is not None and found.fuller is not None:
             _detail(layout, [found], room)
     return layout
+
+
+def _relevant(line: Line) -> bool:
+    """Whether a line stands for a memory that bears on the focus."""
+    return any(i.item.relevant for i in line.items)
 
 
 def _fuller(layout: Layout) -> int:

@@ -332,7 +332,10 @@ def compact_line(item: Item, words: Words, clip: int | None = None, today: float
         x = _before(item, words, clip)
         corr = item.correction
         implanted = corr is not None and corr.prior_source_kind == SourceKind.IMPLANTED
-        template = words.c_corrected_implanted if implanted else words.c_corrected
+        if words.own(s):  # "then I drew a bucket", not "then saw I drew a bucket"
+            template = words.c_corrected_implanted_did if implanted else words.c_corrected_did
+        else:
+            template = words.c_corrected_implanted if implanted else words.c_corrected
         return s if x is None else template.format(x=x, y=s)
     if section == "faded":
         return (words.c_faded_told if told else words.c_faded).format(s=s)

@@ -86,6 +86,9 @@ class Words:
     c_corrected: str
     #: the compact form of a corrected implanted memory: it keeps its origin too
     c_corrected_implanted: str
+    #: compact corrections whose new subject is the resident's own doing ("then I drew...")
+    c_corrected_did: str
+    c_corrected_implanted_did: str
     # structure
     merged: str
     merge_sep: str
@@ -314,6 +317,8 @@ EN = Words(
     c_faded="{s} (vaguely)",
     c_corrected="used to think {x}; then saw {y}",
     c_corrected_implanted="somehow remembered that {x}; then saw {y}",
+    c_corrected_did="used to think {x}; then {y}",
+    c_corrected_implanted_did="somehow remembered that {x}; then {y}",
     merged="About {k}: {items}.",
     merge_sep="; ",
     merge_more="; and {n} more",
@@ -439,6 +444,8 @@ ZH_HANT = Words(
     c_faded="{s}（依稀記得）",
     c_corrected="以前以為{x}，後來親眼看到{y}",
     c_corrected_implanted="以前不知怎的記得{x}，後來親眼看到{y}",
+    c_corrected_did="以前以為{x}，後來{y}",
+    c_corrected_implanted_did="以前不知怎的記得{x}，後來{y}",
     merged="關於{k}：{items}。",
     merge_sep="；",
     merge_more="；還有{n}則",
