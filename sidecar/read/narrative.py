@@ -41,6 +41,7 @@ rules are in :mod:`.packing`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,12 +50,12 @@ from protocol import TAGS_SHOWN
 from ..engine.texts import wire_text
 from ..store import Reader
 from .items import Item, classify
-from .packing import MIN_BUDGET, Layout, pack
+from .packing import MIN_BUDGET, Horizon, Layout, pack, pack_bounded
 from .phrasing import narrative_words, phrase
 from .promises import own_items, recall_own
 from .queries import NotFound, resident_known
 from .ranking import Focus, rank
-from .recall import recall
+from .recall import Cut, recall, recall_bounded
 from .wording import SECTIONS, Words, words_for
 
 __all__ = ["MIN_BUDGET", "Focus", "Narrative", "entry", "project", "ranked_items"]
@@ -135,7 +136,9 @@ def entry(item: Item, line: str, merged: str | None) -> dict[str, Any]:
     return out
 
 
-def _sections(layout: Layout, items: list[Item], words: Words) -> list[dict[str, Any]]:
+def _sections(
+    layout: Layout, items: list[Item], words: Words, extra: Mapping[str, int] | None = None
+) -> list[dict[str, Any]]:
     entries: dict[str, list[dict[str, Any]]] = {name: [] for name in SECTIONS}
     represented = dict.fromkeys(SECTIONS, 0)
     for line in sorted(layout.lines, key=lambda ln: ln.key):
@@ -148,6 +151,8 @@ def _sections(layout: Layout, items: list[Item], words: Words) -> list[dict[str,
     totals = dict.fromkeys(SECTIONS, 0)
     for item in items:
         totals[item.section] += 1
+    for name, n in (extra or {}).items():
+        totals[name] += n
     return [
         {
             "name": name,
@@ -167,9 +172,14 @@ def project(
     budget: int = 2000,
     lang: str = "en",
     focus: Focus | None = None,
+    bounded: bool = True,
 ) -> Narrative:
     """Project ``resident``'s memories into at most ``budget`` characters of ``lang`` text,
     ranked for ``focus``.
+
+    Without a focus, a bounded read is tried first (:func:`_project_bounded`); it gives the
+    same narrative, byte for byte, or none. ``bounded=False`` skips it (the equivalence test
+    compares the two).
 
     Raises :class:`ValueError` for an unknown ``lang`` or a budget below
     :data:`MIN_BUDGET`, and :class:`~sidecar.read.queries.NotFound` for a resident the
@@ -181,6 +191,10 @@ def project(
         raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")
     if not resident_known(reader, world, resident):
         raise NotFound(f"resident {resident!r} is unknown in world {world!r}")
+    if bounded and not focus:
+        found = _project_bounded(reader, world, resident, budget, lang)
+        if found is not None:
+            return found
     recalled = recall(reader, world, resident, lang)  # 1. read once
     items = classify(recalled)  # 2. classify
     items += own_items(resident, recall_own(reader, world, resident))  # promises and goals
@@ -199,6 +213,83 @@ def project(
         sections=_sections(layout, items, words),
         omitted=omitted,
         compressed=compressed,
+        focus=focus,
+        day=recalled.day,
+    )
+
+
+#: Protected memories a bounded read takes per section at first: enough for the lines a
+#: budget can hold (each costs tens of characters), and a margin for the rank's rounding.
+def bounded_limit(budget: int) -> int:
+    """How many protected memories per section :func:`_project_bounded` reads."""
+    return 40 + budget // 25
+
+
+def _kept(items: list[Item], cuts: Mapping[str, Cut]) -> tuple[list[Item], Horizon] | None:
+    """Drop the read items of a cut section that an unread one might outrank (the last read
+    bounds every unread one: no better tier, no higher score), and say how far what is kept
+    reaches; None when a cut section keeps nothing."""
+    by_section: dict[str, list[Item]] = {}
+    for item in items:
+        if item.section in cuts and item.from_belief and item.protected:
+            by_section.setdefault(item.section, []).append(item)
+    dropped: set[int] = set()
+    keys: list[tuple[int, float, float, str]] = []
+    turns: list[int] = []
+    for section, cut in cuts.items():
+        ranked = sorted(by_section.get(section, []), key=lambda i: i.key)
+        ceiling = round(cut.score + 1e-9, 4)  # what an unread one may score, at most
+        keep = 0
+        for item in ranked:
+            if not (cut.tier > item.tier or (cut.tier == item.tier and ceiling < item.score)):
+                break
+            keep += 1
+        if keep == 0:
+            return None
+        dropped.update(id(i) for i in ranked[keep:])
+        keys.append(ranked[keep - 1].key)
+        turns.append(keep)
+    kept = [i for i in items if id(i) not in dropped]
+    return kept, Horizon(min(keys) if keys else None, min(turns) if turns else None)
+
+
+def _project_bounded(
+    reader: Reader, world: str, resident: str, budget: int, lang: str
+) -> Narrative | None:
+    """The unfocused narrative of a resident whose protected memories alone overflow the
+    budget, from a bounded read (:func:`.recall.recall_bounded`): the same pipe on the best
+    protected memories of each section, every other one only counted. None when the layout
+    would need more than was read (then the full read answers)."""
+    focus = Focus()
+    recalled, bounded = recall_bounded(reader, world, resident, lang, bounded_limit(budget))
+    items = classify(recalled)
+    items += own_items(resident, recall_own(reader, world, resident))
+    items = rank(items, focus, recalled.day, recalled.registry)
+    found = _kept(items, bounded.cuts)
+    if found is None:
+        return None
+    items, horizon = found
+    read = dict.fromkeys(SECTIONS, 0)
+    for item in items:
+        if item.from_belief:
+            read[item.section] += 1
+    extra = {s: n - read[s] for s, n in bounded.sizes.items() if n > read[s]}
+    words = narrative_words(lang, recalled)
+    phrased = phrase(items, words, recalled.day)
+    layout = pack_bounded(phrased, words, budget, extra, horizon)
+    if layout is None:
+        return None
+    omitted = len(items) + sum(extra.values()) - len(layout.included())
+    text = layout.render(omitted)
+    assert len(text) <= budget, "packing broke its own budget"
+    return Narrative(
+        resident=resident,
+        lang=lang,
+        budget=budget,
+        text=text,
+        sections=_sections(layout, items, words, extra),
+        omitted=omitted,
+        compressed=True,
         focus=focus,
         day=recalled.day,
     )

@@ -39,7 +39,7 @@ rendered text is never longer than the plan.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -51,9 +51,12 @@ __all__ = [
     "BULK_SAMPLE",
     "MERGE_MAX_ITEMS",
     "MIN_BUDGET",
+    "Horizon",
     "Layout",
     "Line",
+    "Trace",
     "pack",
+    "pack_bounded",
 ]
 
 #: Smallest budget the projection accepts (the wire's lower bound too).
@@ -157,31 +160,54 @@ def _laid(words: Words, lines: list[Line], *, short: bool = False) -> Layout:
     return layout
 
 
-def _protected(items: list[Phrased], words: Words, room: int, *, short: bool = False) -> Layout:
+@dataclass(slots=True)
+class Trace:
+    """How far the protected layout looked (a bounded read checks it covered that much):
+    the items tried in priority order, the turns tried in the round robin, and whether the
+    round robin ran out of items rather than stopping at a line that did not fit."""
+
+    ordered: int = 0
+    turns: int = 0
+    exhausted: bool = False
+
+
+def _protected(
+    items: list[Phrased],
+    words: Words,
+    room: int,
+    *,
+    short: bool = False,
+    extra: Mapping[str, int] | None = None,
+    trace: Trace | None = None,
+) -> Layout:
     """Lay out contested and corrected beliefs in their compact form (the detail pass of
     :func:`pack` gives them their full sentence as room allows), shortening further as needed.
 
     Tried in order until one fits: compact lines (under short headings if ``short``);
-    compact lines under short headings; then as many whole compact lines as fit, the rest
-    counted per section; one counting sentence. A line is never cut inside (issue 18: no
-    stubs cut mid-word).
+    compact lines under short headings; then whole compact lines, each section in turn, up
+    to the first that does not fit, the rest counted per section; one counting sentence. A
+    line is never cut inside (issue 18: no stubs cut mid-word). ``extra`` counts the items
+    of each section a bounded read left out (:func:`pack_bounded`).
     """
+    trace = trace or Trace()
 
     def fitting(make: Callable[[Phrased], str], short: bool) -> Layout | None:
         # Costs only grow: the first line past the room settles it, and the lines after it
         # are never worded (hundreds of contested beliefs cost what fits, not what is held).
         layout = Layout(words, short=short)
-        for item in items:
+        for n, item in enumerate(items, 1):
             layout.add(_single(item, make(item)))
             if layout.used > room:
+                trace.ordered = max(trace.ordered, n)
                 return None
+        trace.ordered = len(items)
         return layout
 
     for heads in dict.fromkeys((short, True)):
         found = fitting(Phrased.compact, heads)
         if found is not None:
             return found
-    return _counted(items, words, room)
+    return _counted(items, words, room, extra or {}, trace)
 
 
 _COUNTED = ("doubts", "anomalies", "corrections")
@@ -197,20 +223,28 @@ def _count_line(words: Words, section: str, n: int, shown: int) -> str:
     return words.count(forms[0] if shown else forms[1], n)
 
 
-def _round_robin(items: list[Phrased]) -> list[Phrased]:
+def _round_robin(items: list[Phrased]) -> list[tuple[int, Phrased]]:
     """Interleave sections (first doubt, first anomaly, first correction, second doubt, ...)
-    so that when only a few lines fit, each kind of protected belief gets some."""
+    so that when only a few lines fit, each kind of protected belief gets some; each item
+    with its turn (0 for each section's first)."""
     rank: dict[str, int] = {}
     keyed = []
     for item in items:  # already in priority order
         rank[item.section] = rank.get(item.section, -1) + 1
         keyed.append((rank[item.section], item.key, item))
-    return [item for *_, item in sorted(keyed, key=lambda k: (k[0], k[1]))]
+    return [(turn, item) for turn, _, item in sorted(keyed, key=lambda k: (k[0], k[1]))]
 
 
-def _counted(items: list[Phrased], words: Words, room: int) -> Layout:
-    """Spell out the whole lines that fit; count the rest of each section."""
-    totals = {s: sum(1 for i in items if i.section == s) for s in _COUNTED}
+def _counted(
+    items: list[Phrased], words: Words, room: int, extra: Mapping[str, int], trace: Trace
+) -> Layout:
+    """Spell out whole lines in turn while they fit; count the rest of each section.
+
+    The first line that does not fit ends the list: a lower-ranked line never takes the
+    place of a higher-ranked one (and the layout depends only on the lines up to it, which
+    lets a bounded read stop there: :func:`pack_bounded`).
+    """
+    totals = {s: sum(1 for i in items if i.section == s) + extra.get(s, 0) for s in _COUNTED}
     layout = Layout(words, short=True)
     for section, n in totals.items():
         if n:  # reserve the longest count line this section could end with
@@ -220,11 +254,15 @@ def _counted(items: list[Phrased], words: Words, room: int) -> Layout:
             )
             layout.add_count(section, longest)
     if layout.used > room:
-        return _summary(items, words)
-    for item in _round_robin(items):
+        return _summary(totals, words)
+    trace.exhausted = True
+    for turn, item in _round_robin(items):
+        trace.turns = max(trace.turns, turn + 1)
         text = item.compact()
-        if layout.fits(item.section, text, room):
-            layout.add(_single(item, text))
+        if not layout.fits(item.section, text, room):
+            trace.exhausted = False
+            break
+        layout.add(_single(item, text))
     shown = {s: sum(1 for i in layout.included() if i.section == s) for s in _COUNTED}
     for section, n in totals.items():
         if section in layout.counts:
@@ -237,7 +275,7 @@ def _counted(items: list[Phrased], words: Words, room: int) -> Layout:
     return layout
 
 
-def _summary(items: list[Phrased], words: Words) -> Layout:
+def _summary(totals: Mapping[str, int], words: Words) -> Layout:
     """The last resort: one sentence counting contested and corrected beliefs."""
     parts = []
     for section, forms in (
@@ -245,7 +283,7 @@ def _summary(items: list[Phrased], words: Words) -> Layout:
         ("anomalies", words.summary_anomalies),
         ("corrections", words.summary_corrections),
     ):
-        n = sum(1 for i in items if i.section == section)
+        n = totals.get(section, 0)
         if n:
             parts.append(words.count(forms, n))
     layout = Layout(words, short=True)
@@ -451,6 +489,66 @@ def _everything(ordered: list[Phrased], words: Words, budget: int) -> Layout | N
         lines.append(line)
     full = _laid(words, lines)
     return full if len(full.render(0)) <= budget else None
+
+
+@dataclass(frozen=True, slots=True)
+class Horizon:
+    """How far a bounded read reaches, in the two orders the protected layout goes through:
+    every protected item whose key is at most ``key`` was read, and so was every section's
+    first ``turns`` (None: nothing was left unread)."""
+
+    key: tuple[int, float, float, str] | None = None
+    turns: int | None = None
+
+
+def pack_bounded(
+    items: list[Phrased],
+    words: Words,
+    budget: int,
+    extra: Mapping[str, int],
+    horizon: Horizon,
+) -> Layout | None:
+    """What :func:`pack` gives for ``items`` plus ``extra`` unread ones per section, when that
+    can be told from them: when even the compact lines of the protected items cannot all
+    fit, the layout is those that do (the rest, protected or not, are only counted), and it
+    depends only on the protected items up to where the layout stopped. None when not
+    everything is known to overflow, when the protected lines fit (the rest would be laid
+    out), or when the layout looked past ``horizon``.
+    """
+    if budget < MIN_BUDGET:
+        raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")
+    total = len(items) + sum(extra.values())
+    # Each bullet renders at least "- ", one character and a newline: more lines outside the
+    # bulk sections than a third of the budget, and not everything fits (pack's first try).
+    # So do the full sentences of the protected items outside them, when longer than it.
+    lines = sum(1 for i in items if i.section not in _BULK_SECTIONS)
+    lines += sum(n for section, n in extra.items() if section not in _BULK_SECTIONS)
+    protected = sorted((i for i in items if i.protected), key=lambda i: i.key)
+    if 3 * lines <= budget and not _longer(protected, budget):
+        return None
+    room = budget - (len(words.omitted(max(total, 2))) + 2)
+    trace = Trace()
+    layout = _protected(protected, words, room, extra=extra, trace=trace)
+    if layout.summary is None and not layout.counts:
+        return None
+    if horizon.key is not None and trace.ordered and protected[trace.ordered - 1].key > horizon.key:
+        return None
+    if layout.summary is None and horizon.turns is not None:
+        if trace.exhausted or trace.turns > horizon.turns:
+            return None
+    return layout
+
+
+def _longer(items: list[Phrased], budget: int) -> bool:
+    """Whether the bullets of ``items`` outside the bulk sections (each a line of its own in
+    :func:`_everything`) alone pass ``budget``."""
+    least = 0
+    for item in items:
+        if item.section not in _BULK_SECTIONS:
+            least += len(item.full()) + 2
+            if least > budget:
+                return True
+    return False
 
 
 def pack(items: list[Phrased], words: Words, budget: int) -> tuple[Layout, bool]:

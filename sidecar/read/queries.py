@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from ..engine import Value
 from ..store import Reader, StoreError, said
 from ..store.rows import load_json
@@ -75,7 +77,13 @@ def _rows(reader: Reader, sql: str, params: Sequence[Any]) -> list[sqlite3.Row]:
         raise StoreError(f"query failed: {exc}") from exc
 
 
-def _where(world: str, resident: str | None, root: str | None, alias: str) -> tuple[str, list[Any]]:
+def _where(
+    world: str,
+    resident: str | None,
+    root: str | None,
+    alias: str,
+    roots: Sequence[str] | None = None,
+) -> tuple[str, list[Any]]:
     clauses, params = [f"{alias}.world = ?"], [world]
     if resident is not None:
         clauses.append(f"{alias}.resident = ?")
@@ -83,6 +91,9 @@ def _where(world: str, resident: str | None, root: str | None, alias: str) -> tu
     if root is not None:
         clauses.append(f"{alias}.root = ?")
         params.append(root)
+    if roots is not None:  # a list of roots, one index probe each
+        clauses.append(f"{alias}.root IN (SELECT value FROM json_each(?))")
+        params.append(orjson.dumps(list(roots)).decode())
     return " AND ".join(clauses), params
 
 
@@ -98,7 +109,11 @@ def resident_known(reader: Reader, world: str, resident: str) -> bool:
 
 
 def corrections(
-    reader: Reader, world: str, resident: str | None = None, root: str | None = None
+    reader: Reader,
+    world: str,
+    resident: str | None = None,
+    root: str | None = None,
+    roots: Sequence[str] | None = None,
 ) -> dict[tuple[str, str], Correction]:
     """The latest correction of every corrected belief, keyed by ``(resident, root)``.
 
@@ -106,7 +121,7 @@ def corrections(
     change just before it (index ``changes_by_belief``), whose ``source_kind`` is the
     belief's source back then.
     """
-    where, params = _where(world, resident, root, "c")
+    where, params = _where(world, resident, root, "c", roots)
     sql = (
         "SELECT c.*, "
         "p.source_kind AS prior_source_kind, p.source_resident AS prior_source "
@@ -136,11 +151,15 @@ def corrections(
 
 
 def contradictions(
-    reader: Reader, world: str, resident: str | None = None, root: str | None = None
+    reader: Reader,
+    world: str,
+    resident: str | None = None,
+    root: str | None = None,
+    roots: Sequence[str] | None = None,
 ) -> dict[tuple[str, str], Contradiction]:
     """The latest contradicting evidence of every belief that has one (partial index
     ``evidence_contradicting``: only contradicting rows are read)."""
-    where, params = _where(world, resident, root, "ev")
+    where, params = _where(world, resident, root, "ev", roots)
     sql = (
         "SELECT ev.* FROM evidence ev CROSS JOIN events e "
         "ON e.world = ev.world AND e.event_id = ev.event_id "

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from ..engine import Belief, Change, Intervention, SourceKind, State
 from ..engine.texts import encode_texts
 from ..store import Reader, StoreError
@@ -25,7 +27,7 @@ from .queries import Contradiction, Correction, contradictions, corrections, lat
 from .registry import Registry, load_registry, load_root_texts
 from .sources import Sources, load_sources
 
-__all__ = ["ActEpisode", "Recall", "TrustRecord", "recall"]
+__all__ = ["ActEpisode", "Bounded", "Cut", "Recall", "TrustRecord", "recall", "recall_bounded"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +77,10 @@ class Recall:
     sources: Mapping[str, Sources] = field(default_factory=dict)
 
 
-def _rows(reader: Reader, sql: str, params: Sequence[Any]) -> list[sqlite3.Row]:
+def _rows(reader: Reader, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> list[sqlite3.Row]:
     try:
-        return reader.conn.execute(sql, tuple(params)).fetchall()
+        found = params if isinstance(params, Mapping) else tuple(params)
+        return reader.conn.execute(sql, found).fetchall()
     except sqlite3.Error as exc:
         raise StoreError(f"query failed: {exc}") from exc
 
@@ -232,3 +235,167 @@ def _said(reader: Reader, world: str, resident: str) -> tuple[dict[str, Any], ..
     from .own_words import SAID_RECALLED
 
     return tuple(latest_said(reader, world, resident, SAID_RECALLED))
+
+
+# -- bounded recall: a big resident read in bounded steps (issue 17) -----------------------
+
+#: Roots no section phrases from its belief: "what I think Bo believes" and acts (episodes).
+_PHRASED = (
+    "NOT (root >= 'action:' AND root < 'action;') "
+    "AND NOT (root >= 'believes:' AND root < 'believes;')"
+)
+_SHOWN = f"{_PHRASED} AND (intervention IS NULL OR intervention <> 'suppressed')"
+#: The section of a belief, as :func:`.items.classify` places it.
+SECTION_SQL = (
+    "CASE WHEN state = 'past' THEN 'faded' WHEN state = 'doubtful' THEN 'doubts' "
+    "WHEN state = 'anomalous' THEN 'anomalies' WHEN state = 'corrected' THEN 'corrections' "
+    "WHEN root >= 'relation:' AND root < 'relation;' THEN 'people' "
+    "WHEN source_kind = 'hearsay' THEN 'told' "
+    "WHEN source_kind = 'firsthand' AND confidence >= 85 THEN 'sure' ELSE 'believe' END"
+)
+#: Its tier and unrounded score without a focus, as :mod:`.ranking` computes them (the
+#: score's float operations in the same order; the bounded read checks the rounding margin).
+_TIER_SQL = (
+    "CASE section WHEN 'doubts' THEN 0 WHEN 'anomalies' THEN 0 WHEN 'corrections' THEN 1 "
+    "WHEN 'faded' THEN 6 WHEN 'told' THEN 4 WHEN 'people' THEN 4 "
+    "ELSE CASE WHEN coalesce(importance, 0.0) >= 0.5 THEN 4 ELSE 5 END END"
+)
+_SCORE_SQL = (
+    "pow(0.5, max(0.0, :today - updated_day) / 7.0) + min(1.0, coalesce(importance, 0.0)) "
+    "+ 0.5 * (confidence / 100.0)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """A section whose protected items were read only up to the first ``read``, in rank
+    order: the best one left unread has tier ``tier`` and unrounded score ``score`` (and
+    every other unread one ranks no better)."""
+
+    read: int
+    tier: int
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Bounded:
+    """What a bounded recall read of a resident's beliefs: every section's size (the items
+    :func:`.items.classify` makes of beliefs), and the sections whose protected items it
+    read only in part."""
+
+    sizes: Mapping[str, int]
+    cuts: Mapping[str, Cut]
+
+
+def _belief(r: Sequence[Any]) -> Belief:
+    return Belief(
+        resident=r[0],
+        root=r[1],
+        value=load_json(r[2]),
+        subject=r[3],
+        confidence=r[4],
+        state=State(r[5]),
+        source_kind=SourceKind(r[6]),
+        source_resident_id=r[7],
+        people=_strings(r[8]),
+        places=_strings(r[9]),
+        topics=_strings(r[10]),
+        heard_from=_strings(r[11]),
+        formed_day=r[12],
+        updated_day=r[13],
+        last_evidence_day=r[14],
+        importance=r[15],
+        interpretation=r[16],
+        intervention=Intervention(r[17]) if r[17] else None,
+    )
+
+
+def _protected_rows(
+    reader: Reader, world: str, resident: str, today: float, limit: int
+) -> tuple[list[Belief], dict[str, Cut]]:
+    """The best ``limit`` protected beliefs of each section, in rank order, and where each
+    section was cut (the best one left unread bounds all the others): contested and
+    corrected ones ranked by state on the covering index ``beliefs_by_state``, those with
+    an active intervention on the partial index ``beliefs_intervened``; then only the
+    chosen rows are read, by primary key."""
+    chosen: list[str] = []
+    cuts: dict[str, Cut] = {}
+    for where in (
+        "state IN ('doubtful', 'anomalous', 'corrected')",
+        "intervention IN ('implanted', 'distorted') "
+        "AND state NOT IN ('doubtful', 'anomalous', 'corrected')",
+    ):
+        rows = _rows(
+            reader,
+            "SELECT root, section, tier, score, n FROM (SELECT root, section, tier, score, "
+            "row_number() OVER (PARTITION BY section ORDER BY tier, score DESC, "
+            "updated_day DESC, root) AS n "
+            f"FROM (SELECT root, section, updated_day, score, {_TIER_SQL} AS tier FROM "
+            f"(SELECT root, updated_day, importance, {SECTION_SQL} AS section, "
+            f"{_SCORE_SQL} AS score FROM beliefs "
+            f"WHERE world = :world AND resident = :resident AND {where} AND {_SHOWN}))) "
+            "WHERE n <= :limit + 1",
+            {"world": world, "resident": resident, "today": today, "limit": limit},
+        )
+        for r in rows:
+            if r["n"] > limit:
+                cuts[r["section"]] = Cut(limit, r["tier"], r["score"])
+            else:
+                chosen.append(r["root"])
+    found = _rows(
+        reader,
+        f"SELECT {_BELIEF_COLUMNS} FROM beliefs WHERE world = ? AND resident = ? "
+        "AND root IN (SELECT value FROM json_each(?)) ORDER BY root",
+        (world, resident, orjson.dumps(chosen).decode()),
+    )
+    return [_belief(r) for r in found], cuts
+
+
+def _sizes(reader: Reader, world: str, resident: str) -> dict[str, int]:
+    """How many items each section makes of the resident's beliefs (one pass over index
+    ``beliefs_by_state``, which holds every column a section depends on)."""
+    rows = _rows(
+        reader,
+        f"SELECT {SECTION_SQL} AS section, count(*) FROM beliefs "
+        f"WHERE world = ? AND resident = ? AND {_SHOWN} GROUP BY section",
+        (world, resident),
+    )
+    return {r[0]: r[1] for r in rows}
+
+
+def _act_beliefs(reader: Reader, world: str, resident: str) -> list[Belief]:
+    rows = _rows(
+        reader,
+        f"SELECT {_BELIEF_COLUMNS} FROM beliefs WHERE world = ? AND resident = ? "
+        "AND root >= 'action:' AND root < 'action;' ORDER BY root",
+        (world, resident),
+    )
+    return [_belief(r) for r in rows]
+
+
+def recall_bounded(
+    reader: Reader, world: str, resident: str, lang: str, limit: int
+) -> tuple[Recall, Bounded]:
+    """What an unfocused narrative of a big resident needs when its contested, corrected and
+    tampered-with memories alone overflow the budget (the rest are then only counted): the
+    best ``limit`` of those per section, its acts, trust and own words as :func:`recall`
+    reads them, and every section's size. The caller checks the layout stayed within what
+    was read (:func:`.packing.pack_bounded`) and falls back to :func:`recall` otherwise."""
+    today = reader.world_day(world)
+    protected, cuts = _protected_rows(reader, world, resident, today, limit)
+    roots = [
+        b.root for b in protected if b.state in (State.CORRECTED, State.DOUBTFUL, State.ANOMALOUS)
+    ]
+    recalled = Recall(
+        resident=resident,
+        day=today,
+        registry=load_registry(reader, world),
+        root_texts=load_root_texts(reader, world, lang),
+        beliefs=(*protected, *_act_beliefs(reader, world, resident)),
+        corrections=corrections(reader, world, resident, roots=roots),
+        contradictions=contradictions(reader, world, resident, roots=roots),
+        acts=_acts(reader, world, resident),
+        trust=_trust(reader, world, resident),
+        said=_said(reader, world, resident),
+    )
+    return recalled, Bounded(_sizes(reader, world, resident), cuts)

@@ -549,6 +549,19 @@ UPDATE changes SET subject_after = substr(subject_after, length({_SPEAKER}) + 8)
 WHERE root LIKE 'believes:%' AND subject_after LIKE {_SPEAKER} || ' said: %';
 """
 
+#: 0013 (i17): the narrative reads a big resident in bounded steps (sidecar/read/recall.py,
+#: ``recall_bounded``): how many memories each section holds is counted, and its contested
+#: and corrected beliefs are ranked, on an index that covers every column a section and a
+#: rank depend on (no row is read but the few chosen); the memories the player is still
+#: tampering with are on a partial index of the few that carry an active intervention.
+_NARRATIVE_INDEXES = """
+CREATE INDEX IF NOT EXISTS beliefs_by_state ON beliefs
+    (world, resident, state, source_kind, confidence, intervention, root, updated_day, importance);
+CREATE INDEX IF NOT EXISTS beliefs_intervened ON beliefs
+    (world, resident, state, source_kind, confidence, root, updated_day, importance)
+    WHERE intervention IN ('implanted', 'distorted');
+"""
+
 Migration = str | Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -565,6 +578,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0010_i18_said", said.create),  # own words: sidecar/store/said.py
     ("0011_i18_promises_goals", _promises_goals),
     ("0012_i18_neutral_text", _NEUTRAL_TEXT),
+    ("0013_i17_narrative_indexes", _NARRATIVE_INDEXES),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
