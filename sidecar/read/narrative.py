@@ -52,10 +52,10 @@ from ..store import Reader
 from .items import Item, classify
 from .packing import MIN_BUDGET, Horizon, Layout, pack, pack_bounded
 from .phrasing import narrative_words, phrase
-from .promises import own_items, recall_own
+from .promises import own_items
 from .queries import NotFound, resident_known
 from .ranking import Focus, rank
-from .recall import Cut, recall, recall_bounded
+from .recall import Cut, recall, recall_bounded, section_sizes
 from .wording import SECTIONS, Words, words_for
 
 __all__ = ["MIN_BUDGET", "Focus", "Narrative", "entry", "project", "ranked_items"]
@@ -95,7 +95,7 @@ def ranked_items(
 ) -> list[Item]:
     """Every memory of ``resident``, classified and ranked (the pipe up to wording)."""
     recalled = recall(reader, world, resident, lang)
-    items = classify(recalled) + own_items(resident, recall_own(reader, world, resident))
+    items = classify(recalled) + own_items(resident, recalled.own)
     return rank(items, focus or Focus(), recalled.day, recalled.registry)
 
 
@@ -192,12 +192,16 @@ def project(
     if not resident_known(reader, world, resident):
         raise NotFound(f"resident {resident!r} is unknown in world {world!r}")
     if bounded and not focus:
-        found = _project_bounded(reader, world, resident, budget, lang)
-        if found is not None:
-            return found
+        sizes, intervened = section_sizes(reader, world, resident)
+        protected = sum(sizes.get(s, 0) for s in ("doubts", "anomalies", "corrections"))
+        if (protected + intervened) * BOUNDED_LINE > budget:  # else they will likely fit
+            for limit in bounded_limits(budget):
+                found = _project_bounded(reader, world, resident, budget, lang, limit, sizes)
+                if found is not None:
+                    return found
     recalled = recall(reader, world, resident, lang)  # 1. read once
     items = classify(recalled)  # 2. classify
-    items += own_items(resident, recall_own(reader, world, resident))  # promises and goals
+    items += own_items(resident, recalled.own)  # promises and goals
     items = rank(items, focus, recalled.day, recalled.registry)  # 3. rank
     words = narrative_words(lang, recalled)
     phrased = phrase(items, words, recalled.day)  # 4. word
@@ -218,11 +222,17 @@ def project(
     )
 
 
-#: Protected memories a bounded read takes per section at first: enough for the lines a
-#: budget can hold (each costs tens of characters), and a margin for the rank's rounding.
-def bounded_limit(budget: int) -> int:
-    """How many protected memories per section :func:`_project_bounded` reads."""
-    return 40 + budget // 25
+#: Fewest characters a compact protected line is taken to cost when deciding whether a
+#: bounded read is worth trying (only a guess: the read checks itself either way).
+BOUNDED_LINE = 16
+
+
+def bounded_limits(budget: int) -> tuple[int, ...]:
+    """How many protected memories per section :func:`_project_bounded` reads: at first
+    about as many compact lines as ``budget`` holds (each costs tens of characters) and a
+    margin for the rank's rounding, then four times that if the layout looked further."""
+    first = 16 + budget // 32
+    return (first, 4 * first)
 
 
 def _kept(items: list[Item], cuts: Mapping[str, Cut]) -> tuple[list[Item], Horizon] | None:
@@ -254,16 +264,24 @@ def _kept(items: list[Item], cuts: Mapping[str, Cut]) -> tuple[list[Item], Horiz
 
 
 def _project_bounded(
-    reader: Reader, world: str, resident: str, budget: int, lang: str
+    reader: Reader,
+    world: str,
+    resident: str,
+    budget: int,
+    lang: str,
+    limit: int,
+    sizes: Mapping[str, int] | None = None,
 ) -> Narrative | None:
     """The unfocused narrative of a resident whose protected memories alone overflow the
     budget, from a bounded read (:func:`.recall.recall_bounded`): the same pipe on the best
     protected memories of each section, every other one only counted. None when the layout
     would need more than was read (then the full read answers)."""
     focus = Focus()
-    recalled, bounded = recall_bounded(reader, world, resident, lang, bounded_limit(budget))
+    if sizes is None:
+        sizes = section_sizes(reader, world, resident)[0]
+    recalled, bounded = recall_bounded(reader, world, resident, lang, limit, sizes)
     items = classify(recalled)
-    items += own_items(resident, recall_own(reader, world, resident))
+    items += own_items(resident, recalled.own)
     items = rank(items, focus, recalled.day, recalled.registry)
     found = _kept(items, bounded.cuts)
     if found is None:

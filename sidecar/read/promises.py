@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ..engine.model import Belief, SourceKind, State
@@ -21,6 +20,7 @@ from ..engine.promises import GoalRecord, GoalState, PromiseRecord, PromiseState
 from ..engine.texts import text_in, wire_text
 from ..store import Reader
 from .items import Item
+from .recall import GOALS_RECALLED, PROMISES_RECALLED, OwnRecall, recall_own
 from .wording import Words
 
 __all__ = [
@@ -34,11 +34,6 @@ __all__ = [
     "promise_entry",
     "recall_own",
 ]
-
-#: The narrative recalls at most this many promises per state and goals per state (the
-#: latest learned): a resident with 10,000 promises still reads a bounded few.
-PROMISES_RECALLED = 20
-GOALS_RECALLED = 20
 
 
 def promise_entry(view: PromiseView, record: PromiseRecord) -> dict[str, Any]:
@@ -82,21 +77,6 @@ def goal_history(reader: Reader, world: str, resident: str, goal: str) -> list[d
             world, resident, goal, limit=GOAL_HISTORY_SHOWN
         )
     ]
-
-
-@dataclass(frozen=True, slots=True)
-class OwnRecall:
-    """What the two sections are made of, read in one bounded query each."""
-
-    promises: tuple[tuple[PromiseView, PromiseRecord], ...] = ()
-    goals: tuple[GoalRecord, ...] = ()
-
-
-def recall_own(reader: Reader, world: str, resident: str) -> OwnRecall:
-    return OwnRecall(
-        tuple(reader.promises_ranked(world, resident, per_state=PROMISES_RECALLED)),
-        tuple(reader.goals_ranked(world, resident, per_state=GOALS_RECALLED)),
-    )
 
 
 # ---------------------------------------------------------------------------- wording

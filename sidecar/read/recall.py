@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from ..engine import Belief, Change, Intervention, SourceKind, State
+from ..engine.promises import GoalRecord, PromiseRecord, PromiseView
 from ..engine.texts import encode_texts
 from ..store import Reader, StoreError
 from ..store.rows import load_json
@@ -27,7 +28,20 @@ from .queries import Contradiction, Correction, contradictions, corrections, lat
 from .registry import Registry, load_registry, load_root_texts
 from .sources import Sources, load_sources
 
-__all__ = ["ActEpisode", "Bounded", "Cut", "Recall", "TrustRecord", "recall", "recall_bounded"]
+__all__ = [
+    "GOALS_RECALLED",
+    "PROMISES_RECALLED",
+    "ActEpisode",
+    "Bounded",
+    "Cut",
+    "OwnRecall",
+    "Recall",
+    "TrustRecord",
+    "recall",
+    "recall_bounded",
+    "recall_own",
+    "section_sizes",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +68,29 @@ class TrustRecord:
     reason: dict[str, Any] | None
 
 
+#: The narrative recalls at most this many promises per state and goals per state (the
+#: latest learned): a resident with 10,000 promises still reads a bounded few.
+PROMISES_RECALLED = 20
+GOALS_RECALLED = 20
+
+
+@dataclass(frozen=True, slots=True)
+class OwnRecall:
+    """What the promise and goal sections are made of, read in one bounded query each."""
+
+    promises: tuple[tuple[PromiseView, PromiseRecord], ...] = ()
+    goals: tuple[GoalRecord, ...] = ()
+
+
+def recall_own(reader: Reader, world: str, resident: str) -> OwnRecall:
+    """The resident's latest promises and goals per state (sidecar/read/promises.py words
+    them)."""
+    return OwnRecall(
+        tuple(reader.promises_ranked(world, resident, per_state=PROMISES_RECALLED)),
+        tuple(reader.goals_ranked(world, resident, per_state=GOALS_RECALLED)),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Recall:
     """What one resident's narrative is made of, as read from the store."""
@@ -75,6 +112,8 @@ class Recall:
     #: Who told each multi-source, contested or corrected belief, by origin, and what first
     #: contradicted it (see :mod:`.sources`).
     sources: Mapping[str, Sources] = field(default_factory=dict)
+    #: Its promises and goals (bounded: see :func:`recall_own`).
+    own: OwnRecall = field(default_factory=OwnRecall)
 
 
 def _rows(reader: Reader, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> list[sqlite3.Row]:
@@ -227,6 +266,7 @@ def recall(reader: Reader, world: str, resident: str, lang: str) -> Recall:
         trust=_trust(reader, world, resident),
         said=_said(reader, world, resident),
         sources=load_sources(reader, world, resident, beliefs, found_corrections),
+        own=recall_own(reader, world, resident),
     )
 
 
@@ -315,52 +355,80 @@ def _protected_rows(
 ) -> tuple[list[Belief], dict[str, Cut]]:
     """The best ``limit`` protected beliefs of each section, in rank order, and where each
     section was cut (the best one left unread bounds all the others): contested and
-    corrected ones ranked by state on the covering index ``beliefs_by_state``, those with
-    an active intervention on the partial index ``beliefs_intervened``; then only the
-    chosen rows are read, by primary key."""
+    corrected ones ranked per state on the covering index ``beliefs_by_state`` (one tier
+    each), those with an active intervention on the partial index ``beliefs_intervened``
+    (per section); then only the chosen rows are read, by primary key."""
+    params = {"world": world, "resident": resident, "today": today, "limit": limit}
+    found: list[sqlite3.Row] = []
+    for state in ("doubtful", "anomalous", "corrected"):
+        found += _rows(
+            reader,
+            f"SELECT root, {SECTION_SQL} AS section, {_SCORE_SQL} AS score, "
+            f"CASE WHEN state = 'corrected' THEN 1 ELSE 0 END AS tier FROM beliefs "
+            f"WHERE world = :world AND resident = :resident AND state = '{state}' AND {_SHOWN} "
+            "ORDER BY score DESC, updated_day DESC, root LIMIT :limit + 1",
+            params,
+        )
+    found += _rows(
+        reader,
+        "SELECT root, section, score, tier FROM (SELECT root, section, tier, score, "
+        "row_number() OVER (PARTITION BY section ORDER BY tier, score DESC, "
+        "updated_day DESC, root) AS n "
+        f"FROM (SELECT root, section, updated_day, score, {_TIER_SQL} AS tier FROM "
+        f"(SELECT root, updated_day, importance, {SECTION_SQL} AS section, "
+        f"{_SCORE_SQL} AS score FROM beliefs WHERE world = :world AND resident = :resident "
+        "AND intervention IN ('implanted', 'distorted') "
+        f"AND state NOT IN ('doubtful', 'anomalous', 'corrected') AND {_SHOWN}))) "
+        "WHERE n <= :limit + 1 ORDER BY section, n",
+        params,
+    )
     chosen: list[str] = []
     cuts: dict[str, Cut] = {}
-    for where in (
-        "state IN ('doubtful', 'anomalous', 'corrected')",
-        "intervention IN ('implanted', 'distorted') "
-        "AND state NOT IN ('doubtful', 'anomalous', 'corrected')",
-    ):
-        rows = _rows(
-            reader,
-            "SELECT root, section, tier, score, n FROM (SELECT root, section, tier, score, "
-            "row_number() OVER (PARTITION BY section ORDER BY tier, score DESC, "
-            "updated_day DESC, root) AS n "
-            f"FROM (SELECT root, section, updated_day, score, {_TIER_SQL} AS tier FROM "
-            f"(SELECT root, updated_day, importance, {SECTION_SQL} AS section, "
-            f"{_SCORE_SQL} AS score FROM beliefs "
-            f"WHERE world = :world AND resident = :resident AND {where} AND {_SHOWN}))) "
-            "WHERE n <= :limit + 1",
-            {"world": world, "resident": resident, "today": today, "limit": limit},
-        )
-        for r in rows:
-            if r["n"] > limit:
-                cuts[r["section"]] = Cut(limit, r["tier"], r["score"])
-            else:
-                chosen.append(r["root"])
-    found = _rows(
+    taken: dict[str, int] = defaultdict(int)
+    for r in found:  # each section's rows in rank order
+        if taken[r["section"]] == limit:
+            cuts[r["section"]] = Cut(limit, r["tier"], r["score"])
+            continue
+        taken[r["section"]] += 1
+        chosen.append(r["root"])
+    rows = _rows(
         reader,
         f"SELECT {_BELIEF_COLUMNS} FROM beliefs WHERE world = ? AND resident = ? "
         "AND root IN (SELECT value FROM json_each(?)) ORDER BY root",
         (world, resident, orjson.dumps(chosen).decode()),
     )
-    return [_belief(r) for r in found], cuts
+    return [_belief(r) for r in rows], cuts
 
 
 def _sizes(reader: Reader, world: str, resident: str) -> dict[str, int]:
-    """How many items each section makes of the resident's beliefs (one pass over index
-    ``beliefs_by_state``, which holds every column a section depends on)."""
+    """How many items each section makes of the resident's beliefs: one pass over index
+    ``beliefs_by_state`` (which holds every column a section depends on) in its own order,
+    grouped by state and source, the sections told apart by sums."""
     rows = _rows(
         reader,
-        f"SELECT {SECTION_SQL} AS section, count(*) FROM beliefs "
-        f"WHERE world = ? AND resident = ? AND {_SHOWN} GROUP BY section",
+        "SELECT state, source_kind, count(*), "
+        "sum(root >= 'relation:' AND root < 'relation;'), "
+        "sum(confidence >= 85 AND NOT (root >= 'relation:' AND root < 'relation;')) "
+        f"FROM beliefs WHERE world = ? AND resident = ? AND {_SHOWN} "
+        "GROUP BY state, source_kind",
         (world, resident),
     )
-    return {r[0]: r[1] for r in rows}
+    sizes: dict[str, int] = defaultdict(int)
+    fixed = {"past": "faded", "doubtful": "doubts", "anomalous": "anomalies"}
+    fixed["corrected"] = "corrections"
+    for state, kind, n, people, sure in rows:
+        if state in fixed:
+            sizes[fixed[state]] += n
+            continue
+        sizes["people"] += people
+        if kind == "hearsay":
+            sizes["told"] += n - people
+        elif kind == "firsthand":
+            sizes["sure"] += sure
+            sizes["believe"] += n - people - sure
+        else:
+            sizes["believe"] += n - people
+    return {k: v for k, v in sizes.items() if v}
 
 
 def _act_beliefs(reader: Reader, world: str, resident: str) -> list[Belief]:
@@ -373,14 +441,34 @@ def _act_beliefs(reader: Reader, world: str, resident: str) -> list[Belief]:
     return [_belief(r) for r in rows]
 
 
+def section_sizes(reader: Reader, world: str, resident: str) -> tuple[dict[str, int], int]:
+    """Every section's size (see :func:`recall_bounded`), and how many beliefs outside the
+    contested and corrected ones carry an active intervention (partial index
+    ``beliefs_intervened``): together, how many protected memories there are."""
+    (intervened,) = _rows(
+        reader,
+        "SELECT count(*) FROM beliefs WHERE world = ? AND resident = ? "
+        "AND intervention IN ('implanted', 'distorted') "
+        f"AND state NOT IN ('doubtful', 'anomalous', 'corrected') AND {_SHOWN}",
+        (world, resident),
+    )[0]
+    return _sizes(reader, world, resident), intervened
+
+
 def recall_bounded(
-    reader: Reader, world: str, resident: str, lang: str, limit: int
+    reader: Reader,
+    world: str,
+    resident: str,
+    lang: str,
+    limit: int,
+    sizes: Mapping[str, int],
 ) -> tuple[Recall, Bounded]:
     """What an unfocused narrative of a big resident needs when its contested, corrected and
     tampered-with memories alone overflow the budget (the rest are then only counted): the
     best ``limit`` of those per section, its acts, trust and own words as :func:`recall`
-    reads them, and every section's size. The caller checks the layout stayed within what
-    was read (:func:`.packing.pack_bounded`) and falls back to :func:`recall` otherwise."""
+    reads them, with every section's ``sizes`` (:func:`section_sizes`). The caller checks the
+    layout stayed within what was read (:func:`.packing.pack_bounded`) and falls back to
+    :func:`recall` otherwise."""
     today = reader.world_day(world)
     protected, cuts = _protected_rows(reader, world, resident, today, limit)
     roots = [
@@ -397,5 +485,6 @@ def recall_bounded(
         acts=_acts(reader, world, resident),
         trust=_trust(reader, world, resident),
         said=_said(reader, world, resident),
+        own=recall_own(reader, world, resident),
     )
-    return recalled, Bounded(_sizes(reader, world, resident), cuts)
+    return recalled, Bounded(sizes, cuts)
