@@ -153,7 +153,7 @@ def test_own_words_are_read_on_the_said_primary_key_in_order(db: Path) -> None:
 
 def test_a_big_residents_narrative_reads_sections_on_their_indexes(db: Path) -> None:
     """Migration 0013: the bounded narrative read counts every section on the covering index
-    ``beliefs_by_state`` (no row read), ranks contested and corrected beliefs per state on
+    ``beliefs_shown`` (no row read), ranks contested and corrected beliefs per state on
     it, and finds tampered-with memories on the partial index ``beliefs_intervened``."""
     statements = _traced(db, {"type": "narrative", "resident": "alice", "budget": 200})
     conn = sqlite3.connect(db)
@@ -164,12 +164,10 @@ def test_a_big_residents_narrative_reads_sections_on_their_indexes(db: Path) -> 
             assert found, f"no statement with {marker!r}"
             return [" ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + s)) for s in found]
 
-        assert all(
-            "COVERING INDEX beliefs_by_state" in p for p in plan("GROUP BY state, source_kind")
-        )
+        assert all("COVERING INDEX beliefs_shown" in p for p in plan("GROUP BY state, source_kind"))
         for state in ("doubtful", "anomalous", "corrected"):
             (found,) = plan(f"resident = 'alice' AND state = '{state}'")
-            assert "INDEX beliefs_by_state (world=? AND resident=? AND state=?)" in found, found
+            assert "INDEX beliefs_shown (world=? AND resident=? AND state=?)" in found, found
         assert all(
             "beliefs_intervened" in p
             for p in plan("intervention IN ('implanted', 'distorted') AND state NOT IN")

@@ -279,14 +279,17 @@ def _project_bounded(
     focus = Focus()
     if sizes is None:
         sizes = section_sizes(reader, world, resident)[0]
-    recalled, bounded = recall_bounded(reader, world, resident, lang, limit, sizes)
+    found = recall_bounded(reader, world, resident, lang, limit, sizes)
+    if found is None:
+        return None
+    recalled, bounded = found
     items = classify(recalled)
     items += own_items(resident, recalled.own)
     items = rank(items, focus, recalled.day, recalled.registry)
-    found = _kept(items, bounded.cuts)
-    if found is None:
+    kept = _kept(items, bounded.cuts)
+    if kept is None:
         return None
-    items, horizon = found
+    items, horizon = kept
     read = dict.fromkeys(SECTIONS, 0)
     for item in items:
         if item.from_belief:

@@ -355,7 +355,7 @@ def _protected_rows(
 ) -> tuple[list[Belief], dict[str, Cut]]:
     """The best ``limit`` protected beliefs of each section, in rank order, and where each
     section was cut (the best one left unread bounds all the others): contested and
-    corrected ones ranked per state on the covering index ``beliefs_by_state`` (one tier
+    corrected ones ranked per state on the covering partial index ``beliefs_shown`` (one tier
     each), those with an active intervention on the partial index ``beliefs_intervened``
     (per section); then only the chosen rows are read, by primary key."""
     params = {"world": world, "resident": resident, "today": today, "limit": limit}
@@ -401,44 +401,76 @@ def _protected_rows(
 
 
 def _sizes(reader: Reader, world: str, resident: str) -> dict[str, int]:
-    """How many items each section makes of the resident's beliefs: one pass over index
-    ``beliefs_by_state`` (which holds every column a section depends on) in its own order,
-    grouped by state and source, the sections told apart by sums."""
-    rows = _rows(
+    """How many items each section makes of the resident's beliefs, counted on the partial
+    index ``beliefs_shown`` (which holds exactly the beliefs a section can show, ordered by
+    state, source and confidence): per state and source, the sure ones (a range of it), and
+    the few ``relation:`` roots (a range of the primary key)."""
+    where = f"world = ? AND resident = ? AND {_SHOWN}"
+    grouped = _rows(
         reader,
-        "SELECT state, source_kind, count(*), "
-        "sum(root >= 'relation:' AND root < 'relation;'), "
-        "sum(confidence >= 85 AND NOT (root >= 'relation:' AND root < 'relation;')) "
-        f"FROM beliefs WHERE world = ? AND resident = ? AND {_SHOWN} "
+        f"SELECT state, source_kind, count(*) FROM beliefs WHERE {where} "
         "GROUP BY state, source_kind",
+        (world, resident),
+    )
+    ((sure,),) = _rows(
+        reader,
+        f"SELECT count(*) FROM beliefs WHERE {where} AND state = 'influencing' "
+        "AND source_kind = 'firsthand' AND confidence >= 85",
+        (world, resident),
+    )
+    people = _rows(
+        reader,
+        f"SELECT source_kind, count(*), sum(confidence >= 85) FROM beliefs WHERE {where} "
+        "AND state = 'influencing' AND root >= 'relation:' AND root < 'relation;' "
+        "GROUP BY source_kind",
         (world, resident),
     )
     sizes: dict[str, int] = defaultdict(int)
     fixed = {"past": "faded", "doubtful": "doubts", "anomalous": "anomalies"}
     fixed["corrected"] = "corrections"
-    for state, kind, n, people, sure in rows:
+    for state, kind, n in grouped:
         if state in fixed:
             sizes[fixed[state]] += n
-            continue
-        sizes["people"] += people
-        if kind == "hearsay":
-            sizes["told"] += n - people
-        elif kind == "firsthand":
-            sizes["sure"] += sure
-            sizes["believe"] += n - people - sure
+        elif kind == "hearsay":
+            sizes["told"] += n
         else:
-            sizes["believe"] += n - people
+            sizes["believe"] += n
+    sizes["sure"] = sure
+    sizes["believe"] -= sure
+    for kind, n, confident in people:  # relation: roots are people, whatever their source
+        sizes["people"] += n
+        if kind == "hearsay":
+            sizes["told"] -= n
+        elif kind == "firsthand":
+            sizes["sure"] -= confident
+            sizes["believe"] -= n - confident
+        else:
+            sizes["believe"] -= n
     return {k: v for k, v in sizes.items() if v}
 
 
-def _act_beliefs(reader: Reader, world: str, resident: str) -> list[Belief]:
-    rows = _rows(
+def _counted_items(reader: Reader, world: str, resident: str) -> tuple[int, int] | None:
+    """How many act items (an ``action:`` belief with episodes) and trust items (a source in
+    the trust table) :func:`.items.classify` would make, without reading them: neither is
+    ever protected, so a bounded narrative only counts them. None when an ``action:`` belief
+    carries an active intervention (its act item would be protected)."""
+    (acts, tampered), *_ = _rows(
         reader,
-        f"SELECT {_BELIEF_COLUMNS} FROM beliefs WHERE world = ? AND resident = ? "
-        "AND root >= 'action:' AND root < 'action;' ORDER BY root",
+        "SELECT count(*), sum(b.intervention IN ('implanted', 'distorted')) FROM beliefs b "
+        "WHERE b.world = ? AND b.resident = ? AND b.root >= 'action:' AND b.root < 'action;' "
+        "AND EXISTS (SELECT 1 FROM evidence ev CROSS JOIN events e "
+        "ON e.world = ev.world AND e.event_id = ev.event_id WHERE ev.world = b.world "
+        "AND ev.resident = b.resident AND ev.root = b.root AND e.kind = 'act')",
         (world, resident),
     )
-    return [_belief(r) for r in rows]
+    if tampered:
+        return None
+    ((sources,),) = _rows(
+        reader,
+        "SELECT count(DISTINCT source) FROM trust WHERE world = ? AND resident = ?",
+        (world, resident),
+    )
+    return acts, sources
 
 
 def section_sizes(reader: Reader, world: str, resident: str) -> tuple[dict[str, int], int]:
@@ -462,13 +494,18 @@ def recall_bounded(
     lang: str,
     limit: int,
     sizes: Mapping[str, int],
-) -> tuple[Recall, Bounded]:
+) -> tuple[Recall, Bounded] | None:
     """What an unfocused narrative of a big resident needs when its contested, corrected and
     tampered-with memories alone overflow the budget (the rest are then only counted): the
-    best ``limit`` of those per section, its acts, trust and own words as :func:`recall`
-    reads them, with every section's ``sizes`` (:func:`section_sizes`). The caller checks the
-    layout stayed within what was read (:func:`.packing.pack_bounded`) and falls back to
-    :func:`recall` otherwise."""
+    best ``limit`` of those per section and its own words, promises and goals as
+    :func:`recall` reads them; every section's ``sizes`` (:func:`section_sizes`) with its
+    act and trust items counted in. The caller checks the layout stayed within what was
+    read (:func:`.packing.pack_bounded`) and falls back to :func:`recall` otherwise; None
+    when an act item would be protected."""
+    counted = _counted_items(reader, world, resident)
+    if counted is None:
+        return None
+    acts, sources = counted
     today = reader.world_day(world)
     protected, cuts = _protected_rows(reader, world, resident, today, limit)
     roots = [
@@ -479,12 +516,16 @@ def recall_bounded(
         day=today,
         registry=load_registry(reader, world),
         root_texts=load_root_texts(reader, world, lang),
-        beliefs=(*protected, *_act_beliefs(reader, world, resident)),
+        beliefs=tuple(protected),
         corrections=corrections(reader, world, resident, roots=roots),
         contradictions=contradictions(reader, world, resident, roots=roots),
-        acts=_acts(reader, world, resident),
-        trust=_trust(reader, world, resident),
+        acts={},
+        trust=(),
         said=_said(reader, world, resident),
         own=recall_own(reader, world, resident),
     )
-    return recalled, Bounded(sizes, cuts)
+    total = dict(sizes)
+    for section, n in (("acts", acts), ("people", sources)):
+        if n:
+            total[section] = total.get(section, 0) + n
+    return recalled, Bounded(total, cuts)

@@ -550,17 +550,31 @@ WHERE root LIKE 'believes:%' AND subject_after LIKE {_SPEAKER} || ' said: %';
 """
 
 #: 0013 (i17): the narrative reads a big resident in bounded steps (sidecar/read/recall.py,
-#: ``recall_bounded``): how many memories each section holds is counted, and its contested
-#: and corrected beliefs are ranked, on an index that covers every column a section and a
-#: rank depend on (no row is read but the few chosen); the memories the player is still
-#: tampering with are on a partial index of the few that carry an active intervention.
-_NARRATIVE_INDEXES = """
-CREATE INDEX IF NOT EXISTS beliefs_by_state ON beliefs
-    (world, resident, state, source_kind, confidence, intervention, root, updated_day, importance);
-CREATE INDEX IF NOT EXISTS beliefs_intervened ON beliefs
-    (world, resident, state, source_kind, confidence, root, updated_day, importance)
-    WHERE intervention IN ('implanted', 'distorted');
-"""
+#: ``recall_bounded``). ``beliefs_shown`` holds the beliefs a narrative section can show (not
+#: acts, not "what I think Bo believes", not suppressed memories) with every column a section
+#: and a rank depend on: sections are counted, and contested and corrected beliefs ranked,
+#: on it without reading a row (its WHERE is ``recall._SHOWN``, word for word, so the
+#: planner can use it). The memories the player is still tampering with are on a partial
+#: index of the few that carry an active intervention.
+_NARRATIVE_INDEXES = (
+    # (run one by one: the root bounds hold semicolons, which _statements would split at)
+    "CREATE INDEX IF NOT EXISTS beliefs_shown ON beliefs "
+    "(world, resident, state, source_kind, confidence, root, updated_day, importance, "
+    "intervention) "
+    "WHERE NOT (root >= 'action:' AND root < 'action;') "
+    "AND NOT (root >= 'believes:' AND root < 'believes;') "
+    "AND (intervention IS NULL OR intervention <> 'suppressed')",
+    "CREATE INDEX IF NOT EXISTS beliefs_intervened ON beliefs "
+    "(world, resident, state, source_kind, confidence, root, updated_day, importance, "
+    "intervention) "
+    "WHERE intervention IN ('implanted', 'distorted')",
+)
+
+
+def _narrative_indexes(conn: sqlite3.Connection) -> None:
+    for statement in _NARRATIVE_INDEXES:
+        conn.execute(statement)
+
 
 Migration = str | Callable[[sqlite3.Connection], None]
 
@@ -578,7 +592,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0010_i18_said", said.create),  # own words: sidecar/store/said.py
     ("0011_i18_promises_goals", _promises_goals),
     ("0012_i18_neutral_text", _NEUTRAL_TEXT),
-    ("0013_i17_narrative_indexes", _NARRATIVE_INDEXES),
+    ("0013_i17_narrative_indexes", _narrative_indexes),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
