@@ -6,9 +6,9 @@ JSON form (the ``graph`` reply's ``nodes``/``edges`` lists; see ``GRAPH_FORMAT.m
      "edges": [{"source": node id, "target": node id, "type": EDGE_TYPE, ...}]}
 
 A **claim** node is one resident's belief on one root (``resident``, ``root``, ``value``,
-``subject``, ``confidence``, ``state``, ``source_kind``, ``source``, ``intervention``); an
-**event** node is a world event (``event_id``, ``kind``, ``day``, and ``speaker`` for what
-was said); **person** and **place** nodes carry ``name`` (the id; a person's ``label`` is
+``subject`` as the game sent it, ``confidence``, ``state``, ``source_kind``, ``source``,
+``intervention``, ``people_count``, ``places_count``); an **event** node is a world event
+(``event_id``, ``kind``, ``day``, and ``speaker`` for a ``say`` or ``announce``); **person** and **place** nodes carry ``name`` (the id; a person's ``label`` is
 its registered English name where the game registered one). Edges describe each belief as it
 is *now* (``relation`` keeps how the evidence bore on the belief when it arrived):
 
@@ -25,6 +25,9 @@ is *now* (``relation`` keeps how the evidence bore on the belief when it arrived
 
 Every edge has ``count`` (how many pieces of evidence it stands for) and, except ``about``,
 the ``event_id`` and ``day`` of the first of them.
+
+:func:`graph` builds a whole graph (``credence graph``); :func:`graph_page` one page of it,
+bounded whatever the belief's size (the ``graph`` query, SPEC §10.5).
 
 Node ids are opaque, stable strings (``claim:<resident>:<root>``, with ``%`` and ``:``
 escaped in the resident; ``event:<id>``; ``person:<id>``; ``place:<id>``). Nodes and edges
