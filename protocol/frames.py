@@ -280,18 +280,27 @@ class TrustQuery:
     rid: object = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GraphQuery:
-    resident: str | None = None
-    root: str | None = None
-    rid: object = None
-
-
 #: Most entries one ``residents`` or ``events`` page may ask for, and the default page sizes.
 MAX_PAGE = 1000
 RESIDENTS_PAGE = 500
 EVENTS_PAGE = 100
 SAID_PAGE = 100
+#: Default event nodes (pieces of evidence) of one ``graph`` page; the longest ``after``
+#: cursor (an evidence id: an escaped event id, a suffix and a resident id).
+GRAPH_PAGE = 100
+MAX_CURSOR = 1000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GraphQuery:
+    """One page of a belief graph: one belief, one resident's beliefs or one root across
+    residents, at most ``limit`` event nodes after the cursor ``after`` (SPEC §10.5)."""
+
+    resident: str | None = None
+    root: str | None = None
+    after: str | None = None
+    limit: int = GRAPH_PAGE
+    rid: object = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -538,6 +547,20 @@ def _page_limit(frame: dict[str, Any], rid: object, default: int) -> int:
     return limit
 
 
+def _cursor(frame: dict[str, Any], rid: object) -> str | None:
+    """A graph page's ``after``: the ``next`` of the previous page, a non-empty string."""
+    value = frame.get("after")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or len(value) > MAX_CURSOR:
+        raise _fail(
+            f"field 'after' must be the 'next' of an earlier graph page (a non-empty string "
+            f"of at most {MAX_CURSOR} characters)",
+            rid,
+        )
+    return value
+
+
 def _residents_query(frame: dict[str, Any], rid: object) -> ResidentsQuery:
     after = _str(frame, "after", rid, required=False)
     return ResidentsQuery(after=after, limit=_page_limit(frame, rid, RESIDENTS_PAGE), rid=rid)
@@ -642,7 +665,10 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
         root = _str(frame, "root", rid, required=False)
         if resident is None and root is None:
             raise _fail("a graph query needs 'resident', 'root' or both", rid)
-        return GraphQuery(resident=resident, root=root, rid=rid)
+        return GraphQuery(
+            resident=resident, root=root, after=_cursor(frame, rid),
+            limit=_page_limit(frame, rid, GRAPH_PAGE), rid=rid,
+        )  # fmt: skip
     if kind == "residents":
         return _residents_query(frame, rid)
     if kind == "events":

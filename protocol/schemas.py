@@ -31,6 +31,7 @@ from sidecar.engine.said import SAID_TO_SHOWN
 from .errors import ErrorCode
 from .frames import (
     EVIDENCE_REFS_SHOWN,
+    MAX_CURSOR,
     MAX_FILTER,
     MAX_LIMIT,
     MAX_PAGE,
@@ -486,8 +487,13 @@ def client_schema() -> Schema:
         ),
         "graph": _frame(
             "graph",
-            "a belief graph: one resident's, one root's, or one belief's (SPEC §10.5)",
-            {"resident": _ref("id"), "root": _ref("name")},
+            "a page of a belief graph: one resident's, one root's, or one belief's (SPEC §10.5)",
+            {
+                "resident": _ref("id"),
+                "root": _ref("name"),
+                "after": {"type": "string", "minLength": 1, "maxLength": MAX_CURSOR},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
+            },
         ),
         "trust.query": _frame(
             "trust",
@@ -756,12 +762,38 @@ def server_schema() -> Schema:
         ),
         "graph": _frame(
             "graph",
-            "reply to graph, paged (SPEC §10.5, §11)",
+            "reply to graph: one page of the graph, paged (SPEC §10.5, §11)",
             {
-                "nodes": _list({"type": "object", "required": ["id", "type"]}),
-                "edges": _list({"type": "object"}),
+                "resident": {"type": ["string", "null"]},
+                "root": {"type": ["string", "null"]},
+                "next": {"type": ["string", "null"]},
+                "nodes": _list(
+                    {
+                        "type": "object",
+                        "required": ["id", "type", "label"],
+                        "properties": {
+                            "id": {"type": "string"},
+                            "type": {"enum": ["claim", "event", "person", "place"]},
+                            "label": {"type": "string"},
+                            "subject": _SUBJECT_OUT,
+                            "people_count": {"type": "integer", "minimum": 0},
+                            "places_count": {"type": "integer", "minimum": 0},
+                        },
+                    }
+                ),
+                "edges": _list(
+                    {
+                        "type": "object",
+                        "required": ["source", "target", "type", "count"],
+                        "properties": {
+                            "count": {"type": "integer", "minimum": 1},
+                            "subject_before": _SUBJECT_OUT,
+                        },
+                    }
+                ),
                 **_PAGED,
             },
+            ["next"],
         ),
         "trust": _frame(
             "trust",

@@ -210,6 +210,13 @@ def test_promise_and_goal_helpers(program: Path, sidecar: Sidecar) -> None:
     assert "OK:" in out and " 0 failures" in out
 
 
+def test_graph_pages(program: Path, sidecar: Sidecar) -> None:
+    """GraphAsync with after and limit pages a belief, GraphPagesAsync walks every page (the
+    claim on each, next null on the last), limit 1001 is invalid_frame: a real sidecar."""
+    out = run(program, "graph", sidecar.url)
+    assert "OK:" in out and " 0 failures" in out, out
+
+
 UNITY_STUB = """
 namespace UnityEngine {
     public class Object {}

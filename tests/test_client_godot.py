@@ -658,6 +658,38 @@ async def test_the_client_node_pages_queries_and_refuses_locally(tmp_path: Path)
         assert late.get("done") and late.get("result")["code"] == "closed"
 
 
+async def test_the_client_node_pages_a_graph(tmp_path: Path) -> None:
+    """graph(resident, root, after, limit): a page of `limit` event nodes with the claim node,
+    and its `next` passed back as `after` gives the next page, to the last (next null)."""
+    async with running(tmp_path) as sc:
+        node = Node(sc.url)
+        node.request("connect_to_sidecar")
+        sent = [
+            node.request("send_event", {"event_id": f"g-{n}", "day": float(n), "kind": "say",
+                                        **say(f"teller{n}", ["mira"], "water:well", "poisoned")})
+            for n in range(1, 6)
+        ]  # fmt: skip
+        await node.run_until(lambda: _done(sent))
+        events, after, pages = [], "", 0
+        while True:
+            page = node.request("graph", "mira", "water:well", after, 2)
+            await node.run_until(lambda page=page: page.get("done"))
+            reply = page.get("result")
+            assert reply["type"] == "graph", reply
+            assert [n["resident"] for n in reply["nodes"] if n["type"] == "claim"] == ["mira"]
+            events.append([n["event_id"] for n in reply["nodes"] if n["type"] == "event"])
+            pages += 1
+            if reply["next"] is None:
+                break
+            after = reply["next"]
+            assert pages < 10
+        assert events == [["g-1", "g-2"], ["g-3", "g-4"], ["g-5"]]
+        bad = node.request("graph", "mira", "", "", 1001)
+        await node.run_until(lambda: bad.get("done"))
+        assert bad.get("result")["code"] == "invalid_frame"
+        node.request("close")
+
+
 async def test_the_client_node_stops_on_a_fatal_close(tmp_path: Path) -> None:
     """A wrong token: the node gets the unauthorized error frame (read before the 4001 close),
     stops reconnecting, and fails its waiting requests with that code."""

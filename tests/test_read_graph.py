@@ -13,7 +13,7 @@ import pytest
 from read_world import WORLD, build, observe, open_reader, say, story
 
 from sidecar.read import EDGE_TYPES, NODE_TYPES, NotFound, graph, to_dot
-from sidecar.read.graph import claim_id
+from sidecar.read.graph import ABOUT_SHOWN, BadCursor, GraphPage, claim_id, graph_page
 from sidecar.store import Reader
 
 _ID = r'"((?:[^"\\]|\\.)*)"'
@@ -200,3 +200,120 @@ def test_cli_graph_shows_registered_names(demo_db: Path) -> None:
         n["name"]: n["label"] for n in json.loads(js.stdout)["nodes"] if n["type"] == "person"
     }
     assert people["bo"] == "Bo" and people["mira"] == "Mira"
+
+
+# ------------------------------------------------------------------------- pages (SPEC §10.5)
+
+
+def _pages(reader: Reader, limit: int, **scope: str) -> list[GraphPage]:
+    """Every page of one graph, following ``next`` until it is None."""
+    pages, after = [], None
+    while True:
+        page = graph_page(reader, WORLD, **scope, after=after, limit=limit)
+        pages.append(page)
+        if page.next is None:
+            return pages
+        assert len(pages) < 1000, "the pages do not end"
+        after = page.next
+
+
+def _merged(pages: list[GraphPage]) -> tuple[dict[str, dict[str, Any]], dict[tuple[str, ...], int]]:
+    """Pages joined as SPEC §10.5 says: nodes by id, edges by (source, target, type), counts added."""
+    nodes: dict[str, dict[str, Any]] = {}
+    counts: dict[tuple[str, ...], int] = {}
+    for page in pages:
+        for n in page.nodes:
+            assert nodes.setdefault(n["id"], n) == n  # a node repeated on a later page is the same
+        for e in page.edges:
+            key = (e["source"], e["target"], e["type"])
+            counts[key] = counts.get(key, 0) + e["count"]
+    return nodes, counts
+
+
+@pytest.mark.parametrize(
+    "scope",
+    [{"resident": "alice"}, {"root": "bridge:state"}, {"resident": "alice", "root": "well:water"},
+     {"root": "well:water"}, {"resident": "erin"}],
+    ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()),
+)  # fmt: skip
+@pytest.mark.parametrize("limit", [1, 2, 3, 1000])
+def test_pages_join_to_the_whole_graph(reader: Reader, scope: dict[str, str], limit: int) -> None:
+    """Walking every page with any limit and joining them gives exactly the whole graph; each
+    page holds at most ``limit`` event nodes, and every edge of it joins nodes of that page."""
+    pages = _pages(reader, limit, **scope)
+    whole = graph(reader, WORLD, **scope)
+    for page in pages:
+        _check_shape({"nodes": page.nodes, "edges": page.edges})
+        assert sum(n["type"] == "event" for n in page.nodes) <= limit
+        assert page.nodes, "an empty page before the last"
+    nodes, counts = _merged(pages)
+    assert nodes == {n["id"]: n for n in whole["nodes"]}
+    assert counts == {(e["source"], e["target"], e["type"]): e["count"] for e in whole["edges"]}
+    if limit == 1000:
+        assert len(pages) == 1
+
+
+def test_a_page_continues_inside_a_belief_and_after_it(reader: Reader) -> None:
+    """A belief with several pieces of evidence spans pages at limit 1: its claim node is on
+    each, the next page starts with the evidence after the cursor, the last page's next is None."""
+    pages = _pages(reader, 1, resident="alice", root="well:water")
+    evidence = reader.evidence(WORLD, "alice", "well:water")
+    assert len(pages) == len(evidence) > 1
+    for page in pages:
+        claims = [n["id"] for n in page.nodes if n["type"] == "claim"]
+        assert claims == [claim_id("alice", "well:water")]
+    assert pages[-1].next is None and all(p.next for p in pages[:-1])
+    shown = [next(n["event_id"] for n in p.nodes if n["type"] == "event") for p in pages]
+    order = sorted(evidence, key=lambda e: (e["day"], e["evidence_id"]))
+    assert shown == [e["event_id"] for e in order]
+
+
+def test_a_bad_cursor_is_refused(reader: Reader) -> None:
+    """An after that is no evidence of this graph (made up, or another belief's) is BadCursor."""
+    other = reader.evidence(WORLD, "carol", "bridge:state")[0]["evidence_id"]
+    for scope, after in (
+        ({"resident": "alice"}, "no-such-evidence"),
+        ({"resident": "alice"}, other),
+        ({"resident": "alice", "root": "well:water"}, other),
+        ({"root": "well:water"}, other),
+    ):
+        with pytest.raises(BadCursor):
+            graph_page(reader, WORLD, **scope, after=after)
+    with pytest.raises(NotFound):
+        graph_page(reader, WORLD, root="no:such:root")
+    with pytest.raises(NotFound):
+        graph_page(reader, WORLD, resident="nobody")
+
+
+def test_a_language_map_subject_is_labelled_with_its_text(tmp_path: Path) -> None:
+    """A subject given as {en, zh-Hant}: the claim and event labels read the English text (or
+    the other language where English is missing); the claim's subject keeps the map."""
+    both = {"en": "The well is poisoned", "zh-Hant": "井水有毒"}
+    db = build(tmp_path / "texts.db", [
+        observe(1, ["mira"], "water:well", "poisoned", both),
+        observe(2, ["mira"], "lamp", "lit", {"zh-Hant": "燈亮著"}),
+    ])  # fmt: skip
+    reader = open_reader(db)
+    paged = list(_merged(_pages(reader, 1, resident="mira"))[0].values())
+    for nodes in (graph(reader, WORLD, resident="mira")["nodes"], paged):
+        claims = {n["root"]: n for n in nodes if n["type"] == "claim"}
+        assert claims["water:well"]["label"] == "The well is poisoned"
+        assert claims["water:well"]["subject"] == both
+        assert claims["lamp"]["label"] == "燈亮著"
+        assert claims["lamp"]["subject"] == {"zh-Hant": "燈亮著"}
+        events = sorted(n["label"] for n in nodes if n["type"] == "event")
+        assert events[0].endswith(": The well is poisoned") and events[1].endswith(": 燈亮著")
+        assert not any("{" in n["label"] for n in nodes)
+
+
+def test_about_edges_are_bounded_and_counted(tmp_path: Path) -> None:
+    """A belief about 300 people: about edges to the first ABOUT_SHOWN, people_count says 300."""
+    people = [f"p{i:03d}" for i in range(300)]
+    db = build(
+        tmp_path / "crowd.db", [observe(1, ["mira"], "crowd", "big", "a crowd", people=people)]
+    )
+    page = graph_page(open_reader(db), WORLD, resident="mira")
+    claim = next(n for n in page.nodes if n["type"] == "claim")
+    assert claim["people_count"] == 300 and claim["places_count"] == 0
+    about = [e["target"] for e in page.edges if e["type"] == "about"]
+    assert about == [f"person:{p}" for p in people[:ABOUT_SHOWN]]

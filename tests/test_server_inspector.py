@@ -359,7 +359,8 @@ async def test_inspector_opens_a_20000_event_world_without_replaying_it(tmp_path
 
 
 async def test_inspector_draws_a_bounded_graph_of_a_much_told_belief(tmp_path: Path) -> None:
-    """A belief told by 400 residents: the latest tellings and their speakers, labels apart."""
+    """A belief told by 400 residents: one graph page (60 tellings and their speakers, labels
+    apart); "next" turns to the following 60 and "previous page" back to the first."""
     chromium.need(chromium.available())
     db = tmp_path / "told.db"
     writer = Writer(db)
@@ -373,17 +374,35 @@ async def test_inspector_draws_a_bounded_graph_of_a_much_told_belief(tmp_path: P
     ]  # fmt: skip
     writer.apply(tellings)
     writer.close()
+    events = "return [...document.querySelectorAll('#graph g[data-type=event]')].map(g => g.dataset.node)"
     async with running(tmp_path, db=db) as sc:
         page = f"http://127.0.0.1:{sc.port}/inspect?world=town&resident=mira&root=water:well&tab=belief"
 
-        def drive() -> tuple[int, str, object, bool]:
+        def drive() -> tuple[int, str, object, bool, list[list[str]]]:
             with chromium.browser(1024, 768) as b:
                 b.get(page)
                 b.wait_for("return document.querySelector('#graph g[data-node]')", "the graph")
                 drawn = int(b.run("return document.querySelectorAll('#graph g[data-node]').length"))
                 legend = str(b.run("return document.querySelector('#graph-legend').innerText"))
-                return drawn, legend, b.run(LABELS_OVERLAP), bool(b.run(NO_SIDEWAYS_OVERFLOW))
+                shown = [list(b.run(events))]
+                b.run("document.querySelector('#graph-next').click()")
+                b.wait_for("return document.querySelector('#graph-previous')", "the next page")
+                shown.append(list(b.run(events)))
+                b.run("document.querySelector('#graph-previous').click()")
+                b.wait_for("return !document.querySelector('#graph-previous')", "the first page")
+                shown.append(list(b.run(events)))
+                return (
+                    drawn,
+                    legend,
+                    b.run(LABELS_OVERLAP),
+                    bool(b.run(NO_SIDEWAYS_OVERFLOW)),
+                    shown,
+                )
 
-        drawn, legend, overlap, fits = await asyncio.to_thread(drive)
-    assert 20 <= drawn <= 160 and "not drawn" in legend
+        drawn, legend, overlap, fits, shown = await asyncio.to_thread(drive)
+    assert drawn == 1 + 60 + 60  # the claim, 60 tellings, their 60 tellers
+    assert "page 1" in legend and "next 60 events" in legend and "not drawn" not in legend
+    assert sorted(shown[0]) == sorted(f"event:s{n}" for n in range(1, 61))
+    assert sorted(shown[1]) == sorted(f"event:s{n}" for n in range(61, 121))
+    assert shown[2] == shown[0]
     assert "said by" in legend and overlap is None and fits

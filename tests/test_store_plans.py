@@ -26,6 +26,7 @@ _QUERIES = [
     {"type": "trust", "resident": "alice"},
     {"type": "graph", "resident": "alice"},
     {"type": "graph", "resident": "alice", "root": "well:water"},
+    {"type": "graph", "root": "well:water", "limit": 2},
     {"type": "said", "resident": "alice", "from": 2, "limit": 5},
     {"type": "promises", "resident": "alice"},
     {"type": "promises", "resident": "alice", "state": "overdue", "after": "p1", "limit": 5},
@@ -147,6 +148,52 @@ def test_own_words_are_read_on_the_said_primary_key_in_order(db: Path) -> None:
             assert steps[0].startswith("SEARCH s USING PRIMARY KEY (world=? AND speaker=?"), steps
             assert "(world=? AND seq=?)" in steps[1] and steps[1].startswith("SEARCH e"), steps
             assert not any("TEMP B-TREE" in step for step in steps), steps
+    finally:
+        conn.close()
+
+
+def test_a_graph_page_is_one_index_range_from_its_cursor(db: Path) -> None:
+    """A graph page reads a belief's evidence as a range of ``evidence_by_belief`` from the
+    cursor (day, evidence id), in index order (no sort), each piece's event by its key; the
+    cursor by the evidence primary key; a root's holders on ``beliefs_by_root`` after the
+    cursor's resident. So a deep page costs what the first costs (tools/querybench.py)."""
+    from sidecar.read.queries import _EVIDENCE_PAGE
+
+    first = answer(Reader(db), WORLD, parse_client_frame(
+        {"type": "graph", "root": "well:water", "limit": 1, "rid": 1}
+    ))  # fmt: skip
+    cursor = first[0]["next"]
+    assert cursor
+    statements = _traced(db, {"type": "graph", "root": "well:water", "limit": 1, "after": cursor})
+    conn = sqlite3.connect(db)
+    try:
+        for sql in statements:
+            assert _bad_steps(conn, sql) == [], sql
+
+        def plan(sql: str) -> list[str]:
+            return [
+                r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, ["w"] * sql.count("?"))
+            ]
+
+        deep = plan(_EVIDENCE_PAGE + "AND (ev.day, ev.evidence_id) > (?, ?) "
+                    "ORDER BY ev.day, ev.evidence_id LIMIT ?")  # fmt: skip
+        assert deep[0] == (
+            "SEARCH ev USING INDEX evidence_by_belief "
+            "(world=? AND resident=? AND root=? AND (day,evidence_id)>(?,?))"
+        ), deep
+        assert deep[1].startswith("SEARCH e USING INDEX sqlite_autoindex_events"), deep
+        start = plan(_EVIDENCE_PAGE + "ORDER BY ev.day, ev.evidence_id LIMIT ?")
+        assert start[0].startswith("SEARCH ev USING INDEX evidence_by_belief"), start
+        for steps in (deep, start):
+            assert not any("TEMP B-TREE" in step for step in steps), steps
+        assert plan(
+            "SELECT resident, root, day FROM evidence WHERE world = ? AND evidence_id = ?"
+        ) == ["SEARCH evidence USING PRIMARY KEY (world=? AND evidence_id=?)"]
+        holders = plan("SELECT * FROM beliefs WHERE world = ? AND root = ? AND resident > ? "
+                       "ORDER BY resident LIMIT ?")  # fmt: skip
+        assert holders == [
+            "SEARCH beliefs USING INDEX beliefs_by_root (world=? AND root=? AND resident>?)"
+        ]
     finally:
         conn.close()
 

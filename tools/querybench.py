@@ -15,6 +15,8 @@ the real WebSocket + msgpack wire, every part of the reply of:
 * ``beliefs page`` — ``limit: 100`` after a root in the middle of her beliefs;
 * ``explain page`` — ``well:water`` with ``limit: 100`` (its latest evidence and changes);
 * ``distribution`` — ``festival:day``;
+* ``graph page`` — the first page (100 event nodes) of ``well:water``'s graph (a deep page
+  costs the same: ``python -m tools.graphpages``);
 
 and once each, the largest replies there are: ``narrative`` at budget 50,000 in zh-Hant, and
 ``explain`` of ``well:water`` without a limit (every piece of evidence, paged). Queries run
@@ -62,6 +64,7 @@ QUERIES: dict[str, dict[str, Any]] = {
     "beliefs page": {"type": "beliefs", "resident": RESIDENT, "after": "fact:5", "limit": 100},
     "explain page": {"type": "explain", "resident": RESIDENT, "root": "well:water", "limit": 100},
     "distribution": {"type": "distribution", "root": "festival:day"},
+    "graph page": {"type": "graph", "resident": RESIDENT, "root": "well:water"},
 }
 #: The largest replies, timed once per size.
 LARGEST: dict[str, dict[str, Any]] = {

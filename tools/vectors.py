@@ -1496,6 +1496,40 @@ def _queries(v: _Vectors) -> None:
         "One root across every resident.",
         {"type": "graph", "root": "secret:door", "rid": 39},
     )
+    out = s(
+        "client.graph.page",
+        "The same belief a page of two event nodes at a time (limit 1–1000, default 100).",
+        {"type": "graph", "resident": "mira", "root": "water:well", "limit": 2, "rid": 71},
+    )
+    v.server(
+        "server.graph.page",
+        "The first two pieces of evidence, with the claim node and the people they name; next "
+        "is the after of the next page.",
+        out[0],
+    )
+    out = s(
+        "client.graph.after",
+        "The next page: after is the next of the previous reply.",
+        {"type": "graph", "resident": "mira", "root": "water:well", "after": out[0]["next"],
+         "limit": 2, "rid": 72},
+    )  # fmt: skip
+    v.server(
+        "server.graph.after",
+        "The last page (next is nil): the claim node again, and only the edges of this page.",
+        out[0],
+    )
+    s(
+        "invalid.graph.limit",
+        "A graph page holds 1 to 1000 event nodes.",
+        {"type": "graph", "resident": "mira", "limit": 0, "rid": 73},
+        error=ErrorCode.INVALID_FRAME,
+    )
+    s(
+        "invalid.graph.after",
+        "after is the next of an earlier page of the same graph: a string.",
+        {"type": "graph", "resident": "mira", "after": 5, "rid": 74},
+        error=ErrorCode.INVALID_FRAME,
+    )
 
 
 def _memory(v: _Vectors) -> None:

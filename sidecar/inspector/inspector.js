@@ -2,7 +2,8 @@
 // this page (same host and port) with JSON text frames and speaks the ordinary wire protocol
 // (protocol/SPEC.md). It asks only for what it shows: the `worlds` list (the picker, and to
 // tell a typo from a world), a page of `residents` (with their registered names), the
-// selected resident's `beliefs`, `narrative`, `trust`, the latest page of `events`, and
+// selected resident's `beliefs`, `narrative`, `trust`, the latest page of `events`, a selected
+// belief's `explain`, `distribution` and one page of its `graph` (previous/next page), and
 // subscribes to live notifications from the current seq (never a replay of the history).
 // The connection is read-only (`hello.role: "reader"`) unless a writer token is given.
 // URL parameters: world, token, writer, resident, root, tab.
@@ -21,6 +22,7 @@
   const RESIDENTS_SHOWN = 5000; // beyond that, "more residents…" pages on demand
   const PROBE_WORLD = "~inspector-probe"; // a hello needs a world; this one only lists worlds
   const GRAPH_NODES_MAX = 160;
+  const GRAPH_PAGE = 60; // event nodes of one graph page (SPEC §10.5): with their people, ~120 boxes
   const BELIEFS_SHOWN = 400; // rows drawn at once; "more beliefs…" draws the next ones
 
   let ws = null;
@@ -32,6 +34,9 @@
     residentsNext: null, selected: params.get("resident") || "", root: params.get("root") || "",
     beliefs: [], beliefsShown: BELIEFS_SHOWN, stream: [], held: [], paused: false, unseen: 0,
     events: [], eventsLast: 0, eventsOldest: null, tab: params.get("tab") || "narrative",
+    // The graph page shown: its belief, its cursor (null: the first page) and the cursors of
+    // the pages before it (for "previous page"); a live refresh reloads the same page.
+    graph: { key: "", after: null, before: [] },
   };
   const timers = {};
 
@@ -427,13 +432,28 @@
     if (focusTab) setTab("belief");
     $("#belief-name").textContent = `${nameOf(state.selected)} · ${root}`;
     for (const tr of $("#beliefs tbody").children) tr.classList.toggle("selected", tr.dataset.root === root);
+    const key = `${state.selected}\u0000${root}`;
+    if (state.graph.key !== key) state.graph = { key, after: null, before: [] };
     const [explanation, distribution, graph] = await Promise.allSettled([
       request({ type: "explain", resident: state.selected, root }),
       request({ type: "distribution", root }),
-      request({ type: "graph", resident: state.selected, root }),
+      requestGraphPage(),
     ]);
     renderTimeline(explanation);
     renderDistribution(distribution);
+    renderGraph(graph);
+  }
+
+  // One page of the selected belief's graph: the page at state.graph.after.
+  function requestGraphPage() {
+    const frame = { type: "graph", resident: state.selected, root: state.root, limit: GRAPH_PAGE };
+    if (state.graph.after) frame.after = state.graph.after;
+    return request(frame);
+  }
+  async function turnGraphPage(after, back) {
+    if (back) state.graph.after = state.graph.before.pop() ?? null;
+    else { state.graph.before.push(state.graph.after); state.graph.after = after; }
+    const [graph] = await Promise.allSettled([requestGraphPage()]);
     renderGraph(graph);
   }
 
@@ -545,6 +565,7 @@
     const box = $("#graph");
     if (result.status !== "fulfilled") return box.replaceChildren(el("p", { class: "muted" }, result.reason.message));
     let { nodes, edges } = result.value;
+    const next = result.value.next ?? null;
     let dropped = 0;
     if (nodes.length > GRAPH_NODES_MAX) { // a belief with thousands of evidence events
       // Keep the beliefs and places, the latest events, and the people linked to those.
@@ -617,13 +638,17 @@
       text.textContent = full.slice(0, lo) + "…";
     }
     // A live refresh of the same belief keeps the user's pan and zoom; a new belief is fitted.
-    const key = `${state.selected}\u0000${state.root}`;
+    const key = `${state.selected}\u0000${state.root}\u0000${state.graph.after ?? ""}`; // a new page is fitted too
     Object.assign(view, { width, height });
     if (view.key === key) applyView();
     else { view.key = key; fitGraph(); }
     $("#graph-legend").replaceChildren(
       ...[...new Set(edges.map((e) => e.type))].map((t) => el("span", {}, el("i", { style: { background: EDGE_COLOURS[t] } }), t.replace("_", " "))),
-      dropped ? el("span", { class: "muted" }, `${dropped} older events and people not drawn`) : "");
+      dropped ? el("span", { class: "muted" }, `${dropped} older events and people not drawn`) : "",
+      state.graph.before.length || next ? el("span", { class: "pages" },
+        el("span", { class: "muted" }, `page ${state.graph.before.length + 1}`),
+        state.graph.before.length ? el("button", { id: "graph-previous", onclick: () => turnGraphPage(null, true) }, "previous page") : "",
+        next ? el("button", { id: "graph-next", onclick: () => turnGraphPage(next, false) }, `next ${GRAPH_PAGE} events`) : "") : "");
   }
 
   function applyView() {

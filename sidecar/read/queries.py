@@ -15,9 +15,9 @@ from typing import Any
 
 import orjson
 
-from ..engine import Value
+from ..engine import Belief, Value
 from ..store import Reader, StoreError, said
-from ..store.rows import load_json
+from ..store.rows import belief_from_row, load_json
 
 __all__ = [
     "Contradiction",
@@ -25,9 +25,12 @@ __all__ = [
     "NotFound",
     "contradictions",
     "corrections",
+    "evidence_after",
+    "evidence_at",
     "evidence_rows",
     "latest_said",
     "resident_known",
+    "root_beliefs_page",
     "said_page",
     "world_exists",
 ]
@@ -199,13 +202,19 @@ def latest_said(reader: Reader, world: str, resident: str, limit: int) -> list[d
         raise StoreError(f"query failed: {exc}") from exc
 
 
+#: An evidence row's event: its kind, and who said it (a ``say`` or ``announce``; else NULL),
+#: read from the event row that the join reads anyway, so an event node is the same whichever
+#: piece of its evidence a graph page holds.
+_EVENT_FIELDS = "e.kind AS event_kind, json_extract(e.body, '$.speaker') AS event_speaker"
+
+
 def evidence_rows(
     reader: Reader, world: str, resident: str | None = None, root: str | None = None
 ) -> list[dict[str, Any]]:
     """Evidence rows like ``Reader.evidence``, for a resident, a root, both or neither."""
     where, params = _where(world, resident, root, "ev")
     sql = (
-        "SELECT ev.*, e.kind AS event_kind, e.seq AS event_seq FROM evidence ev "
+        f"SELECT ev.*, {_EVENT_FIELDS}, e.seq AS event_seq FROM evidence ev "
         "JOIN events e ON e.world = ev.world AND e.event_id = ev.event_id "
         f"WHERE {where} ORDER BY e.seq, ev.resident, ev.root"
     )
@@ -215,3 +224,62 @@ def evidence_rows(
         item["value"] = load_json(item["value"])
         out.append(item)
     return out
+
+
+#: The columns of a graph page's evidence row: the evidence and its event's kind.
+_EVIDENCE_PAGE = (
+    f"SELECT ev.*, {_EVENT_FIELDS} FROM evidence ev "
+    "CROSS JOIN events e ON e.world = ev.world AND e.event_id = ev.event_id "
+    "WHERE ev.world = ? AND ev.resident = ? AND ev.root = ? "
+)
+
+
+def evidence_after(
+    reader: Reader,
+    world: str,
+    resident: str,
+    root: str,
+    *,
+    after: tuple[float, str] | None = None,
+    limit: int = 100,
+) -> list[dict[str, Any]]:
+    """Up to ``limit`` pieces of one belief's evidence in (``day``, ``evidence_id``) order,
+    after the position ``after`` (exclusive), with the event kind.
+
+    One range of index ``evidence_by_belief`` (world, resident, root, day; the primary key
+    ``evidence_id`` ends every entry), walked in order and stopped after ``limit`` rows: a
+    page deep in a belief with 10,000 pieces reads what the first page reads, and the
+    belief's other evidence is never read or sorted (``tests/test_store_plans.py``).
+    """
+    sql = _EVIDENCE_PAGE
+    params: list[Any] = [world, resident, root]
+    if after is not None:
+        sql += "AND (ev.day, ev.evidence_id) > (?, ?) "
+        params += [after[0], after[1]]
+    sql += "ORDER BY ev.day, ev.evidence_id LIMIT ?"
+    out = []
+    for r in _rows(reader, sql, (*params, limit)):
+        item = dict(r)
+        item["value"] = load_json(item["value"])
+        out.append(item)
+    return out
+
+
+def evidence_at(reader: Reader, world: str, evidence_id: str) -> tuple[str, str, float] | None:
+    """The belief (resident, root) and day of one piece of evidence (its primary key), or
+    None: where a graph page that ended at it continues."""
+    sql = "SELECT resident, root, day FROM evidence WHERE world = ? AND evidence_id = ?"
+    rows = _rows(reader, sql, (world, evidence_id))
+    return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
+
+
+def root_beliefs_page(
+    reader: Reader, world: str, root: str, *, after: str = "", limit: int = 100
+) -> list[Belief]:
+    """Up to ``limit`` residents' beliefs on ``root`` in resident order, after resident
+    ``after`` (index ``beliefs_by_root``: its entries end with the key's ``resident``)."""
+    sql = (
+        "SELECT * FROM beliefs WHERE world = ? AND root = ? AND resident > ? "
+        "ORDER BY resident LIMIT ?"
+    )
+    return [belief_from_row(r) for r in _rows(reader, sql, (world, root, after, limit))]

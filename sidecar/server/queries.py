@@ -265,11 +265,21 @@ def _narrative(reader: Reader, world: str, q: NarrativeQuery) -> list[dict[str, 
 
 
 def _graph(reader: Reader, world: str, q: GraphQuery) -> list[dict[str, Any]]:
-    from ..read.graph import graph
+    from ..read.graph import BadCursor, graph_page
 
-    g = graph(reader, world, resident=q.resident, root=q.root)
-    head = {"type": "graph", "rid": q.rid, "resident": q.resident, "root": q.root}
-    return paginate(head, {"nodes": g["nodes"], "edges": g["edges"]})
+    # One page of the graph: at most ``limit`` event nodes; ``next`` (pass as ``after``)
+    # continues it, nil on the last page (SPEC §10.5).
+    try:
+        page = graph_page(
+            reader, world, resident=q.resident, root=q.root, after=q.after, limit=q.limit
+        )
+    except BadCursor as exc:
+        raise ProtocolError(ErrorCode.INVALID_FRAME, str(exc), rid=q.rid) from None
+    head = {
+        "type": "graph", "rid": q.rid, "resident": q.resident, "root": q.root,
+        "next": page.next,
+    }  # fmt: skip
+    return paginate(head, {"nodes": page.nodes, "edges": page.edges})
 
 
 def _trust(reader: Reader, world: str, q: TrustQuery) -> list[dict[str, Any]]:

@@ -4,9 +4,10 @@
 (the promiser and each promisee) with its current state; ``goals`` one row per resident's
 goal. A row is rewritten only when the engine moves it, and each move is one change record
 in ``changes`` (kinds ``promise`` and ``goal``), which is what notifications, ``explain``
-and a goal's history read. The tables are written by the event-by-event path only: an
-outcome that touches them sends its batch there (as a ``schema`` or ``register`` event
-does), so the batched path's reads of them always see exactly what SQLite holds.
+and a goal's history read. Both write paths write an outcome's rows as soon as its event is
+folded, inside the batch's (or the event's) savepoint, and the engine reads them back over
+the same connection: the batched path's next event sees exactly what the event-by-event path
+would, with no overlay, and a batch handed back rolls them away with everything else.
 
 :class:`PromiseReads` is the engine's read access (mixed into the writer's view);
 :class:`PromiseQueries` the read side (mixed into :class:`~.store.Reader`).

@@ -576,6 +576,18 @@ def _narrative_indexes(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+#: 0015 (issue 17): a belief's evidence in day order, for the paged ``graph`` query. The index
+#: on a belief's evidence gains ``day``: a page of one belief's evidence is then a range of it
+#: from the cursor (``day``, then the primary key ``evidence_id`` that every entry of an index
+#: on this WITHOUT ROWID table ends with), its first page and its last cost the same, and no
+#: query sorts or reads the belief's other evidence. The index keeps its name and its leading
+#: columns, so every query that searched ``(world, resident, root)`` still does, and the
+#: table keeps one index on a belief's evidence (one B-tree insert per row, as before).
+_GRAPH_PAGES = """
+DROP INDEX IF EXISTS evidence_by_belief;
+CREATE INDEX evidence_by_belief ON evidence (world, resident, root, day);
+"""
+
 Migration = str | Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -593,6 +605,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0011_i18_promises_goals", _promises_goals),
     ("0012_i18_neutral_text", _NEUTRAL_TEXT),
     ("0013_i17_narrative_indexes", _narrative_indexes),
+    ("0015_i17_graph_pages", _GRAPH_PAGES),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

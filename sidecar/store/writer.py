@@ -353,8 +353,8 @@ class Writer:
             raise _Fallback("a schema event is stored event by event")
         if out.names or out.labels:  # a registration (rare): written by the per-event path
             raise _Fallback("a register event is written event by event")
-        if out.touches_promises:  # (sidecar/store/promises.py)
-            raise _Fallback("promise and goal rows are written event by event")
+        if out.touches_promises:  # written now, inside the batch's savepoint: the fold's
+            write_promise_rows(self.conn, world, out)  # next reads of them see these rows
         staged.event_ids.add((world, out.event.event_id))
         staged.events.append(event_row)
         if out.new_residents:

@@ -717,13 +717,37 @@ namespace Credence
             return RequestAsync(f);
         }
 
-        /// <summary>The belief graph of a resident, a root, or one belief (give at least one).</summary>
-        public Task<Reply> GraphAsync(string resident, string root)
+        /// <summary>
+        /// One page of the belief graph of a resident, a root, or one belief (give at least one;
+        /// SPEC §10.5): at most <paramref name="limit"/> event nodes (1–1000, default 100) after
+        /// <paramref name="after"/>, the <see cref="Reply.Next"/> of the previous page.
+        /// </summary>
+        public Task<Reply> GraphAsync(string resident, string root, string after = null, int? limit = null)
         {
             var f = Frame("graph");
             if (resident != null) f["resident"] = resident;
             if (root != null) f["root"] = root;
+            if (after != null) f["after"] = after;
+            if (limit.HasValue) f["limit"] = limit.Value;
             return RequestAsync(f);
+        }
+
+        /// <summary>
+        /// Every page of a belief graph in order (one query each, following <see cref="Reply.Next"/>),
+        /// at most <paramref name="maxPages"/> of them: a belief seen 10,000 times is 100 pages of 100.
+        /// </summary>
+        public async Task<List<Reply>> GraphPagesAsync(string resident, string root, int? limit = null, int maxPages = 1000)
+        {
+            var pages = new List<Reply>();
+            string after = null;
+            while (pages.Count < maxPages)
+            {
+                var page = await GraphAsync(resident, root, after, limit).ConfigureAwait(false);
+                pages.Add(page);
+                after = page.Next;
+                if (after == null) break;
+            }
+            return pages;
         }
 
         /// <summary>A resident's trust table (optionally for one source).</summary>

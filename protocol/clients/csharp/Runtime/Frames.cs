@@ -450,6 +450,16 @@ namespace Credence
         /// <summary>How many frames the reply came in.</summary>
         public int Parts;
 
+        /// <summary>A paged query's cursor: the <c>after</c> or <c>from</c> of the next page, null on the last (or for a reply that does not page).</summary>
+        public string Next
+        {
+            get
+            {
+                var next = Wire.Get(Frame, "next");
+                return next == null ? null : Convert.ToString(next, System.Globalization.CultureInfo.InvariantCulture);
+            }
+        }
+
         /// <summary>The entries of a list field (<c>beliefs</c>, <c>nodes</c>, …) as maps.</summary>
         public List<Dictionary<string, object>> Items(string field)
         {

@@ -17,6 +17,8 @@
 //   mono CredenceTests.exe lifecycle URL VECTORS.json
 //       against an open sidecar: register (the names appear in the narrative), a schema
 //       (ack Warnings, schema_violation), fork / worlds / delete, what the builders send.
+//   mono CredenceTests.exe graph URL
+//       GraphAsync with after and limit, GraphPagesAsync walking every page, a bad limit.
 //   mono CredenceTests.exe misremember URL
 //       against a sidecar started with --misremember 1 --seed 3: misremembered notifications
 //       and their decoded detail (BeliefChange.Misremembered), and the detail parser.
@@ -65,6 +67,7 @@ namespace Credence.Tests
                     case "lifecycle": Lifecycle(new Uri(args[1]), args[2]).Wait(); break;
                     case "misremember": Misremember(new Uri(args[1])).Wait(); break;
                     case "promises": Promises(new Uri(args[1])).Wait(); break;
+                    case "graph": GraphPages(new Uri(args[1])).Wait(); break;
                     case "bench": Bench(new Uri(args[1]), int.Parse(args[2])).Wait(); break;
                     case "filters": Filters(new Uri(args[1])).Wait(); break;
                     case "focus": Focus(new Uri(args[1])).Wait(); break;
@@ -873,6 +876,29 @@ namespace Credence.Tests
             var copy = new Dictionary<string, object>(frame);
             foreach (var k in drop) copy.Remove(k);
             return copy;
+        }
+
+        // ------------------------------------------------------------------ graph pages
+
+        static async Task GraphPages(Uri url)
+        {
+            var client = new CredenceClient(new CredenceOptions { Url = url, World = "graphs" });
+            await Within(client.ConnectAsync(), "hello");
+            for (int n = 1; n <= 5; n++)
+                await Within(client.SendEventAsync(Events.Say("g-" + n, n, "teller" + n, new[] { "mira" }, "water:well", "poisoned", "The well is poisoned")), "say");
+            var first = await Within(client.GraphAsync("mira", "water:well", null, 2), "graph page");
+            var events = first.Items("nodes").Where(n => (string)n["type"] == "event").Select(n => (string)n["event_id"]).ToList();
+            Check(events.SequenceEqual(new[] { "g-1", "g-2" }), "the first page: the first two tellings, got " + string.Join(",", events));
+            Check(first.Next != null, "the first page names the next");
+            var second = await Within(client.GraphAsync("mira", "water:well", first.Next, 2), "graph after");
+            var later = second.Items("nodes").Where(n => (string)n["type"] == "event").Select(n => (string)n["event_id"]).ToList();
+            Check(later.SequenceEqual(new[] { "g-3", "g-4" }), "the next page continues after the cursor, got " + string.Join(",", later));
+            var pages = await Within(client.GraphPagesAsync("mira", "water:well", 2), "every page");
+            Check(pages.Select(p => p.Items("nodes").Count(n => (string)n["type"] == "event")).SequenceEqual(new[] { 2, 2, 1 }), "every page: 2, 2 and 1 event nodes");
+            Check(pages.Last().Next == null && pages.All(p => p.Items("nodes").Count(n => (string)n["type"] == "claim") == 1), "the claim node on each page; the last has no next");
+            var bad = await Refusal(client.GraphAsync("mira", null, null, 1001)) as CredenceErrorException;
+            Check(bad != null && bad.Code == "invalid_frame", "limit 1001: invalid_frame");
+            await client.CloseAsync();
         }
 
         // ------------------------------------------------------------------ promises and goals

@@ -32,6 +32,7 @@ import {
   type GoalEvent,
   type GoalState,
   type GoalsReply,
+  type GraphOptions,
   type GraphReply,
   type NarrativeOptions,
   type NarrativeReply,
@@ -626,8 +627,23 @@ export class CredenceClient {
     return this.query<NarrativeReply>(frame);
   }
 
-  graph(opts: { resident?: string; root?: string }): Promise<GraphReply> {
+  /** One page of a belief graph (SPEC §10.5); pass the reply's `next` as `after` for the next. */
+  graph(opts: GraphOptions): Promise<GraphReply> {
     return this.query<GraphReply>({ type: "graph", ...opts });
+  }
+
+  /**
+   * Every page of a belief graph in order, from `opts.after` (or the start), one query per
+   * page; stop early by breaking out of the loop. `joinGraphPages` joins them into one graph.
+   */
+  async *graphPages(opts: GraphOptions): AsyncGenerator<GraphReply, void, undefined> {
+    let after = opts.after;
+    for (;;) {
+      const page = await this.graph({ ...opts, after });
+      yield page;
+      if (page.next === null || page.next === undefined) return;
+      after = page.next;
+    }
   }
 
   trust(resident: string, source?: string): Promise<TrustReply> {
@@ -691,6 +707,26 @@ export class CredenceClient {
   async sync(): Promise<void> {
     await this.query({ type: "unsubscribe", residents: ["\u0000sync"] });
   }
+}
+
+/**
+ * Pages of one graph joined into the whole graph (SPEC §10.5): one node per id (the first
+ * seen), edges with the same source, target and type merged with their counts added (the
+ * first page's `event_id`, `day` and `relation` kept).
+ */
+export function joinGraphPages(pages: GraphReply[]): { nodes: GraphReply["nodes"]; edges: GraphReply["edges"] } {
+  const nodes = new Map<string, GraphReply["nodes"][number]>();
+  const edges = new Map<string, GraphReply["edges"][number]>();
+  for (const page of pages) {
+    for (const node of page.nodes) if (!nodes.has(node.id)) nodes.set(node.id, node);
+    for (const edge of page.edges) {
+      const key = JSON.stringify([edge.source, edge.target, edge.type]);
+      const seen = edges.get(key);
+      if (seen === undefined) edges.set(key, { ...edge });
+      else seen.count += edge.count;
+    }
+  }
+  return { nodes: [...nodes.values()], edges: [...edges.values()] };
 }
 
 /** Concatenate the list fields of a paged reply's parts into one frame (SPEC §11); a

@@ -409,12 +409,27 @@ export interface NarrativeReply extends Paged {
   compressed: boolean;
   sections: Array<{ name: string; title: string; entries: Array<Record<string, unknown>>; omitted: number }>;
 }
+/**
+ * One page of a belief graph (SPEC §10.5): at most `limit` event nodes, the claim, person and
+ * place nodes they need, and the edges between them. `next` is the `after` of the next page,
+ * null on the last; pages join by node id, edge counts added up (see `joinGraphPages`).
+ */
 export interface GraphReply extends Paged {
   type: "graph";
   resident: string | null;
   root: string | null;
+  next: string | null;
   nodes: Array<{ id: string; type: string; label: string; [k: string]: unknown }>;
   edges: Array<{ source: string; target: string; type: string; count: number; [k: string]: unknown }>;
+}
+
+/** Which graph and which page: `resident`, `root` or both; `after` the previous page's `next`. */
+export interface GraphOptions {
+  resident?: string;
+  root?: string;
+  after?: string;
+  /** Event nodes in the page: 1–1000, default 100. */
+  limit?: number;
 }
 export interface TrustReply extends Paged {
   type: "trust";

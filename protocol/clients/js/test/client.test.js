@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { startSidecar, until } from "./sidecar.js";
-import { CredenceClient, CredenceError } from "../dist/index.js";
+import { CredenceClient, CredenceError, joinGraphPages } from "../dist/index.js";
 
 const observe = (event_id, day, witnesses, root, value, subject = `${root} is ${value}`) =>
   ({ kind: "observe", event_id, day, witnesses, claim: { root, value }, subject });
@@ -206,6 +206,45 @@ test("promise and goal helpers: typed events, notifications and paged queries", 
     );
     const goals = await client.goals("kai");
     assert.deepEqual(goals.goals.map((g) => [g.goal, g.state, g.history.length]), [["g", "active", 1]]);
+  } finally {
+    client.close();
+    await sidecar.stop();
+  }
+});
+
+test("graph pages: limit and after page a belief, graphPages walks them, joinGraphPages joins them", async () => {
+  const sidecar = await startSidecar();
+  const client = new CredenceClient({ url: sidecar.url, world: "town" });
+  try {
+    await client.connect();
+    for (let n = 1; n <= 5; n++) {
+      await client.send({
+        kind: "say", event_id: `s-${n}`, day: n, speaker: `teller${n}`, listeners: ["mira"],
+        claim: { root: "water:well", value: "poisoned" }, subject: { en: "The well is poisoned", "zh-Hant": "井水有毒" },
+      });
+    }
+    const first = await client.graph({ resident: "mira", root: "water:well", limit: 2 });
+    assert.deepEqual(first.nodes.filter((n) => n.type === "event").map((n) => n.event_id), ["s-1", "s-2"]);
+    assert.equal(typeof first.next, "string");
+    const claim = first.nodes.find((n) => n.type === "claim");
+    assert.equal(claim.label, "The well is poisoned");
+    assert.deepEqual(claim.subject, { en: "The well is poisoned", "zh-Hant": "井水有毒" });
+    const second = await client.graph({ resident: "mira", root: "water:well", limit: 2, after: first.next });
+    assert.deepEqual(second.nodes.filter((n) => n.type === "event").map((n) => n.event_id), ["s-3", "s-4"]);
+    const pages = [];
+    for await (const page of client.graphPages({ resident: "mira", root: "water:well", limit: 2 })) pages.push(page);
+    assert.deepEqual(pages.map((p) => p.nodes.filter((n) => n.type === "event").length), [2, 2, 1]);
+    assert.equal(pages[2].next, null);
+    const whole = joinGraphPages(pages);
+    assert.equal(whole.nodes.filter((n) => n.type === "claim").length, 1);
+    const heard = whole.edges.filter((e) => e.type === "heard_from");
+    assert.equal(heard.length, 5);
+    assert.equal(whole.edges.filter((e) => e.type === "supports" || e.type === "inferred_from")
+      .reduce((sum, e) => sum + e.count, 0), 5);
+    await assert.rejects(
+      client.graph({ resident: "mira", limit: 0 }),
+      (err) => err instanceof CredenceError && err.code === "invalid_frame",
+    );
   } finally {
     client.close();
     await sidecar.stop();

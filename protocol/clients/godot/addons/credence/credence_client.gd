@@ -219,13 +219,19 @@ func narrative(
 	return query("narrative", fields)
 
 
-## A belief graph (SPEC §10.5): one resident's beliefs, one root, or one belief.
-func graph(resident := "", root := "") -> CredenceRequest:
+## One page of a belief graph (SPEC §10.5): one resident's beliefs, one root, or one belief.
+## At most `limit` event nodes (1–1000; 0: the default, 100) after `after`, the `next` of the
+## previous page's result (null on the last page): pass it back to get the next page.
+func graph(resident := "", root := "", after := "", limit := 0) -> CredenceRequest:
 	var fields := {}
 	if resident != "":
 		fields["resident"] = resident
 	if root != "":
 		fields["root"] = root
+	if after != "":
+		fields["after"] = after
+	if limit > 0:
+		fields["limit"] = limit
 	return query("graph", fields)
 
 

@@ -1,0 +1,123 @@
+"""End-to-end: the ``graph`` query a page at a time (SPEC §10.5), over the real server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from wsclient import WsClient, running
+
+from protocol import MAX_OUTBOUND
+from sidecar.engine import parse_event
+from sidecar.store import Writer
+
+TOLD = 1_250  # tellings of one belief: more than the largest page
+
+
+def _told(db: Path) -> None:
+    """Mira hears 1,250 times that the well is poisoned (one teller each); Kai once."""
+    writer = Writer(db)
+    events = [
+        ("town", parse_event({
+            "event_id": f"s{n}", "day": n / 10, "kind": "say", "speaker": f"teller{n:04d}",
+            "listeners": ["mira"] if n > 1 else ["mira", "kai"],
+            "claim": {"root": "water:well", "value": "poisoned"}, "subject": f"telling {n}",
+        }))
+        for n in range(1, TOLD + 1)
+    ]  # fmt: skip
+    writer.apply(events)
+    writer.close()
+
+
+async def _walk(c: WsClient, query: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    """Every page of one graph query (each page's frames), following next."""
+    pages, after = [], None
+    while True:
+        frames = await c.request_all({**query} | ({"after": after} if after else {}))
+        assert all(f["type"] == "graph" for f in frames), frames[0]
+        pages.append(frames)
+        after = frames[-1]["next"]
+        assert all(f["next"] == after for f in frames)  # next is a head field: on every part
+        if after is None:
+            return pages
+        assert len(pages) < 100
+
+
+def _nodes(frames: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [n for f in frames for n in f["nodes"] if n["type"] == kind]
+
+
+async def test_a_much_told_belief_comes_a_bounded_page_at_a_time(tmp_path: Path) -> None:
+    """1,250 tellings: the default page holds 100 event nodes (the first by day), limit 1,000
+    the next 1,000; following next walks all 1,250 exactly once, each page with the claim node
+    and the tellers its edges reach, every edge between nodes of its page."""
+    db = tmp_path / "told.db"
+    _told(db)
+    async with running(tmp_path, db=db) as sc, WsClient(sc.url) as c:
+        first = await c.request_all({"type": "graph", "resident": "mira", "root": "water:well"})
+        events = _nodes(first, "event")
+        assert [e["event_id"] for e in events] == [f"s{n}" for n in range(1, 101)]
+        assert first[0]["next"] is not None and first[0]["root"] == "water:well"
+        pages = await _walk(c, {"type": "graph", "resident": "mira", "root": "water:well",
+                                "limit": 1000})  # fmt: skip
+        assert [len(_nodes(p, "event")) for p in pages] == [1000, 250]
+        seen = [e["event_id"] for p in pages for e in _nodes(p, "event")]
+        assert seen == [f"s{n}" for n in range(1, TOLD + 1)]
+        for page in pages:
+            ids = {n["id"] for f in page for n in f["nodes"]}
+            assert [n["resident"] for n in _nodes(page, "claim")] == ["mira"]
+            assert all(e["source"] in ids and e["target"] in ids for f in page for e in f["edges"])
+            assert len(_nodes(page, "person")) == len(_nodes(page, "event"))  # one teller each
+        # Root alone pages by resident: kai's one telling follows mira's 1,250.
+        across = await _walk(c, {"type": "graph", "root": "water:well", "limit": 1000})
+        holders = [[n["resident"] for n in _nodes(p, "claim")] for p in across]
+        assert holders == [["kai", "mira"], ["mira"]]
+        # 1,000 pieces of evidence on the first page: kai's s1 and mira's s1 to s999 (s1 is
+        # one event node for both); the rest of mira's on the second.
+        assert [len(_nodes(p, "event")) for p in across] == [999, 251]
+
+
+async def test_graph_paging_input_is_validated(tmp_path: Path) -> None:
+    """limit 0 or 1001, a limit or after of the wrong type, and an after that is no evidence of
+    this graph are invalid_frame with a message naming the field; the connection stays."""
+    db = tmp_path / "told.db"
+    _told(db)
+    async with running(tmp_path, db=db) as sc, WsClient(sc.url) as c:
+        one = {"type": "graph", "resident": "mira", "root": "water:well"}
+        page = await c.request({**one, "limit": 1})
+        cursor = page["next"]
+        for frame, field in (
+            ({**one, "limit": 0}, "limit"),
+            ({**one, "limit": 1001}, "limit"),
+            ({**one, "limit": "10"}, "limit"),
+            ({**one, "limit": 2.5}, "limit"),
+            ({**one, "after": 7}, "after"),
+            ({**one, "after": ""}, "after"),
+            ({**one, "after": ["s1/mira"]}, "after"),
+            ({**one, "after": "x" * 1001}, "after"),
+            ({**one, "after": "no-such-evidence"}, "after"),
+            ({"type": "graph", "resident": "kai", "after": cursor}, "after"),  # mira's evidence
+        ):
+            reply = await c.request(frame)
+            assert (reply["type"], reply["code"]) == ("error", "invalid_frame"), frame
+            assert f"'{field}'" in reply["message"], reply
+            assert reply["rid"] == frame["rid"]
+        again = await c.request({**one, "after": cursor, "limit": 1.0})
+        assert [n["event_id"] for n in again["nodes"] if n["type"] == "event"] == ["s2"]
+
+
+async def test_every_graph_frame_stays_under_the_limit(tmp_path: Path) -> None:
+    """The largest page (limit 1,000) of long tellings still comes in frames under 60 KiB,
+    in JSON text too."""
+    db = tmp_path / "told.db"
+    _told(db)
+    async with running(tmp_path, db=db) as sc:
+        for json in (False, True):
+            async with WsClient(sc.url, json=json) as c:
+                query = {"type": "graph", "root": "water:well", "limit": 1000, "rid": "g"}
+                await c.send(query)
+                parts = [await c.next_received(lambda f: f.get("rid") == "g")]
+                while parts[-1].frame["more"]:
+                    parts.append(await c.next_received(lambda f: f.get("rid") == "g"))
+                assert len(parts) > 1 and all(p.text == json for p in parts)
+                assert all(p.size < MAX_OUTBOUND for p in parts), [p.size for p in parts]
