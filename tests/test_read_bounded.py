@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from read_world import WORLD, build
 
-from sidecar.read import project
+from sidecar.read import Focus, project
 from sidecar.read.narrative import _project_bounded, bounded_limits
 from sidecar.store import Reader
 
@@ -113,6 +113,22 @@ def test_the_bounded_read_gives_the_full_reads_narrative(reader: Reader) -> None
                 for limit in bounded_limits(budget)
             )
     assert answered >= len(LANGS) * len(BUDGETS) // 2, answered
+
+
+def test_a_focused_narrative_from_every_protected_memory_is_the_full_reads(
+    reader: Reader,
+) -> None:
+    """With a focus the bounded read takes every protected memory (a focus reorders them by
+    what they match) and still only counts the rest: the same narrative as the full read."""
+    focus = Focus(people=("bo", "lena"), places=("well",), topics=("cart",))
+    for lang in LANGS:
+        for budget in (200, 1000, 3000):
+            fast = project(reader, WORLD, "mira", budget=budget, lang=lang, focus=focus)
+            full = project(
+                reader, WORLD, "mira", budget=budget, lang=lang, focus=focus, bounded=False
+            )
+            assert fast.to_dict() == full.to_dict(), (lang, budget)
+    assert _project_bounded(reader, WORLD, "mira", 200, "en", 10_000, focus=focus) is not None
 
 
 def test_a_small_first_read_that_falls_short_is_not_used(reader: Reader) -> None:

@@ -177,8 +177,8 @@ def project(
     """Project ``resident``'s memories into at most ``budget`` characters of ``lang`` text,
     ranked for ``focus``.
 
-    Without a focus, a bounded read is tried first (:func:`_project_bounded`); it gives the
-    same narrative, byte for byte, or none. ``bounded=False`` skips it (the equivalence test
+    For a resident with many protected memories a bounded read is tried first
+    (:func:`_project_bounded`); it gives the same narrative, byte for byte, or none. ``bounded=False`` skips it (the equivalence test
     compares the two).
 
     Raises :class:`ValueError` for an unknown ``lang`` or a budget below
@@ -191,12 +191,17 @@ def project(
         raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")
     if not resident_known(reader, world, resident):
         raise NotFound(f"resident {resident!r} is unknown in world {world!r}")
-    if bounded and not focus:
+    if bounded:
         sizes, intervened = section_sizes(reader, world, resident)
-        protected = sum(sizes.get(s, 0) for s in ("doubts", "anomalies", "corrections"))
-        if (protected + intervened) * BOUNDED_LINE > budget:  # else they will likely fit
-            for limit in bounded_limits(budget):
-                found = _project_bounded(reader, world, resident, budget, lang, limit, sizes)
+        protected = intervened + sum(
+            sizes.get(s, 0) for s in ("doubts", "anomalies", "corrections")
+        )
+        if protected * BOUNDED_LINE > budget:  # else they will likely fit
+            # A focus moves memories up by what they match, which SQL does not rank: then
+            # every protected memory is read (and ranked here), the rest still only counted.
+            limits = (protected,) if focus else bounded_limits(budget)
+            for limit in limits:
+                found = _project_bounded(reader, world, resident, budget, lang, limit, sizes, focus)
                 if found is not None:
                     return found
     recalled = recall(reader, world, resident, lang)  # 1. read once
@@ -271,12 +276,14 @@ def _project_bounded(
     lang: str,
     limit: int,
     sizes: Mapping[str, int] | None = None,
+    focus: Focus | None = None,
 ) -> Narrative | None:
-    """The unfocused narrative of a resident whose protected memories alone overflow the
-    budget, from a bounded read (:func:`.recall.recall_bounded`): the same pipe on the best
-    protected memories of each section, every other one only counted. None when the layout
+    """The narrative of a resident whose protected memories alone overflow the budget, from
+    a bounded read (:func:`.recall.recall_bounded`): the same pipe on the best ``limit``
+    protected memories of each section (ranked in SQL, so without a ``focus``; with one,
+    ``limit`` must cover them all), every other memory only counted. None when the layout
     would need more than was read (then the full read answers)."""
-    focus = Focus()
+    focus = focus or Focus()
     if sizes is None:
         sizes = section_sizes(reader, world, resident)[0]
     found = recall_bounded(reader, world, resident, lang, limit, sizes)
