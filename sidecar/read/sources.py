@@ -7,9 +7,9 @@ contested, or corrected — this reads their evidence (index ``evidence_by_belie
 per belief): the hearsay behind the value told (for a correction, the value it replaced),
 grouped by origin in the order first heard ("Bo told me, and Old Tom repeated it": Tom's
 telling shares Bo's origin), and the first piece of evidence that contradicted it. At most
-:data:`MAX_SOURCED` beliefs are read per narrative (contested and corrected first, then the
-most recently updated), and at most :data:`MAX_TELLINGS` tellings each, so the cost stays
-bounded whatever the resident holds.
+:data:`MAX_SOURCED` beliefs are read per narrative (contested and corrected first, then those
+told by several people, each the most recently updated first), and at most
+:data:`MAX_TELLINGS` tellings each, so the cost stays bounded whatever the resident holds.
 """
 
 from __future__ import annotations
@@ -72,8 +72,12 @@ def _grouped(rows: Sequence[sqlite3.Row]) -> tuple[tuple[str, tuple[str, ...]], 
 
 
 def _chosen(beliefs: Sequence[Belief]) -> list[Belief]:
+    """Contested and corrected beliefs first, then those told by several people; each the
+    most recently updated first (what the narrative ranks first and words in full), not in
+    root order, so a resident with thousands of doubts has the sources of the ones shown."""
     contested = [b for b in beliefs if b.state in _CONTESTED]
     several = [b for b in beliefs if b.state not in _CONTESTED and len(b.heard_from) > 1]
+    contested.sort(key=lambda b: -b.updated_day)
     several.sort(key=lambda b: -b.updated_day)
     return (contested + several)[:MAX_SOURCED]
 
