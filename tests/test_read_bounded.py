@@ -137,3 +137,24 @@ def test_a_small_first_read_that_falls_short_is_not_used(reader: Reader) -> None
     assert _project_bounded(reader, WORLD, "mira", 4000, "en", 2) is None
     n = project(reader, WORLD, "mira", budget=4000, bounded=False)
     assert n.compressed and len(n.text) <= 4000
+
+
+def test_the_query_benchmarks_resident_reads_the_same_both_ways(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The resident ``python -m tools.querybench`` times (facts in families, hearsay, doubts,
+    corrections, implants, people, acts), at 1,500 beliefs: the same narrative both ways,
+    and the bounded read answers the default budget."""
+    from tools.querybench import story
+
+    path = build(tmp_path_factory.mktemp("bench") / "q.db", list(story(1500, 200)))
+    reader = Reader(path)
+    try:
+        for lang in LANGS:
+            for budget in (300, 2000, 6000):
+                fast = project(reader, WORLD, "mira", budget=budget, lang=lang)
+                full = project(reader, WORLD, "mira", budget=budget, lang=lang, bounded=False)
+                assert fast.to_dict() == full.to_dict(), (lang, budget)
+        assert _project_bounded(reader, WORLD, "mira", 2000, "en", bounded_limits(2000)[0])
+    finally:
+        reader.close()
