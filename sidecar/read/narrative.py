@@ -27,10 +27,13 @@ longest declared prefix, in ``lang`` else English, stands in for the raw root. L
 ranked for an optional focus (:mod:`.ranking`); each entry's ``why`` says why it was chosen.
 
 The projection is one straight pipe, each stage a module that only takes the earlier
-stages' outputs: :func:`.recall.recall` reads the store once; :func:`.items.classify`
-places each memory in a section; :func:`.ranking.rank` scores it for the focus;
-:func:`.phrasing.phrase` words it; :func:`.packing.pack` fits the lines into the budget;
-this module assembles the text and the wire form of each entry.
+stages' outputs: :func:`.recall.recall` reads the store once (promises and goals
+included); :func:`.items.classify` and :func:`.promises.own_items` place each memory in a
+section; :func:`.ranking.rank` scores it for the focus; :func:`.phrasing.phrase` words it;
+:func:`.packing.pack` fits the lines into the budget; this module assembles the text and the
+wire form of each entry. For a big resident the same pipe may run on a bounded read
+(:func:`.recall.recall_bounded` → … → :func:`.packing.pack_bounded`), which answers only
+when it can tell it gives the same narrative as the full read.
 
 Wording carries the epistemic state (see :mod:`.wording`): firsthand beliefs are "sure"
 (confidence ≥ 85), "think" (65–84) or "not certain"; hearsay always names who said it and is
@@ -178,8 +181,8 @@ def project(
     ranked for ``focus``.
 
     For a resident with many protected memories a bounded read is tried first
-    (:func:`_project_bounded`); it gives the same narrative, byte for byte, or none. ``bounded=False`` skips it (the equivalence test
-    compares the two).
+    (:func:`_project_bounded`); it gives the same narrative, byte for byte, or none.
+    ``bounded=False`` skips it (the equivalence test compares the two).
 
     Raises :class:`ValueError` for an unknown ``lang`` or a budget below
     :data:`MIN_BUDGET`, and :class:`~sidecar.read.queries.NotFound` for a resident the
