@@ -250,6 +250,37 @@ def test_a_goal_op_that_does_not_fit_is_refused(events: list[dict[str, Any]]) ->
     assert world.changes == before
 
 
+@pytest.mark.parametrize("op", ["achieved", "abandoned", "changed"])
+def test_a_late_goal_change_dated_before_the_goal_was_set_is_refused(
+    tmp_path: Any, op: str
+) -> None:
+    """With late events allowed, a change of a goal dated before the goal was set (which the
+    goals table's CHECK day >= set_day would refuse as a storage failure, internal_error) is
+    invalid_event, nothing applied; in the writer too, and a change on the set day applies."""
+    from sidecar.store import ResultStatus, Writer
+
+    late = Rules(late_event_days=10)
+    world = run(goal(5, "set", "x"), rules=late)
+    before = list(world.changes)
+    change = goal(4.5, op, "y" if op == "changed" else None, eid="g2")
+    with pytest.raises(
+        InvalidEvent, match=r"goal 'well' of 'mira': cannot be .* before it was set \(day 5\)"
+    ):
+        world.apply(parse_event(change))
+    assert world.changes == before
+    writer = Writer(tmp_path / "g.db", rules=late)
+    try:
+        results = writer.apply(
+            [("w", parse_event(e)) for e in (goal(5, "set", "x"), change, {**change, "day": 5})]
+        )
+    finally:
+        writer.close()
+    assert [r.status for r in results] == [
+        ResultStatus.APPLIED, ResultStatus.REJECTED, ResultStatus.APPLIED,
+    ]  # fmt: skip
+    assert getattr(results[1].error, "code", None) == "invalid_event", results[1].error
+
+
 @pytest.mark.parametrize(
     ("event", "message"),
     [

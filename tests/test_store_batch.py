@@ -37,9 +37,17 @@ def apply(writer: Writer, *events: dict[str, Any], world: str = "w") -> list[Eve
 
 
 def traced(writer: Writer, batch: list[tuple[str, WorldEvent]]) -> tuple[list[str], Any]:
-    """The statements SQLite ran for one batch (an executemany runs one per row)."""
+    """The statements SQLite ran for one batch (an executemany runs one per row).
+
+    A trigger's run is traced as its statement's text again (the ``worlds`` counters'
+    insert triggers, migration 0015): an entry repeating the one before it is dropped."""
     statements: list[str] = []
-    writer.conn.set_trace_callback(statements.append)
+
+    def seen(sql: str) -> None:
+        if not statements or statements[-1] != sql:
+            statements.append(sql)
+
+    writer.conn.set_trace_callback(seen)
     try:
         results = writer.apply(batch)
     finally:

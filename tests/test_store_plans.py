@@ -198,6 +198,45 @@ def test_a_graph_page_is_one_index_range_from_its_cursor(db: Path) -> None:
         conn.close()
 
 
+def test_the_worlds_listing_reads_each_world_row_and_nothing_it_counts(db: Path) -> None:
+    """``worlds`` (its reply, traced as it runs) reads only the rows of ``worlds`` and
+    ``_saves``: each world's counts come from its row by primary key (migration 0016's
+    counters), not from a ``count(*)`` over its beliefs or residents, which grew with the
+    game (p99 4.1 -> 18.2 ms over a year of a 50-resident town)."""
+    from sidecar.server.auth import Role
+    from sidecar.server.lifecycle import world_reply
+    from sidecar.store import SingleFile
+
+    store = SingleFile(db)
+    seen: list[str] = []
+    store.reader.conn.set_trace_callback(seen.append)
+    try:
+        (reply,) = world_reply(
+            store, WORLD, parse_client_frame({"type": "worlds", "rid": 1}),
+            role=Role.WRITER, role_for=lambda w: Role.WRITER,
+        )  # fmt: skip
+    finally:
+        store.reader.conn.set_trace_callback(None)
+        store.close()
+    assert [w["world"] for w in reply["worlds"]] == [WORLD] and reply["worlds"][0]["beliefs"] > 0
+    statements = [s for s in seen if s.lstrip().upper().startswith("SELECT")]
+    conn = sqlite3.connect(db)
+    try:
+        steps = [
+            (sql, r[-1]) for sql in statements for r in conn.execute("EXPLAIN QUERY PLAN " + sql)
+        ]
+    finally:
+        conn.close()
+    assert steps
+    for sql, step in steps:
+        table = re.match(r"(?:SCAN|SEARCH) (\w+)", step)
+        assert table is not None and table[1] in ("worlds", "_saves"), (sql, step)
+    lookups = [step for sql, step in steps if "day, event_seq" in sql]
+    assert lookups and all(re.match(r"SEARCH worlds USING .*\(world=\?\)", s) for s in lookups), (
+        lookups
+    )
+
+
 def test_a_big_residents_narrative_reads_sections_on_their_indexes(db: Path) -> None:
     """Migration 0013: the bounded narrative read counts every section on the covering index
     ``beliefs_shown`` (no row read), ranks contested and corrected beliefs per state on

@@ -366,3 +366,125 @@ def test_a_fork_replayed_by_a_worker_process_is_seen_only_once_whole(
         store.close()
     path = tmp_path / "w.db" if mode == "db" else world_file(tmp_path / "worlds", "slot")
     assert rebuild(path).ok
+
+
+# --------------------------------------------------------------------------- listing counters
+
+
+def _counted(path: Path, world: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """``world``'s stored counters and its rows, counted."""
+    conn = sqlite3.connect(path)
+    try:
+        stored = conn.execute(
+            "SELECT resident_count, belief_count FROM worlds WHERE world = ?", (world,)
+        ).fetchone()
+        rows = tuple(
+            conn.execute(f"SELECT count(*) FROM {t} WHERE world = ?", (world,)).fetchone()[0]
+            for t in ("residents", "beliefs")
+        )
+    finally:
+        conn.close()
+    return tuple(stored), rows  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_listing_counters_stay_exact_through_writes_saves_and_deletes(
+    tmp_path: Path, mode: str, story: list[WorldEvent]
+) -> None:
+    """The ``worlds`` listing reads each world's resident and belief counts from its row
+    (migration 0015's triggers keep them): after batches (beliefs upserted again and again),
+    an import, the server's fork (rows copied in from a worker's file), a delete of the
+    fork, they equal the rows, and every listing says what the rows say."""
+    store = open_store(tmp_path, mode)
+    try:
+        store.apply([("town", e) for e in story[:300]])
+        store.apply([("town", e) for e in story[300:]])
+        store.import_events("copy", DEFAULT_RULES, story[:400])
+        run_build(store.begin_fork("town", "slot", 500))
+        listed = {w.world: w for w in store.worlds()}
+        files = {
+            w: tmp_path / "w.db" if mode == "db" else world_file(tmp_path / "worlds", w)
+            for w in ("town", "copy", "slot")
+        }
+        for world, path in files.items():
+            stored, rows = _counted(path, world)
+            assert stored == rows and rows[1] > 100, world
+            assert (listed[world].residents, listed[world].beliefs) == rows
+        store.delete("slot")
+        assert [w.world for w in store.worlds()] == ["copy", "town"]
+    finally:
+        store.close()
+    if mode == "db":
+        assert _counted(tmp_path / "w.db", "town")[0] == _counted(tmp_path / "w.db", "town")[1]
+    for world in ("town", "copy"):
+        path = tmp_path / "w.db" if mode == "db" else world_file(tmp_path / "worlds", world)
+        assert rebuild(path).ok
+
+
+def test_an_update_of_an_existing_belief_counts_nothing_and_rebuild_checks_the_counters(
+    tmp_path: Path, story: list[WorldEvent]
+) -> None:
+    """The writer's upsert of a belief that is there updates it and counts nothing; a counter
+    that drifted from the rows is a difference ``rebuild --check`` reports."""
+    from sidecar.store.writer import _UPSERT_BELIEF
+
+    store = SingleFile(tmp_path / "w.db")
+    try:
+        store.apply([("town", e) for e in story[:200]])
+    finally:
+        store.close()
+    path = tmp_path / "w.db"
+    before = _counted(path, "town")
+    assert before[0] == before[1]
+    conn = sqlite3.connect(path, isolation_level=None)
+    rows = conn.execute(
+        "SELECT * FROM beliefs WHERE world = 'town' ORDER BY resident, root LIMIT 5"
+    ).fetchall()
+    conn.executemany(_UPSERT_BELIEF, rows)
+    assert _counted(path, "town") == before
+    conn.execute("UPDATE worlds SET belief_count = belief_count + 1 WHERE world = 'town'")
+    conn.close()
+    report = rebuild(path)
+    assert not report.ok
+    assert any("stored counters say" in d for d in report.differences), report.differences
+
+
+def test_a_database_from_before_the_counters_is_counted_once_when_migrated(
+    tmp_path: Path, story: list[WorldEvent]
+) -> None:
+    """Migration 0015 fills the counters from the rows; a listing of a file not migrated yet
+    (a data directory lists files it has not opened) counts the rows instead."""
+    from sidecar.store import Reader
+    from sidecar.store.worlds import _info
+
+    store = SingleFile(tmp_path / "w.db")
+    try:
+        store.apply([("town", e) for e in story[:200]])
+    finally:
+        store.close()
+    path = tmp_path / "w.db"
+    rows = _counted(path, "town")[1]
+    conn = sqlite3.connect(path, isolation_level=None)
+    for trigger in ("residents_counted", "residents_uncounted", "beliefs_counted",
+                    "beliefs_uncounted"):  # fmt: skip
+        conn.execute(f"DROP TRIGGER {trigger}")
+    conn.execute("ALTER TABLE worlds DROP COLUMN resident_count")
+    conn.execute("ALTER TABLE worlds DROP COLUMN belief_count")
+    conn.execute("DELETE FROM _migrations WHERE name = '0016_i17_world_counters'")
+    conn.close()
+    reader = Reader(path)
+    try:
+        old = _info(reader, "town")
+    finally:
+        reader.close()
+    assert (old.residents, old.beliefs) == rows
+    store = SingleFile(path)
+    try:
+        assert store.writer.migrations_applied == ["0016_i17_world_counters"]
+        (info,) = store.worlds()
+        assert (info.residents, info.beliefs) == rows
+        store.apply([("town", e) for e in story[200:400]])
+    finally:
+        store.close()
+    stored, now = _counted(path, "town")
+    assert stored == now and now[1] > rows[1]

@@ -233,11 +233,14 @@ async def measure_queries(
             for resident in residents:
                 await ask("narrative", {"type": "narrative", "resident": resident,
                                         "budget": config.budget})  # fmt: skip
-                parts = await ask("beliefs", {"type": "beliefs", "resident": resident})
-                if parts is not None:
+                # One page of the resident's beliefs (100, in root order), as a viewer asks it.
+                await ask("beliefs", {"type": "beliefs", "resident": resident, "limit": 100})
+                if resident not in roots_of:  # every root, once per checkpoint, untimed
+                    listed = await q.ask({"type": "beliefs", "resident": resident})
                     roots_of[resident] = sorted(
-                        b["root"] for part in parts for b in part.get("beliefs") or ()
-                    )
+                        b["root"] for part in (listed or (0.0, []))[1]
+                        for b in part.get("beliefs") or ()
+                    )  # fmt: skip
                     cp.beliefs_sampled = max(cp.beliefs_sampled, len(roots_of[resident]))
                 roots = roots_of.get(resident) or ["weather"]
                 root = rng.choice(roots)

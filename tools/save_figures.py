@@ -13,6 +13,7 @@ nothing: a busy machine shows in every figure (compare the two phases of one run
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import itertools
 import subprocess
@@ -148,8 +149,9 @@ def run(mode: str, n: int, tmp: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    n = int(args[0]) if args else 20_000
+    p = argparse.ArgumentParser(prog="python -m tools.save_figures", description=__doc__)
+    p.add_argument("events", nargs="?", type=int, default=20_000, help="town events (20,000)")
+    n = p.parse_args(argv).events
     with tempfile.TemporaryDirectory(prefix="credence-saves-") as name:
         for mode in ("db", "data_dir"):
             sub = Path(name) / mode

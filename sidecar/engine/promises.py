@@ -333,6 +333,11 @@ class PromiseFold:
             assert event.subject is not None  # (required for set: checked on parsing)
             subject, set_day, prev_subject = event.subject, event.day, None
         else:
+            if event.day < before.set_day:  # (a late event: no change before the goal was set)
+                raise InvalidEvent(
+                    f"goal {event.goal!r} of {event.resident!r}: cannot be {event.op} on day "
+                    f"{event.day:g}, before it was set (day {before.set_day:g})"
+                )
             subject = before.subject if event.subject is None else event.subject
             set_day = before.set_day
             changed = event.op is GoalOp.CHANGED

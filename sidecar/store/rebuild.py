@@ -97,3 +97,19 @@ def _compare(world: str, a: Reader, b: Reader, report: RebuildReport, limit: int
         differ("the resident registry (display names, action labels) differs")
     if a.latest_seq(world) != b.latest_seq(world) or a.world_day(world) != b.world_day(world):
         differ("world clock or change counter differs")
+    residents = len(a._rows("SELECT resident FROM residents WHERE world = ?", (world,)))
+    for label, counts in (("stored", _counters(a, world)), ("rebuilt", _counters(b, world))):
+        if counts is not None and counts != (residents, len(old_beliefs)):
+            differ(
+                f"{label} counters say {counts[0]} residents and {counts[1]} beliefs; "
+                f"the stored rows are {residents} and {len(old_beliefs)}"
+            )
+
+
+def _counters(reader: Reader, world: str) -> tuple[int, int] | None:
+    """The world row's resident and belief counters (what the ``worlds`` listing sends), or
+    ``None`` in a file from before migration 0015."""
+    if not any(c[1] == "belief_count" for c in reader._rows("PRAGMA table_info(worlds)")):
+        return None
+    rows = reader._rows("SELECT resident_count, belief_count FROM worlds WHERE world = ?", (world,))
+    return (int(rows[0][0]), int(rows[0][1])) if rows else None

@@ -588,6 +588,38 @@ DROP INDEX IF EXISTS evidence_by_belief;
 CREATE INDEX evidence_by_belief ON evidence (world, resident, root, day);
 """
 
+#: 0016 (i17): the ``worlds`` listing reads each world's counts from its own row instead of
+#: counting its residents and beliefs (``count(*)`` walked every belief of the world: its p99
+#: grew 4.1 -> 18.2 ms over a long game). Triggers keep the counters, so every writer of these
+#: tables (the writer, a save's copy, a purge, a rebuild) keeps them exact in the same
+#: transaction. They count inserted rows: an upsert that updates fires no insert trigger, and
+#: nothing here writes beliefs or residents with ``INSERT OR REPLACE`` (its delete of an
+#: existing row fires no trigger, so its insert would count that row again); ``credence
+#: rebuild --check`` compares the counters with the rows.
+_COUNTERS = [
+    "ALTER TABLE worlds ADD COLUMN resident_count INTEGER NOT NULL DEFAULT 0 "
+    "CHECK (resident_count >= 0)",
+    "ALTER TABLE worlds ADD COLUMN belief_count INTEGER NOT NULL DEFAULT 0 "
+    "CHECK (belief_count >= 0)",
+    "UPDATE worlds SET "
+    "resident_count = (SELECT count(*) FROM residents r WHERE r.world = worlds.world), "
+    "belief_count = (SELECT count(*) FROM beliefs b WHERE b.world = worlds.world)",
+    """CREATE TRIGGER residents_counted AFTER INSERT ON residents
+    BEGIN UPDATE worlds SET resident_count = resident_count + 1 WHERE world = NEW.world; END""",
+    """CREATE TRIGGER residents_uncounted AFTER DELETE ON residents
+    BEGIN UPDATE worlds SET resident_count = resident_count - 1 WHERE world = OLD.world; END""",
+    """CREATE TRIGGER beliefs_counted AFTER INSERT ON beliefs
+    BEGIN UPDATE worlds SET belief_count = belief_count + 1 WHERE world = NEW.world; END""",
+    """CREATE TRIGGER beliefs_uncounted AFTER DELETE ON beliefs
+    BEGIN UPDATE worlds SET belief_count = belief_count - 1 WHERE world = OLD.world; END""",
+]
+
+
+def _world_counters(conn: sqlite3.Connection) -> None:
+    for statement in _COUNTERS:  # (whole statements: a trigger's body holds a semicolon)
+        conn.execute(statement)
+
+
 Migration = str | Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -606,6 +638,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0012_i18_neutral_text", _NEUTRAL_TEXT),
     ("0013_i17_narrative_indexes", _narrative_indexes),
     ("0015_i17_graph_pages", _GRAPH_PAGES),
+    ("0016_i17_world_counters", _world_counters),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

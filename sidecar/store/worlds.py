@@ -213,18 +213,30 @@ def run_build(build: Build) -> WorldInfo:
 # --------------------------------------------------------------------------- reading
 
 
+#: A world's entry in a listing: one primary-key lookup of its row, whose counters the
+#: schema's triggers keep (migration 0015), so a listing costs the same after a year of game
+#: days as after one. The events are the log's last seq (each event takes the next one).
+_INFO = (
+    "SELECT day, event_seq, change_seq, resident_count, belief_count FROM worlds WHERE world = ?"
+)
+
+
 def _info(reader: Reader, world: str) -> WorldInfo:
-    rows = reader._rows("SELECT day, event_seq, change_seq FROM worlds WHERE world = ?", (world,))
+    try:
+        rows = reader._rows(_INFO, (world,))
+    except StoreError as exc:  # a file not migrated yet (a data directory lists files
+        if "no such column" not in str(exc):  # it has not opened): count its rows
+            raise
+        rows = reader._rows(
+            "SELECT day, event_seq, change_seq, "
+            "(SELECT count(*) FROM residents WHERE world = ?1), "
+            "(SELECT count(*) FROM beliefs WHERE world = ?1) FROM worlds WHERE world = ?1",
+            (world,),
+        )
     if not rows:
         raise WorldNotFound(f"no world {world!r}")
-
-    def count(table: str) -> int:
-        return int(reader._rows(f"SELECT count(*) FROM {table} WHERE world = ?", (world,))[0][0])
-
-    return WorldInfo(
-        world, float(rows[0][0]), int(rows[0][1]), int(rows[0][2]),
-        count("residents"), count("beliefs"),
-    )  # fmt: skip
+    day, events, changes, residents, beliefs = rows[0]
+    return WorldInfo(world, float(day), int(events), int(changes), int(residents), int(beliefs))
 
 
 def read_source(reader: Reader, world: str, at: int | None) -> tuple[Rules, list[WorldEvent]]:
@@ -392,6 +404,9 @@ def _purge_hidden(
         _ACTIVE.discard(key)
 
 
+_COUNTED = ("resident_count", "belief_count")
+
+
 class _Merge:
     """The end of a worker's save into a :class:`SingleFile`: the world's rows copied from
     the worker's file (attached) in steps of plain SQL (SQLite does it without the GIL), each
@@ -404,7 +419,7 @@ class _Merge:
         conn = _claim(store, world, self.key)
         conn.execute("INSERT INTO _saves (world, pid) VALUES (?, ?)", (world, os.getpid()))
         self.attached = False
-        self.plan: list[tuple[str, str, str]] = []  # (table, columns, order), worlds first
+        self.plan: list[tuple[str, str, str, str]] = []  # (table, columns, values, order)
         self.table = 0
         self.offset = 0
         self.rows = 500
@@ -416,8 +431,13 @@ class _Merge:
         for table in reversed(_world_tables(conn)):  # (the worlds row before what refers to it)
             info = conn.execute(f"PRAGMA main.table_info({table})").fetchall()
             cols = ", ".join(f'"{c[1]}"' for c in info)
+            # The world's counters start at 0: the schema's triggers count its residents and
+            # beliefs again as their rows are copied in (the worlds row comes first).
+            values = ", ".join(
+                "0" if table == "worlds" and c[1] in _COUNTED else f'"{c[1]}"' for c in info
+            )
             keys = [c[1] for c in sorted(info, key=lambda c: c[5]) if c[5]]
-            self.plan.append((table, cols, ", ".join(f'"{k}"' for k in keys) or "rowid"))
+            self.plan.append((table, cols, values, ", ".join(f'"{k}"' for k in keys) or "rowid"))
 
     def step(self) -> bool:
         writer = self.store.writer
@@ -426,14 +446,14 @@ class _Merge:
             self._attach(conn)
         if self.table >= len(self.plan):
             return True
-        table, cols, order = self.plan[self.table]
+        table, cols, values, order = self.plan[self.table]
         start = time.perf_counter()
         conn.execute("PRAGMA synchronous = NORMAL")  # (as _RowsBuild.step)
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 copied = conn.execute(
-                    f"INSERT INTO main.{table} ({cols}) SELECT {cols} FROM save.{table} "
+                    f"INSERT INTO main.{table} ({cols}) SELECT {values} FROM save.{table} "
                     f"WHERE world = ? ORDER BY {order} LIMIT ? OFFSET ?",
                     (self.world, self.rows, self.offset),
                 ).rowcount

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -97,14 +97,11 @@ class _Fallback(Exception):
     """The batched path met something only the event-by-event path decides exactly."""
 
 
-_INSERT_BELIEF = (
-    f"INSERT OR REPLACE INTO beliefs ({', '.join(BELIEF_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * len(BELIEF_COLUMNS))})"
-)
-# The same row as an upsert: an existing belief is updated in place (its root index entry
-# stays put) instead of deleted and re-inserted. The stored row is the same; REPLACE differs
-# only for a NULL in a NOT NULL column with a default, which only value_since could be
-# handed (every other such column gets JSON text), and then _INSERT_BELIEF is used.
+# A belief's row as an upsert: an existing belief is updated in place (its root index entry
+# stays put) instead of deleted and re-inserted, and only a new belief fires the ``worlds``
+# counter's insert trigger (migration 0015: an ``INSERT OR REPLACE`` of an existing row would
+# count it again, so nothing writes beliefs that way). A ``value_since`` of ``None`` is
+# stored as the column's default, 0, as a REPLACE stored it (see :func:`_stored_rows`).
 _UPSERT_BELIEF = (
     f"INSERT INTO beliefs ({', '.join(BELIEF_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(BELIEF_COLUMNS))}) "
@@ -563,11 +560,9 @@ class Writer:
                 _INSERT_EVIDENCE, [_evidence_row(world, e, rel) for e, rel in out.evidence]
             )
         if out.beliefs:
-            rows = [belief_to_row(world, b) for b in out.beliefs.values()]
-            if all(row[_VALUE_SINCE] is not None for row in rows):
-                conn.executemany(_UPSERT_BELIEF, rows)
-            else:
-                conn.executemany(_INSERT_BELIEF, rows)
+            conn.executemany(
+                _UPSERT_BELIEF, _stored_rows(belief_to_row(world, b) for b in out.beliefs.values())
+            )
         if out.trust:
             conn.executemany(
                 _INSERT_TRUST, [(world, i, j, t, v) for (i, j, t), v in out.trust.items()]
@@ -602,6 +597,15 @@ class Writer:
         numbered = self._number(world, state.change_seq, out.changes, change_rows)
         conn.executemany(_INSERT_CHANGE, change_rows)
         return numbered
+
+
+def _stored_rows(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+    """Belief rows as stored: a ``value_since`` of ``None`` (the column is ``NOT NULL DEFAULT
+    0``) becomes 0.0, the value the column's default gives."""
+    for row in rows:
+        if row[_VALUE_SINCE] is None:
+            row = (*row[:_VALUE_SINCE], 0.0, *row[_VALUE_SINCE + 1 :])
+        yield row
 
 
 def _copy_worlds(worlds: dict[str, _WorldState]) -> dict[str, _WorldState]:
