@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sidecar.read.recall import recall
 from sidecar.store import Reader
-from tests.read_world import WORLD, build, crowd, open_reader, story
+from tests.read_world import WORLD, build, crowd, observe, open_reader, say, story
 
 #: The fields of a belief the narrative classifies, ranks, words or sends.
 _USED = (
@@ -54,3 +56,58 @@ def test_recall_leaves_provenance_lists_unread(tmp_path: Path) -> None:
     assert stored is not None and len(stored.evidence_refs) == 50
     (recalled,) = recall(reader, WORLD, "alice", "en").beliefs
     assert recalled.evidence_refs == () and recalled.subject == stored.subject
+
+
+def _trust_story(moves: int) -> list[dict[str, Any]]:
+    """Bo lies to Kai about the well and Kai sees otherwise (a move with a reason), then the
+    game sets Kai's trust in Bo ``moves`` times, in general and on one topic."""
+    events: list[dict[str, Any]] = [
+        say(1, "bo", ["kai"], "well:state", "poisoned", "the well is poisoned"),
+        observe(2, ["kai"], "well:state", "fine", "the well is fine"),
+    ]
+    for i in range(moves):
+        events.append(
+            {"event_id": f"trust{i}", "day": 3 + i / 10, "kind": "trust", "resident": "kai",
+             "source": "bo", "value": 0.3 + (i % 5) / 10, **({"topic": "well"} if i % 2 else {})}
+        )  # fmt: skip
+    return events
+
+
+def _steps(reader: Reader, fn: Callable[[], object]) -> int:
+    """SQLite virtual-machine steps ``fn`` costs (in tens): steady whatever the machine does."""
+    count = 0
+
+    def tick() -> int:
+        nonlocal count
+        count += 1
+        return 0
+
+    reader.conn.set_progress_handler(tick, 10)
+    try:
+        fn()
+    finally:
+        reader.conn.set_progress_handler(None, 10)
+    return count
+
+
+def test_trust_recall_reads_by_key_not_the_whole_history(tmp_path: Path) -> None:
+    """A source whose trust moved thousands of times costs the narrative what one that moved
+    a few dozen times costs: its first and latest days and the latest move with a reason are
+    read by key (they equal what the whole history says)."""
+    steps = {}
+    for moves in (40, 2000):
+        reader = open_reader(build(tmp_path / f"t{moves}.db", _trust_story(moves)))
+        try:
+            (record,) = recall(reader, WORLD, "kai", "en").trust
+            history = sorted(
+                (c for root in ("trust:bo", "trust:bo:well") for c in reader.history(WORLD, "kai", root)),
+                key=lambda c: c.seq,
+            )  # fmt: skip
+            assert (record.first_day, record.last_day) == (history[0].day, history[-1].day)
+            assert record.reason is not None and record.reason["change"] == "contradicted"
+            assert record.reason["root"] == "well:state" and record.reason["day"] == 2
+            assert {r["topic"] for r in record.rows} == {None, "well"}
+            steps[moves] = _steps(reader, lambda: recall(reader, WORLD, "kai", "en"))  # noqa: B023
+        finally:
+            reader.close()
+    assert steps[2000] < 1.5 * steps[40], steps

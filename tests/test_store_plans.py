@@ -152,6 +152,22 @@ def test_own_words_are_read_on_the_said_primary_key_in_order(db: Path) -> None:
         conn.close()
 
 
+def test_what_moved_trust_last_is_read_on_its_partial_index(db: Path) -> None:
+    """The narrative's trust line finds the latest move with a reason on the partial index
+    ``changes_trust_moves`` (migration 0017), backwards from a seq and without a sort: the
+    thousands of ``set`` and promise moves of a long game are never walked."""
+    from sidecar.read.recall import _MOVES
+
+    conn = sqlite3.connect(db)
+    try:
+        steps = [r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + _MOVES, ["w"] * 6)]
+    finally:
+        conn.close()
+    assert steps == [
+        "SEARCH changes USING INDEX changes_trust_moves (world=? AND resident=? AND root=?)"
+    ], steps
+
+
 def test_a_graph_page_is_one_index_range_from_its_cursor(db: Path) -> None:
     """A graph page reads a belief's evidence as a range of ``evidence_by_belief`` from the
     cursor (day, evidence id), in index order (no sort), each piece's event by its key; the

@@ -282,9 +282,7 @@ def _trust_item(resident: str, record: TrustRecord) -> Item:
     value = float((general or rows[0])["value"])
     band = "high" if value >= TRUST_HIGH else "low" if value < TRUST_LOW else "mid"
     topics = () if general is not None else tuple(r["topic"] for r in rows)
-    history, reason = record.history, record.reason
-    first = history[0].day if history else 0.0
-    last = history[-1].day if history else 0.0
+    reason, first, last = record.reason, record.first_day, record.last_day
     # Ranked as the important thing it is: lost trust is fully important, other trust as far
     # as it moved from neutral, and the resident is sure of its own trust (never the trust
     # value as its confidence, which ranked lost trust last).

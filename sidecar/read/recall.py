@@ -11,19 +11,21 @@ with the change records behind it, the world's registry and root schema and its 
 
 from __future__ import annotations
 
+import heapq
 import sqlite3
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from ..engine import Belief, Change, Intervention, SourceKind, State
+from ..engine import Belief, Intervention, SourceKind, State
 from ..engine.promises import GoalRecord, PromiseRecord, PromiseView
 from ..engine.texts import encode_texts
 from ..store import Reader, StoreError
 from ..store.rows import load_json
+from ..store.schema import TRUST_MOVES
 from .queries import Contradiction, Correction, contradictions, corrections, latest_said
 from .registry import Registry, load_registry, load_root_texts
 from .sources import Sources, load_sources
@@ -58,13 +60,15 @@ class ActEpisode:
 
 @dataclass(frozen=True, slots=True)
 class TrustRecord:
-    """The resident's trust in one source: per topic, the changes, and what moved it last."""
+    """The resident's trust in one source: per topic, when it first and last moved, and what
+    moved it last (read by key, never its whole history: a source seen every day of a year
+    has thousands of change records)."""
 
     source: str
     rows: tuple[dict[str, Any], ...]
-    history: tuple[Change, ...]
-    #: The latest confirmation/contradiction/correction behind it, from evidence: ``change``,
-    #: ``event_id``, ``day``, ``root``, ``told`` (the subject heard), ``seen``; or None.
+    #: The day of its first and of its latest change record (0.0 when it has none).
+    first_day: float
+    last_day: float
     reason: dict[str, Any] | None
 
 
@@ -203,19 +207,40 @@ def _acts(reader: Reader, world: str, resident: str) -> dict[str, tuple[ActEpiso
     return {root: tuple(acts) for root, acts in episodes.items()}
 
 
+_MOVES_PAGE = 20
+_MOVES = (
+    "SELECT seq, detail, evidence_id, event_id, day FROM changes "
+    "WHERE world = ? AND resident = ? AND root = ? AND (? IS NULL OR seq < ?) "
+    f"AND {TRUST_MOVES} ORDER BY seq DESC LIMIT ?"
+)
+
+
+def _moves(reader: Reader, world: str, resident: str, root: str) -> Iterator[sqlite3.Row]:
+    """One trust root's confirmations, contradictions and corrections from evidence, latest
+    first, a page at a time (partial index ``changes_trust_moves`` read backwards)."""
+    before = None
+    while True:
+        page = _rows(reader, _MOVES, (world, resident, root, before, before, _MOVES_PAGE))
+        yield from page
+        if len(page) < _MOVES_PAGE:
+            return
+        before = page[-1]["seq"]
+
+
 def _reason(
-    reader: Reader, world: str, resident: str, history: Sequence[Change]
+    reader: Reader, world: str, resident: str, roots: Sequence[str]
 ) -> dict[str, Any] | None:
-    """What moved trust last, from evidence: the told subject and what was seen."""
-    for change in reversed(history):
-        if change.detail not in ("confirmed", "contradicted", "corrected"):
-            continue
-        if not change.evidence_id:
-            continue
+    """What moved trust in a source last, from evidence: the told subject and what was
+    seen. The latest move over the source's roots (general and per topic) whose evidence
+    is still there."""
+    latest = heapq.merge(
+        *(_moves(reader, world, resident, root) for root in roots), key=lambda r: -r["seq"]
+    )
+    for change in latest:
         found = _rows(
             reader,
             "SELECT root, subject FROM evidence WHERE world = ? AND evidence_id = ?",
-            (world, change.evidence_id),
+            (world, change["evidence_id"]),
         )
         if not found:
             continue
@@ -224,13 +249,13 @@ def _reason(
             reader,
             "SELECT subject_before FROM changes WHERE world = ? AND resident = ? AND root = ? "
             "AND event_id = ? AND kind <> 'trust' ORDER BY seq LIMIT 1",
-            (world, resident, root, change.event_id),
+            (world, resident, root, change["event_id"]),
         )
         before = told[0]["subject_before"] if told else None
         return {
-            "change": change.detail,
-            "event_id": change.event_id,
-            "day": change.day,
+            "change": change["detail"],
+            "event_id": change["event_id"],
+            "day": change["day"],
             "root": root,
             "told": before,
             "seen": seen,
@@ -238,15 +263,48 @@ def _reason(
     return None
 
 
+def _end_day(reader: Reader, world: str, resident: str, roots: Sequence[str], last: bool) -> float:
+    """The day of the source's first (or latest) change record over its roots, by key."""
+    order = "DESC" if last else "ASC"
+    ends = [
+        row
+        for root in roots
+        for row in _rows(
+            reader,
+            f"SELECT seq, day FROM changes WHERE world = ? AND resident = ? AND root = ? "
+            f"ORDER BY seq {order} LIMIT 1",
+            (world, resident, root),
+        )
+    ]
+    if not ends:
+        return 0.0
+    pick = max if last else min
+    return float(pick(ends, key=lambda r: r["seq"])["day"])
+
+
 def _trust(reader: Reader, world: str, resident: str) -> tuple[TrustRecord, ...]:
     by_source: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in reader.trust(world, resident):
-        by_source[row["source"]].append(row)
+    for row in _rows(
+        reader,
+        "SELECT source, topic, value FROM trust WHERE world = ? AND resident = ? "
+        "ORDER BY source, topic",
+        (world, resident),
+    ):
+        by_source[row["source"]].append(
+            {"source": row["source"], "topic": row["topic"] or None, "value": row["value"]}
+        )
     records = []
     for source, rows in by_source.items():
-        history = tuple(sorted((c for r in rows for c in r["history"]), key=lambda c: c.seq))
-        reason = _reason(reader, world, resident, history)
-        records.append(TrustRecord(source, tuple(rows), history, reason))
+        roots = [f"trust:{source}" + (f":{r['topic']}" if r["topic"] else "") for r in rows]
+        records.append(
+            TrustRecord(
+                source,
+                tuple(rows),
+                _end_day(reader, world, resident, roots, last=False),
+                _end_day(reader, world, resident, roots, last=True),
+                _reason(reader, world, resident, roots),
+            )
+        )
     return tuple(records)
 
 

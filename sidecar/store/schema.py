@@ -620,6 +620,21 @@ def _world_counters(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+#: 0017 (i17): what moved a resident's trust in a source last, with its reason, is read by key
+#: (the narrative's trust line). A trust root's history is mostly ``set``s and promise moves,
+#: thousands over a long game; the moves from evidence are few. This partial index holds only
+#: those, so the latest is found without walking the rest (``sidecar/read/recall.py``). The
+#: condition is an OR chain, not ``IN (...)``: it is evaluated for every change row written
+#: (``0004_i13_cheap_checks``), and the reading query repeats it word for word.
+TRUST_MOVES = (
+    "(detail = 'confirmed' OR detail = 'contradicted' OR detail = 'corrected') "
+    "AND evidence_id IS NOT NULL"
+)
+_TRUST_MOVES_INDEX = (
+    f"CREATE INDEX IF NOT EXISTS changes_trust_moves ON changes (world, resident, root, seq) "
+    f"WHERE {TRUST_MOVES};"
+)
+
 Migration = str | Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -639,6 +654,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0013_i17_narrative_indexes", _narrative_indexes),
     ("0015_i17_graph_pages", _GRAPH_PAGES),
     ("0016_i17_world_counters", _world_counters),
+    ("0017_i17_trust_moves", _TRUST_MOVES_INDEX),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
