@@ -7,8 +7,6 @@ comes back. Nothing is deleted: a revision returns a new belief and the record o
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from .model import (
     Belief,
     Change,
@@ -19,6 +17,7 @@ from .model import (
     Relation,
     SourceKind,
     State,
+    evolve,
     same_value,
     unique,
 )
@@ -137,11 +136,11 @@ def revise(
         if evidence.source_kind is not SourceKind.FIRSTHAND:
             # A suppressed memory is out of reach: only the resident's own eyes bring it
             # back. Hearsay is recorded against it and changes nothing.
-            return replace(belief, **_recorded(belief, evidence)), None  # type: ignore[arg-type]
-        seen = replace(belief, intervention=None)  # seen again: the suppression ends
+            return evolve(belief, **_recorded(belief, evidence)), None
+        seen = evolve(belief, intervention=None)  # seen again: the suppression ends
         after, change = _revise_held(seen, evidence, rules)
         if change is None:  # (an echo of what it already counted: still out of reach)
-            after = replace(after, intervention=Intervention.SUPPRESSED)
+            after = evolve(after, intervention=Intervention.SUPPRESSED)
         return after, change
     return _revise_held(belief, evidence, rules)
 
@@ -241,7 +240,7 @@ def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change
         # counted (circular reporting), is not corroboration: record it, change nothing,
         # and keep the aging clock where it was.
         refs = (*belief.evidence_refs, ev.evidence_id)
-        return replace(belief, evidence_refs=refs), None
+        return evolve(belief, evidence_refs=refs), None
     source_kind, source, hops = belief.source_kind, belief.source_resident_id, belief.hops
     confidence = belief.confidence + rules.reinforce_step
     if source_kind is SourceKind.HEARSAY and ev.source_kind is SourceKind.FIRSTHAND:
@@ -260,7 +259,7 @@ def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change
         if _ages(source_kind, state, belief.intervention, heard_from, confidence, rules)
         else None
     )
-    after = replace(
+    after = evolve(
         belief,
         evidence_refs=(*belief.evidence_refs, ev.evidence_id),
         updated_day=max(belief.updated_day, ev.day),
@@ -291,12 +290,12 @@ def _contradict(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Cha
         # says, not A contradicting itself. An older telling arriving late changes nothing.
         if ev.day >= belief.last_evidence_day:
             return _update(belief, ev, rules)
-        return replace(belief, **_recorded(belief, ev)), None  # type: ignore[arg-type]
+        return evolve(belief, **_recorded(belief, ev)), None
     active = belief.intervention is not None and belief.intervention.active
     if active and not (belief.state is State.ANOMALOUS and firsthand):
-        after = replace(
+        after = evolve(
             belief,
-            **_touched(belief, ev),  # type: ignore[arg-type]
+            **_touched(belief, ev),
             confidence=min(
                 belief.confidence, max(rules.anomaly_floor, belief.confidence - rules.anomaly_step)
             ),
@@ -309,9 +308,9 @@ def _contradict(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Cha
         return after, _change(belief, after, ChangeKind.ANOMALY, ev)
     if firsthand and belief.state in (State.DOUBTFUL, State.ANOMALOUS):
         return _correct(belief, ev, rules)
-    after = replace(
+    after = evolve(
         belief,
-        **_touched(belief, ev),  # type: ignore[arg-type]
+        **_touched(belief, ev),
         confidence=min(
             belief.confidence, max(rules.doubt_floor, belief.confidence - rules.doubt_step)
         ),
@@ -326,9 +325,9 @@ def _seen_anew(belief: Belief, ev: Evidence, **fields: object) -> Belief:
 
     Shared by correction and update; the old value survives only in the change history.
     """
-    return replace(
+    return evolve(
         belief,
-        **_touched(belief, ev),  # type: ignore[arg-type]
+        **_touched(belief, ev),
         value=ev.claim.value,
         subject=ev.subject,
         people=ev.people,
@@ -343,7 +342,7 @@ def _seen_anew(belief: Belief, ev: Evidence, **fields: object) -> Belief:
         value_since=ev.day,
         decay_period=None,
         next_decay_day=None,
-        **fields,  # type: ignore[arg-type]
+        **fields,
     )
 
 
@@ -408,9 +407,9 @@ def _intervene(belief: Belief | None, ev: Evidence, rules: Rules) -> tuple[Belie
         "updated_day": max(belief.updated_day, ev.day),
     }
     if op == "distort":
-        after = replace(
+        after = evolve(
             belief,
-            **touched,  # type: ignore[arg-type]
+            **touched,
             subject=ev.subject,
             # The player's version replaces the resident's reading of the old one too.
             interpretation=ev.interpretation,
@@ -424,9 +423,9 @@ def _intervene(belief: Belief | None, ev: Evidence, rules: Rules) -> tuple[Belie
             next_decay_day=None,
         )
     elif op == "suppress":
-        after = replace(
+        after = evolve(
             belief,
-            **touched,  # type: ignore[arg-type]
+            **touched,
             state=State.PAST,
             intervention=Intervention.SUPPRESSED,
             next_decay_day=None,
@@ -434,8 +433,8 @@ def _intervene(belief: Belief | None, ev: Evidence, rules: Rules) -> tuple[Belie
     elif op == "soften":
         confidence = max(0, belief.confidence - rules.soften_step)
         state = State.DOUBTFUL if confidence <= rules.soften_doubt_at else belief.state
-        after = replace(belief, **touched, confidence=confidence, state=state)  # type: ignore[arg-type]
-        after = replace(after, next_decay_day=belief.next_decay_day if ages(after, rules) else None)
+        after = evolve(belief, **touched, confidence=confidence, state=state)
+        after = evolve(after, next_decay_day=belief.next_decay_day if ages(after, rules) else None)
     else:  # pragma: no cover - parse_event only lets the four ops through
         raise InvalidEvent(f"unknown intervention op {op!r}")
     return after, _change(belief, after, ChangeKind.INTERVENED, ev, detail=op)
@@ -452,7 +451,7 @@ def age(
         due = belief.next_decay_day
         confidence = max(rules.decay_floor, belief.confidence - rules.decay_step)
         faded = confidence <= rules.decay_floor
-        after = replace(
+        after = evolve(
             belief,
             confidence=confidence,
             state=State.PAST if faded else State.INFLUENCING,
@@ -465,5 +464,5 @@ def age(
         changes.append(change_between(belief, after, kind, event_id=event_id, day=due))
         belief = after
     if belief.next_decay_day is not None and not ages(belief, rules):
-        belief = replace(belief, next_decay_day=None)
+        belief = evolve(belief, next_decay_day=None)
     return belief, changes

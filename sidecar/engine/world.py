@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .events import (
@@ -42,6 +42,7 @@ from .model import (
     Relation,
     SourceKind,
     State,
+    evolve,
     unique,
 )
 from .promises import (
@@ -339,7 +340,7 @@ def ingest(
                 raise InvalidEvent(
                     f"{ev.op}: resident {ev.resident!r} holds no belief on {ev.claim.root!r}"
                 )
-            ev = replace(ev, claim=current.claim)
+            ev = evolve(ev, claim=current.claim)
         # What the world adds to the evidence, gathered and applied in one copy.
         extra: dict[str, Any] = {}
         if ev.source_kind is SourceKind.HEARSAY:
@@ -355,7 +356,7 @@ def ingest(
         if not ev.mutable and "mutable" not in extra and rules.is_mutable(ev.claim.root):
             extra["mutable"] = True
         if extra:
-            ev = replace(ev, **extra)
+            ev = evolve(ev, **extra)
         relation = relation_of(current, ev)
         belief, change = revise(current, ev, rules)
         out.evidence.append((ev, relation))
@@ -531,7 +532,7 @@ def _propose(event: Propose, reader: BeliefReader, out: Outcome) -> None:
         before = current(event.resident, edit.root)
         assert before is not None
         key = (before.resident, before.root)
-        after = replace(
+        after = evolve(
             before,
             subject=before.subject if edit.subject is None else edit.subject,
             interpretation=(
@@ -644,5 +645,5 @@ class MemoryWorld:
         self.views.update(out.views)
         self.goals.update(out.goals)
         for change in out.changes:
-            self.changes.append(replace(change, seq=len(self.changes) + 1))
+            self.changes.append(evolve(change, seq=len(self.changes) + 1))
         return out
