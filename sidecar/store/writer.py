@@ -327,6 +327,10 @@ class Writer:
         cache, conn = self._cache, self.conn
         results: list[EventResult] = []
         logged = self._logged(batch)
+        horizon = staged.horizon
+        for world, event in batch:
+            if horizon.get(world, -1.0) < event.day:
+                horizon[world] = event.day
         for world, event in batch:
             event_id = event.event_id
             try:
