@@ -43,6 +43,7 @@ from .model import (
     SourceKind,
     State,
     evolve,
+    same_value,
     unique,
 )
 from .promises import (
@@ -265,7 +266,9 @@ def belief_about_belief(event: Utterance, hearer: str) -> Evidence | None:
         event_id=event.event_id,
         day=event.day,
         source_kind=SourceKind.FIRSTHAND,
-        claim=Claim(root=believes_root(event.speaker, event.claim.root), value=event.claim.value),
+        claim=Claim.checked_parts(
+            believes_root(event.speaker, event.claim.root), event.claim.value
+        ),
         subject=event.subject,  # the root names the speaker; no stored English around it
         people=(event.speaker,),
         topics=event.topics,
@@ -476,8 +479,10 @@ class _Social:
         trust = self.trust(ev.resident, speaker, ev.topic)
         if isinstance(event, Say) and ev.resident in event.overhearers:
             trust *= self.rules.overhear_trust_factor
-        told = self.belief(speaker, ev.claim.root)
-        if told is not None and told.claim.supports(ev.claim) and told.origins:
+        claim = ev.claim
+        told = self.belief(speaker, claim.root)
+        # (told.claim.supports(claim), without building the belief's claim)
+        if told is not None and told.origins and same_value(told.value, claim.value):
             origin, hops = told.origins[0], (*told.hops, speaker)
         else:  # the claim enters the world with the speaker (a guess, a lie, a story):
             # one origin for all of the speaker's tellings of it, so a liar telling people
