@@ -145,7 +145,11 @@ class Intervention(StrEnum):
     @property
     def active(self) -> bool:
         """Whether the tampering still resists contradiction (anomaly, not doubt)."""
-        return self in (Intervention.IMPLANTED, Intervention.DISTORTED)
+        return self in _ACTIVE
+
+
+#: (a module constant: an enum member read costs ~90 ns on Python 3.11, see revise.py)
+_ACTIVE = (Intervention.IMPLANTED, Intervention.DISTORTED)
 
 
 class Relation(StrEnum):

@@ -31,17 +31,21 @@ __all__ = ["age", "ages", "decay_due", "relation_of", "revise"]
 _FIRSTHAND, _HEARSAY, _IMPLANTED = SourceKind.FIRSTHAND, SourceKind.HEARSAY, SourceKind.IMPLANTED
 _INFLUENCING, _PAST, _DOUBTFUL = State.INFLUENCING, State.PAST, State.DOUBTFUL
 _ANOMALOUS, _CORRECTED, _SUPPRESSED = State.ANOMALOUS, State.CORRECTED, Intervention.SUPPRESSED
+_FORMS, _SUPPORTS = Relation.FORMS, Relation.SUPPORTS
+_CONTRADICTS, _INTERVENES = Relation.CONTRADICTS, Relation.INTERVENES
+_FORMED, _REINFORCED, _DOUBTED = ChangeKind.FORMED, ChangeKind.REINFORCED, ChangeKind.DOUBTED
+_DECAYED, _FADED = ChangeKind.DECAYED, ChangeKind.FADED
 
 
 def relation_of(belief: Belief | None, evidence: Evidence) -> Relation:
     """How ``evidence`` bears on ``belief`` (the table's first column)."""
     if evidence.op is not None:
-        return Relation.FORMS if belief is None else Relation.INTERVENES
+        return _FORMS if belief is None else _INTERVENES
     if belief is None:
-        return Relation.FORMS
+        return _FORMS
     if same_value(belief.value, evidence.claim.value):
-        return Relation.SUPPORTS
-    return Relation.CONTRADICTS
+        return _SUPPORTS
+    return _CONTRADICTS
 
 
 def ages(belief: Belief, rules: Rules = DEFAULT_RULES) -> bool:
@@ -211,7 +215,7 @@ def _form(ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
         next_decay_day=ev.day + (period or rules.decay_period_days) if scheduled else None,
         importance=ev.importance,
     )
-    return belief, _change(None, belief, ChangeKind.FORMED, ev)
+    return belief, _change(None, belief, _FORMED, ev)
 
 
 def _recorded(belief: Belief, ev: Evidence) -> dict[str, object]:
@@ -285,7 +289,7 @@ def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change
         next_decay_day=due,
         importance=_importance(belief.importance, ev.importance),
     )
-    return after, _change(belief, after, ChangeKind.REINFORCED, ev)
+    return after, _change(belief, after, _REINFORCED, ev)
 
 
 def _contradict(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change | None]:
@@ -324,7 +328,7 @@ def _contradict(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Cha
         state=_DOUBTFUL,
         next_decay_day=None,
     )
-    return after, _change(belief, after, ChangeKind.DOUBTED, ev)
+    return after, _change(belief, after, _DOUBTED, ev)
 
 
 def _seen_anew(belief: Belief, ev: Evidence, **fields: object) -> Belief:
@@ -405,7 +409,7 @@ def _intervene(belief: Belief | None, ev: Evidence, rules: Rules) -> tuple[Belie
             if belief is None
             else (*belief.evidence_refs, ev.evidence_id),
         )
-        kind = ChangeKind.FORMED if belief is None else ChangeKind.INTERVENED
+        kind = _FORMED if belief is None else ChangeKind.INTERVENED
         return implanted, _change(belief, implanted, kind, ev, detail="implant")
     if belief is None:
         raise InvalidEvent(f"{op}: resident {ev.resident!r} holds no belief on {ev.claim.root!r}")
@@ -467,7 +471,7 @@ def age(
             if faded
             else due + (belief.decay_period or rules.decay_period_days),
         )
-        kind = ChangeKind.FADED if faded else ChangeKind.DECAYED
+        kind = _FADED if faded else _DECAYED
         changes.append(change_between(belief, after, kind, event_id=event_id, day=due))
         belief = after
     if belief.next_decay_day is not None and not ages(belief, rules):
