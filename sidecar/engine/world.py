@@ -9,7 +9,7 @@ both call it, so a replay of the event log through either gives the same beliefs
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -200,21 +200,8 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
             )
             for who in witnesses
         ]
-    if not isinstance(event, Observe | Utterance):
-        return []  # tick, trust, propose, register
-    base: dict[str, Any] = {
-        "event_id": event.event_id,
-        "day": event.day,
-        "claim": event.claim,
-        "subject": event.subject,
-        "people": event.people,
-        "places": event.places,
-        "topics": event.topics,
-        "mutable": event.mutable,
-        "importance": event.importance,
-        "emotion": event.emotion,
-    }
     if isinstance(event, Observe):
+        base = _shared(event)
         return [
             Evidence(
                 **base,
@@ -226,24 +213,51 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
             )
             for who in event.witnesses
         ]
+    if isinstance(event, Say | Announce):
+        return list(_heard(event, known, None))
+    return []  # tick, trust, propose, register
+
+
+def _shared(event: Observe | Utterance) -> dict[str, Any]:
+    """The fields every resident's evidence of an observation or an utterance shares."""
+    return {
+        "event_id": event.event_id,
+        "day": event.day,
+        "claim": event.claim,
+        "subject": event.subject,
+        "people": event.people,
+        "places": event.places,
+        "topics": event.topics,
+        "mutable": event.mutable,
+        "importance": event.importance,
+        "emotion": event.emotion,
+    }
+
+
+def _heard(
+    event: Say | Announce, known: Iterable[str], context: Callable[[str], dict[str, Any]] | None
+) -> Iterator[Evidence]:
+    """An utterance's evidence, hearer by hearer: the hearsay, then what the hearer now knows
+    the speaker claims. ``context(hearer)`` gives the hearsay's weighing and chain (trust,
+    origin, hops); it is asked for when the hearer's turn comes, after the evidence before it
+    was folded, exactly when the fold used to add those fields to a copy — now the evidence
+    is built once, with them."""
+    base = _shared(event)
     hearers = _audience(event, known) if isinstance(event, Announce) else event.listeners
     overhearers = event.overhearers if isinstance(event, Say) else ()
-    out: list[Evidence] = []
     for who in (*hearers, *overhearers):
-        out.append(
-            Evidence(
-                **base,
-                evidence_id=evidence_id(event.event_id, who),
-                resident=who,
-                source_kind=_HEARSAY,
-                source_resident_id=event.speaker,
-                topic=event.topic,
-            )
+        yield Evidence(
+            **base,
+            **({} if context is None else context(who)),
+            evidence_id=evidence_id(event.event_id, who),
+            resident=who,
+            source_kind=_HEARSAY,
+            source_resident_id=event.speaker,
+            topic=event.topic,
         )
         about = belief_about_belief(event, who)
         if about is not None:
-            out.append(about)
-    return out
+            yield about
 
 
 def _act_subject(event: Act) -> str:
@@ -339,7 +353,14 @@ def ingest(
     everyone_needed = isinstance(event, Announce) and event.audience is None
     known: Iterable[str] = list(reader.known_residents()) if everyone_needed else ()
     out.said = own_words(event, known)
-    for ev in derive_evidence(event, known):
+    if isinstance(event, Say | Announce):
+        utterance = event  # (hearsay arrives weighed and chained: see _heard)
+        evidence: Iterable[Evidence] = _heard(
+            utterance, known, lambda who: social.hearsay_context(who, utterance)
+        )
+    else:
+        evidence = derive_evidence(event, known)
+    for ev in evidence:
         key = (ev.resident, ev.claim.root)
         current = social.belief(*key)
         if ev.op in ("suppress", "soften"):
@@ -350,10 +371,7 @@ def ingest(
             ev = evolve(ev, claim=current.claim)
         # What the world adds to the evidence, gathered and applied in one copy.
         extra: dict[str, Any] = {}
-        if ev.source_kind is _HEARSAY:
-            assert isinstance(event, Utterance)
-            extra.update(social.hearsay_context(ev, event))
-        elif ev.source_kind is _IMPLANTED:
+        if ev.source_kind is _IMPLANTED:
             extra["origin"] = ev.evidence_id
         if decl is not None and ev.claim.root.startswith(decl.prefix):
             if decl.mutable and not ev.mutable:
@@ -473,15 +491,13 @@ class _Social:
             )
         )
 
-    def hearsay_context(self, ev: Evidence, event: Utterance) -> dict[str, Any]:
-        """How the listener weighs hearsay (trust) and the chain it travelled (origin, hops):
-        the evidence's fields to set, for the caller to apply with its other additions."""
-        assert ev.source_resident_id is not None
-        speaker = ev.source_resident_id
-        trust = self.trust(ev.resident, speaker, ev.topic)
-        if isinstance(event, Say) and ev.resident in event.overhearers:
+    def hearsay_context(self, hearer: str, event: Utterance) -> dict[str, Any]:
+        """How ``hearer`` weighs the utterance (trust) and the chain it travelled (origin,
+        hops): the fields its hearsay evidence is built with."""
+        speaker, claim = event.speaker, event.claim
+        trust = self.trust(hearer, speaker, event.topic)
+        if isinstance(event, Say) and hearer in event.overhearers:
             trust *= self.rules.overhear_trust_factor
-        claim = ev.claim
         told = self.belief(speaker, claim.root)
         # (told.claim.supports(claim), without building the belief's claim)
         if told is not None and told.origins and same_value(told.value, claim.value):
@@ -489,7 +505,7 @@ class _Social:
         else:  # the claim enters the world with the speaker (a guess, a lie, a story):
             # one origin for all of the speaker's tellings of it, so a liar telling people
             # separately is not corroboration when they compare notes
-            origin, hops = said_origin(speaker, ev.claim), (speaker,)
+            origin, hops = said_origin(speaker, claim), (speaker,)
         return {"trust": round(trust, 4), "origin": origin, "hops": hops}
 
     def judge_sources(self, before: Belief | None, ev: Evidence, change: Change) -> None:
