@@ -18,6 +18,7 @@ from .model import (
     SourceKind,
     State,
     evolve,
+    positional,
     same_value,
     unique,
 )
@@ -91,25 +92,32 @@ def change_between(
     detail: str | None = None,
 ) -> Change:
     """The change record from ``before`` (``None``: a new belief) to ``after``."""
-    return Change(
-        resident=after.resident,
-        root=after.root,
-        kind=kind,
-        confidence_before=None if before is None else before.confidence,
-        confidence_after=after.confidence,
-        state_before=None if before is None else before.state,
-        state_after=after.state,
-        value_before=None if before is None else before.value,
-        value_after=after.value,
-        subject_before=None if before is None else before.subject,
-        subject_after=after.subject,
-        source_kind=after.source_kind,
-        source_resident_id=after.source_resident_id,
-        event_id=event_id,
-        evidence_id=evidence_id,
-        day=day,
-        detail=detail,
-    )
+    if before is None:
+        return _new_change(
+            after.resident, after.root, kind, None, after.confidence, None, after.state,
+            None, after.value, after.source_kind, after.source_resident_id, event_id, day,
+            evidence_id, None, after.subject, detail, None,
+        )  # fmt: skip
+    return _new_change(
+        after.resident, after.root, kind, before.confidence, after.confidence, before.state,
+        after.state, before.value, after.value, after.source_kind, after.source_resident_id,
+        event_id, day, evidence_id, before.subject, after.subject, detail, None,
+    )  # fmt: skip
+
+
+#: Formed beliefs and change records are built positionally (:func:`~.model.positional`: once per revision).
+_new_change = positional(Change, (
+    "resident", "root", "kind", "confidence_before", "confidence_after", "state_before",
+    "state_after", "value_before", "value_after", "source_kind", "source_resident_id",
+    "event_id", "day", "evidence_id", "subject_before", "subject_after", "detail", "seq",
+))  # fmt: skip
+_new_belief = positional(Belief, (
+    "resident", "root", "value", "subject", "confidence", "state", "source_kind",
+    "source_resident_id", "formed_day", "updated_day", "last_evidence_day", "interpretation",
+    "people", "places", "topics", "intervention", "evidence_refs", "heard_from",
+    "next_decay_day", "origins", "hops", "decay_period", "value_since", "importance",
+    "remembered_day",
+))  # fmt: skip
 
 
 def _change(
@@ -190,31 +198,16 @@ def _form(ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
     period = rules.decay_period(ev.importance, ev.emotion, ev.trust) if hearsay else None
     # Scheduled as it is built (decay_due of the result, without a second copy).
     scheduled = _ages(ev.source_kind, _INFLUENCING, None, heard_from, initial, rules)
-    belief = Belief(
-        resident=ev.resident,
-        root=ev.claim.root,
-        value=ev.claim.value,
-        subject=ev.subject,
-        interpretation=ev.interpretation,
-        people=ev.people,
-        places=ev.places,
-        topics=ev.topics,
-        confidence=initial,
-        state=_INFLUENCING,
-        source_kind=ev.source_kind,
-        source_resident_id=ev.source_resident_id,
-        formed_day=ev.day,
-        updated_day=ev.day,
-        last_evidence_day=ev.day,
-        evidence_refs=(ev.evidence_id,),
-        heard_from=heard_from,
-        origins=(ev.origin,) if ev.origin else (),
-        hops=ev.hops,
-        decay_period=period,
-        value_since=ev.day,
-        next_decay_day=ev.day + (period or rules.decay_period_days) if scheduled else None,
-        importance=ev.importance,
-    )
+    claim, day = ev.claim, ev.day
+    belief = _new_belief(
+        ev.resident, claim.root, claim.value, ev.subject, initial, _INFLUENCING,
+        ev.source_kind, ev.source_resident_id, day, day, day,  # formed, updated, last evidence
+        ev.interpretation, ev.people, ev.places, ev.topics, None,  # intervention
+        (ev.evidence_id,), heard_from,
+        day + (period or rules.decay_period_days) if scheduled else None,  # next decay
+        (ev.origin,) if ev.origin else (), ev.hops, period, day,  # value since
+        ev.importance, None,  # remembered day
+    )  # fmt: skip
     return belief, _change(None, belief, _FORMED, ev)
 
 
