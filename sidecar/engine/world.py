@@ -43,6 +43,7 @@ from .model import (
     SourceKind,
     State,
     evolve,
+    positional,
     same_value,
     unique,
 )
@@ -201,63 +202,57 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
             for who in witnesses
         ]
     if isinstance(event, Observe):
-        base = _shared(event)
-        return [
-            Evidence(
-                **base,
-                evidence_id=evidence_id(event.event_id, who),
-                resident=who,
-                source_kind=_FIRSTHAND,
-                interpretation=event.interpretations.get(who),
-                origin=evidence_id(event.event_id, who),
-            )
-            for who in event.witnesses
-        ]
+        eid, day, claim, subject = event.event_id, event.day, event.claim, event.subject
+        people, places, topics = event.people, event.places, event.topics
+        mutable, importance, emotion = event.mutable, event.importance, event.emotion
+        out: list[Evidence] = []
+        for who in event.witnesses:
+            seen = evidence_id(eid, who)
+            out.append(_new_evidence(
+                seen, who, eid, day, _FIRSTHAND, claim, subject, None,
+                event.interpretations.get(who), people, places, topics, None,  # op
+                seen, (), None, None, mutable, importance, emotion,  # origin, hops, trust, topic
+            ))  # fmt: skip
+        return out
     if isinstance(event, Say | Announce):
         return list(_heard(event, known, None))
     return []  # tick, trust, propose, register
 
 
-def _shared(event: Observe | Utterance) -> dict[str, Any]:
-    """The fields every resident's evidence of an observation or an utterance shares."""
-    return {
-        "event_id": event.event_id,
-        "day": event.day,
-        "claim": event.claim,
-        "subject": event.subject,
-        "people": event.people,
-        "places": event.places,
-        "topics": event.topics,
-        "mutable": event.mutable,
-        "importance": event.importance,
-        "emotion": event.emotion,
-    }
-
-
 def _heard(
-    event: Say | Announce, known: Iterable[str], context: Callable[[str], dict[str, Any]] | None
+    event: Say | Announce,
+    known: Iterable[str],
+    context: Callable[[str], tuple[float, str, tuple[str, ...]]] | None,
 ) -> Iterator[Evidence]:
     """An utterance's evidence, hearer by hearer: the hearsay, then what the hearer now knows
     the speaker claims. ``context(hearer)`` gives the hearsay's weighing and chain (trust,
     origin, hops); it is asked for when the hearer's turn comes, after the evidence before it
     was folded, exactly when the fold used to add those fields to a copy — now the evidence
     is built once, with them."""
-    base = _shared(event)
+    eid, day, claim, subject = event.event_id, event.day, event.claim, event.subject
+    people, places, topics = event.people, event.places, event.topics
+    mutable, importance, emotion = event.mutable, event.importance, event.emotion
+    speaker, topic = event.speaker, event.topic
     hearers = _audience(event, known) if isinstance(event, Announce) else event.listeners
     overhearers = event.overhearers if isinstance(event, Say) else ()
     for who in (*hearers, *overhearers):
-        yield Evidence(
-            **base,
-            **({} if context is None else context(who)),
-            evidence_id=evidence_id(event.event_id, who),
-            resident=who,
-            source_kind=_HEARSAY,
-            source_resident_id=event.speaker,
-            topic=event.topic,
-        )
+        trust, origin, hops = (None, None, ()) if context is None else context(who)
+        yield _new_evidence(
+            evidence_id(eid, who), who, eid, day, _HEARSAY, claim, subject, speaker,
+            None, people, places, topics, None,  # interpretation, ..., op
+            origin, hops, trust, topic, mutable, importance, emotion,
+        )  # fmt: skip
         about = belief_about_belief(event, who)
         if about is not None:
             yield about
+
+
+#: Evidence built positionally (:func:`~.model.positional`), in the class's field order.
+_new_evidence = positional(Evidence, (
+    "evidence_id", "resident", "event_id", "day", "source_kind", "claim", "subject",
+    "source_resident_id", "interpretation", "people", "places", "topics", "op", "origin",
+    "hops", "trust", "topic", "mutable", "importance", "emotion",
+))  # fmt: skip
 
 
 def _act_subject(event: Act) -> str:
@@ -278,20 +273,13 @@ def belief_about_belief(event: Utterance, hearer: str) -> Evidence | None:
     if event.claim.root.startswith("believes:"):
         return None  # no deeper nesting
     about_id = evidence_id(event.event_id, hearer, suffix="believes")
-    return Evidence(
-        evidence_id=about_id,
-        resident=hearer,
-        event_id=event.event_id,
-        day=event.day,
-        source_kind=_FIRSTHAND,
-        claim=Claim.checked_parts(
-            believes_root(event.speaker, event.claim.root), event.claim.value
-        ),
-        subject=event.subject,  # the root names the speaker; no stored English around it
-        people=(event.speaker,),
-        topics=event.topics,
-        origin=about_id,
-    )
+    claim = Claim.checked_parts(believes_root(event.speaker, event.claim.root), event.claim.value)
+    # the root names the speaker; no stored English around the subject
+    return _new_evidence(
+        about_id, hearer, event.event_id, event.day, _FIRSTHAND, claim, event.subject, None,
+        None, (event.speaker,), (), event.topics, None,  # interpretation, people, places, ..., op
+        about_id, (), None, None, False, None, None,  # origin, hops, trust, topic, mutable, ...
+    )  # fmt: skip
 
 
 def touched_keys(event: WorldEvent, known: Iterable[str] = ()) -> list[Key]:
@@ -491,7 +479,7 @@ class _Social:
             )
         )
 
-    def hearsay_context(self, hearer: str, event: Utterance) -> dict[str, Any]:
+    def hearsay_context(self, hearer: str, event: Utterance) -> tuple[float, str, tuple[str, ...]]:
         """How ``hearer`` weighs the utterance (trust) and the chain it travelled (origin,
         hops): the fields its hearsay evidence is built with."""
         speaker, claim = event.speaker, event.claim
@@ -506,7 +494,7 @@ class _Social:
             # one origin for all of the speaker's tellings of it, so a liar telling people
             # separately is not corroboration when they compare notes
             origin, hops = said_origin(speaker, claim), (speaker,)
-        return {"trust": round(trust, 4), "origin": origin, "hops": hops}
+        return round(trust, 4), origin, hops
 
     def judge_sources(self, before: Belief | None, ev: Evidence, change: Change) -> None:
         """Firsthand evidence on a belief still held on hearsay judges those who told it."""
