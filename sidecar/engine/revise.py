@@ -263,25 +263,18 @@ def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change
         if _ages(source_kind, state, belief.intervention, heard_from, confidence, rules)
         else None
     )
-    after = evolve(
-        belief,
-        evidence_refs=(*belief.evidence_refs, ev.evidence_id),
-        updated_day=max(belief.updated_day, ev.day),
-        last_evidence_day=last_evidence_day,
-        confidence=confidence,
-        state=state,
-        source_kind=source_kind,
-        source_resident_id=source,
-        hops=hops,
-        origins=(*belief.origins, ev.origin) if ev.origin else belief.origins,
-        interpretation=ev.interpretation or belief.interpretation,
-        people=unique((*belief.people, *ev.people)),
-        places=unique((*belief.places, *ev.places)),
-        topics=unique((*belief.topics, *ev.topics)),
-        heard_from=heard_from,
-        next_decay_day=due,
-        importance=_importance(belief.importance, ev.importance),
-    )
+    # Every field, in Belief's order (the most common revision: built, not copied).
+    after = _new_belief(
+        belief.resident, belief.root, belief.value, belief.subject, confidence, state,
+        source_kind, source, belief.formed_day, max(belief.updated_day, ev.day),
+        last_evidence_day, ev.interpretation or belief.interpretation,
+        unique((*belief.people, *ev.people)), unique((*belief.places, *ev.places)),
+        unique((*belief.topics, *ev.topics)), belief.intervention,
+        (*belief.evidence_refs, ev.evidence_id), heard_from, due,  # next decay day
+        (*belief.origins, ev.origin) if ev.origin else belief.origins, hops,
+        belief.decay_period, belief.value_since,
+        _importance(belief.importance, ev.importance), belief.remembered_day,
+    )  # fmt: skip
     return after, _change(belief, after, _REINFORCED, ev)
 
 
