@@ -363,7 +363,9 @@ _PLANS: dict[type, _Plan] = {}
 def _plan(cls: type) -> _Plan:
     names = tuple(f.name for f in fields(cls))
     setters = tuple(cls.__dict__[n].__set__ for n in names)  # the slots' own descriptors
-    plan = (operator.attrgetter(*names), setters, dict(zip(names, setters, strict=True)),
+    get = operator.attrgetter(*names)
+    read = get if len(names) > 1 else lambda obj: (get(obj),)  # (one name: not a tuple)
+    plan = (read, setters, dict(zip(names, setters, strict=True)),
             getattr(cls, "__post_init__", None))  # fmt: skip
     _PLANS[cls] = plan
     return plan
