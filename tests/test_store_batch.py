@@ -28,7 +28,7 @@ from test_store_cache import (
 
 from sidecar.engine import WorldEvent, parse_event
 from sidecar.store import ResultStatus, StorageFailure, Writer
-from sidecar.store.writer import EventResult
+from sidecar.store.writer import _LOGGED, EventResult
 from tools.town import deal
 
 
@@ -171,6 +171,26 @@ def test_engine_refusal_and_duplicates_stay_on_the_batched_path(db_path: Path) -
     ]  # fmt: skip
     assert w.fallbacks == 0
     assert [c.seq for c in results[3].changes] == [2]
+    w.close()
+
+
+def test_ids_already_logged_are_found_by_one_read_per_world(db_path: Path) -> None:
+    """Ids logged by earlier batches are duplicates, found by one read per world and batch
+    that searches the log's (world, event_id) index (no read per event)."""
+    w = Writer(db_path, synchronous="OFF")
+    apply(w, observe(1, ["kai"], "r", 1, eid="a"), observe(1, ["kai"], "r", 1, eid="b/x"))
+    apply(w, observe(1, ["kai"], "r", 1, eid="a"), world="v")
+    batch = [("w", parse_event(observe(2, ["kai"], "r", 1, eid=e))) for e in ("c", "b/x", "a")]
+    batch.append(("v", parse_event(observe(2, ["kai"], "r", 1, eid="b/x"))))
+    statements, results = traced(w, batch)
+    assert [r.status for r in results] == [
+        ResultStatus.APPLIED, ResultStatus.DUPLICATE, ResultStatus.DUPLICATE, ResultStatus.APPLIED,
+    ]  # fmt: skip
+    assert w.fallbacks == 0
+    reads = [s for s in statements if " events " in s and s.startswith("SELECT")]
+    assert len(reads) == 2, reads  # one per world
+    plan = w.conn.execute("EXPLAIN QUERY PLAN " + _LOGGED, ("[]", "w")).fetchall()
+    assert any("SEARCH e USING COVERING INDEX" in row[3] for row in plan), plan
     w.close()
 
 

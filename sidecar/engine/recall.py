@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import replace
 
-from .model import Belief, Change, ChangeKind, unique
+from .model import Belief, Change, ChangeKind, evolve, unique
 from .revise import change_between
 from .rules import Rules
 
@@ -83,13 +82,13 @@ def misremember(
         before_v: object = list(belief.places)
         after_v: object
         moved = unique([new if p == gone else p for p in belief.places])
-        after, after_v = replace(belief, places=moved), list(moved)
+        after, after_v = evolve(belief, places=moved), list(moved)
     elif field == "people":
         gone = old_people[pick % len(old_people)]
         new = other_people[(pick // len(old_people)) % len(other_people)]
         before_v = list(belief.people)
         moved = unique([new if p == gone else p for p in belief.people])
-        after, after_v = replace(belief, people=moved), list(moved)
+        after, after_v = evolve(belief, people=moved), list(moved)
     else:
         was = belief.formed_day if belief.remembered_day is None else belief.remembered_day
         shift = (pick % 3 + 1) * (1 if bits[24] & 1 else -1)
@@ -97,7 +96,7 @@ def misremember(
         if now == was:
             now = was + abs(shift)
         before_v = was
-        after, after_v = replace(belief, remembered_day=now), now
+        after, after_v = evolve(belief, remembered_day=now), now
     detail = json.dumps({"field": field, "before": before_v, "after": after_v}, ensure_ascii=False)
     change = change_between(
         belief, after, ChangeKind.MISREMEMBERED, event_id=event_id, day=day, detail=detail

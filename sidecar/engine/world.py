@@ -9,8 +9,8 @@ both call it, so a replay of the event log through either gives the same beliefs
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .events import (
@@ -42,6 +42,9 @@ from .model import (
     Relation,
     SourceKind,
     State,
+    evolve,
+    positional,
+    same_value,
     unique,
 )
 from .promises import (
@@ -135,6 +138,10 @@ class Outcome:
 _audience = reached
 
 
+# (module constants: an enum member read costs ~90 ns on Python 3.11, see revise.py)
+_FIRSTHAND, _HEARSAY, _IMPLANTED = SourceKind.FIRSTHAND, SourceKind.HEARSAY, SourceKind.IMPLANTED
+
+
 def evidence_id(event_id: str, resident: str, suffix: str = "") -> str:
     """``<event_id>/<resident>``, unambiguous even when ids contain ``/``.
 
@@ -172,7 +179,7 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
                 event_id=event.event_id,
                 day=event.day,
                 claim=event.claim,
-                source_kind=SourceKind.IMPLANTED,
+                source_kind=_IMPLANTED,
                 subject=event.subject or "",
                 op=str(event.op),
             )
@@ -188,56 +195,64 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
                 event_id=event.event_id,
                 day=event.day,
                 claim=claim,
-                source_kind=SourceKind.FIRSTHAND,
+                source_kind=_FIRSTHAND,
                 subject=subject,
                 origin=evidence_id(event.event_id, who),
             )
             for who in witnesses
         ]
-    if not isinstance(event, Observe | Utterance):
-        return []  # tick, trust, propose, register
-    base: dict[str, Any] = {
-        "event_id": event.event_id,
-        "day": event.day,
-        "claim": event.claim,
-        "subject": event.subject,
-        "people": event.people,
-        "places": event.places,
-        "topics": event.topics,
-        "mutable": event.mutable,
-        "importance": event.importance,
-        "emotion": event.emotion,
-    }
     if isinstance(event, Observe):
-        return [
-            Evidence(
-                **base,
-                evidence_id=evidence_id(event.event_id, who),
-                resident=who,
-                source_kind=SourceKind.FIRSTHAND,
-                interpretation=event.interpretations.get(who),
-                origin=evidence_id(event.event_id, who),
-            )
-            for who in event.witnesses
-        ]
+        eid, day, claim, subject = event.event_id, event.day, event.claim, event.subject
+        people, places, topics = event.people, event.places, event.topics
+        mutable, importance, emotion = event.mutable, event.importance, event.emotion
+        out: list[Evidence] = []
+        for who in event.witnesses:
+            seen = evidence_id(eid, who)
+            out.append(_new_evidence(
+                seen, who, eid, day, _FIRSTHAND, claim, subject, None,
+                event.interpretations.get(who), people, places, topics, None,  # op
+                seen, (), None, None, mutable, importance, emotion,  # origin, hops, trust, topic
+            ))  # fmt: skip
+        return out
+    if isinstance(event, Say | Announce):
+        return list(_heard(event, known, None))
+    return []  # tick, trust, propose, register
+
+
+def _heard(
+    event: Say | Announce,
+    known: Iterable[str],
+    context: Callable[[str], tuple[float, str, tuple[str, ...]]] | None,
+) -> Iterator[Evidence]:
+    """An utterance's evidence, hearer by hearer: the hearsay, then what the hearer now knows
+    the speaker claims. ``context(hearer)`` gives the hearsay's weighing and chain (trust,
+    origin, hops); it is asked for when the hearer's turn comes, after the evidence before it
+    was folded, exactly when the fold used to add those fields to a copy — now the evidence
+    is built once, with them."""
+    eid, day, claim, subject = event.event_id, event.day, event.claim, event.subject
+    people, places, topics = event.people, event.places, event.topics
+    mutable, importance, emotion = event.mutable, event.importance, event.emotion
+    speaker, topic = event.speaker, event.topic
     hearers = _audience(event, known) if isinstance(event, Announce) else event.listeners
     overhearers = event.overhearers if isinstance(event, Say) else ()
-    out: list[Evidence] = []
     for who in (*hearers, *overhearers):
-        out.append(
-            Evidence(
-                **base,
-                evidence_id=evidence_id(event.event_id, who),
-                resident=who,
-                source_kind=SourceKind.HEARSAY,
-                source_resident_id=event.speaker,
-                topic=event.topic,
-            )
-        )
+        trust, origin, hops = (None, None, ()) if context is None else context(who)
+        yield _new_evidence(
+            evidence_id(eid, who), who, eid, day, _HEARSAY, claim, subject, speaker,
+            None, people, places, topics, None,  # interpretation, ..., op
+            origin, hops, trust, topic, mutable, importance, emotion,
+        )  # fmt: skip
         about = belief_about_belief(event, who)
         if about is not None:
-            out.append(about)
-    return out
+            yield about
+
+
+#: Evidence built positionally (:func:`~.model.positional`), in the class's field order.
+_new_evidence = positional(Evidence, (
+    "evidence_id", "resident", "event_id", "day", "source_kind", "claim", "subject",
+    "source_resident_id", "interpretation", "people", "places", "topics", "op", "origin",
+    "hops", "trust", "topic", "mutable", "importance", "emotion",
+))  # fmt: skip
 
 
 def _act_subject(event: Act) -> str:
@@ -258,18 +273,13 @@ def belief_about_belief(event: Utterance, hearer: str) -> Evidence | None:
     if event.claim.root.startswith("believes:"):
         return None  # no deeper nesting
     about_id = evidence_id(event.event_id, hearer, suffix="believes")
-    return Evidence(
-        evidence_id=about_id,
-        resident=hearer,
-        event_id=event.event_id,
-        day=event.day,
-        source_kind=SourceKind.FIRSTHAND,
-        claim=Claim(root=believes_root(event.speaker, event.claim.root), value=event.claim.value),
-        subject=event.subject,  # the root names the speaker; no stored English around it
-        people=(event.speaker,),
-        topics=event.topics,
-        origin=about_id,
-    )
+    claim = Claim.checked_parts(believes_root(event.speaker, event.claim.root), event.claim.value)
+    # the root names the speaker; no stored English around the subject
+    return _new_evidence(
+        about_id, hearer, event.event_id, event.day, _FIRSTHAND, claim, event.subject, None,
+        None, (event.speaker,), (), event.topics, None,  # interpretation, people, places, ..., op
+        about_id, (), None, None, False, None, None,  # origin, hops, trust, topic, mutable, ...
+    )  # fmt: skip
 
 
 def touched_keys(event: WorldEvent, known: Iterable[str] = ()) -> list[Key]:
@@ -331,7 +341,14 @@ def ingest(
     everyone_needed = isinstance(event, Announce) and event.audience is None
     known: Iterable[str] = list(reader.known_residents()) if everyone_needed else ()
     out.said = own_words(event, known)
-    for ev in derive_evidence(event, known):
+    if isinstance(event, Say | Announce):
+        utterance = event  # (hearsay arrives weighed and chained: see _heard)
+        evidence: Iterable[Evidence] = _heard(
+            utterance, known, lambda who: social.hearsay_context(who, utterance)
+        )
+    else:
+        evidence = derive_evidence(event, known)
+    for ev in evidence:
         key = (ev.resident, ev.claim.root)
         current = social.belief(*key)
         if ev.op in ("suppress", "soften"):
@@ -339,13 +356,10 @@ def ingest(
                 raise InvalidEvent(
                     f"{ev.op}: resident {ev.resident!r} holds no belief on {ev.claim.root!r}"
                 )
-            ev = replace(ev, claim=current.claim)
+            ev = evolve(ev, claim=current.claim)
         # What the world adds to the evidence, gathered and applied in one copy.
         extra: dict[str, Any] = {}
-        if ev.source_kind is SourceKind.HEARSAY:
-            assert isinstance(event, Utterance)
-            extra.update(social.hearsay_context(ev, event))
-        elif ev.source_kind is SourceKind.IMPLANTED:
+        if ev.source_kind is _IMPLANTED:
             extra["origin"] = ev.evidence_id
         if decl is not None and ev.claim.root.startswith(decl.prefix):
             if decl.mutable and not ev.mutable:
@@ -355,7 +369,7 @@ def ingest(
         if not ev.mutable and "mutable" not in extra and rules.is_mutable(ev.claim.root):
             extra["mutable"] = True
         if extra:
-            ev = replace(ev, **extra)
+            ev = evolve(ev, **extra)
         relation = relation_of(current, ev)
         belief, change = revise(current, ev, rules)
         out.evidence.append((ev, relation))
@@ -376,9 +390,7 @@ def ingest(
             promises.seen(event, told)
         else:
             assert isinstance(event, Utterance)
-            hearers = [
-                ev.resident for ev, _ in out.evidence if ev.source_kind is SourceKind.HEARSAY
-            ]
+            hearers = [ev.resident for ev, _ in out.evidence if ev.source_kind is _HEARSAY]
             promises.told(event, hearers, told)
     return out
 
@@ -458,7 +470,7 @@ class _Social:
                 state_after=State.INFLUENCING,
                 value_before=before,
                 value_after=value,
-                source_kind=SourceKind.IMPLANTED if why == "set" else SourceKind.FIRSTHAND,
+                source_kind=_IMPLANTED if why == "set" else _FIRSTHAND,
                 source_resident_id=None,
                 event_id=event_id,
                 evidence_id=evidence_id,
@@ -467,28 +479,28 @@ class _Social:
             )
         )
 
-    def hearsay_context(self, ev: Evidence, event: Utterance) -> dict[str, Any]:
-        """How the listener weighs hearsay (trust) and the chain it travelled (origin, hops):
-        the evidence's fields to set, for the caller to apply with its other additions."""
-        assert ev.source_resident_id is not None
-        speaker = ev.source_resident_id
-        trust = self.trust(ev.resident, speaker, ev.topic)
-        if isinstance(event, Say) and ev.resident in event.overhearers:
+    def hearsay_context(self, hearer: str, event: Utterance) -> tuple[float, str, tuple[str, ...]]:
+        """How ``hearer`` weighs the utterance (trust) and the chain it travelled (origin,
+        hops): the fields its hearsay evidence is built with."""
+        speaker, claim = event.speaker, event.claim
+        trust = self.trust(hearer, speaker, event.topic)
+        if isinstance(event, Say) and hearer in event.overhearers:
             trust *= self.rules.overhear_trust_factor
-        told = self.belief(speaker, ev.claim.root)
-        if told is not None and told.claim.supports(ev.claim) and told.origins:
+        told = self.belief(speaker, claim.root)
+        # (told.claim.supports(claim), without building the belief's claim)
+        if told is not None and told.origins and same_value(told.value, claim.value):
             origin, hops = told.origins[0], (*told.hops, speaker)
         else:  # the claim enters the world with the speaker (a guess, a lie, a story):
             # one origin for all of the speaker's tellings of it, so a liar telling people
             # separately is not corroboration when they compare notes
-            origin, hops = said_origin(speaker, ev.claim), (speaker,)
-        return {"trust": round(trust, 4), "origin": origin, "hops": hops}
+            origin, hops = said_origin(speaker, claim), (speaker,)
+        return round(trust, 4), origin, hops
 
     def judge_sources(self, before: Belief | None, ev: Evidence, change: Change) -> None:
         """Firsthand evidence on a belief still held on hearsay judges those who told it."""
-        if before is None or before.source_kind is not SourceKind.HEARSAY:
+        if before is None or before.source_kind is not _HEARSAY:
             return
-        if ev.source_kind is not SourceKind.FIRSTHAND:
+        if ev.source_kind is not _FIRSTHAND:
             return
         step = {
             ChangeKind.REINFORCED: self.rules.trust_confirm_step,
@@ -531,7 +543,7 @@ def _propose(event: Propose, reader: BeliefReader, out: Outcome) -> None:
         before = current(event.resident, edit.root)
         assert before is not None
         key = (before.resident, before.root)
-        after = replace(
+        after = evolve(
             before,
             subject=before.subject if edit.subject is None else edit.subject,
             interpretation=(
@@ -644,5 +656,5 @@ class MemoryWorld:
         self.views.update(out.views)
         self.goals.update(out.goals)
         for change in out.changes:
-            self.changes.append(replace(change, seq=len(self.changes) + 1))
+            self.changes.append(evolve(change, seq=len(self.changes) + 1))
         return out

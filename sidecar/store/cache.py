@@ -170,8 +170,20 @@ def _cache_outcome(cache: _Cache, world: str, outcome: Outcome) -> None:
 
 def _cache_batch(cache: _Cache, staged: _Batch) -> None:
     """Put what a committed batch wrote into the cache (every staged value reads back as
-    written: the batched path checked it)."""
-    for key, belief in staged.beliefs.items():
-        cache.put_belief(key, belief)
+    written: the batched path checked it). :meth:`_Cache.put_belief` written out: this runs
+    for every belief a batch stores."""
+    beliefs, budget, weight = cache.beliefs, cache.budget, cache.weight
+    pop, missing = beliefs.pop, _MISSING
+    for key, b in staged.beliefs.items():
+        old = pop(key, missing)
+        if old is not missing:
+            weight -= _weight(old)
+        w = 8 + len(b.evidence_refs) + len(b.heard_from) + len(b.origins) + len(b.hops)
+        if w * 64 > budget:  # one huge belief: not worth a slot
+            cache.complete.discard(key[0])
+            continue
+        beliefs[key] = b  # (re)inserted last: written entries live longest
+        weight += w
+    cache.weight = weight
     for tkey, value in staged.trust.items():
         cache.put_trust(tkey, value)

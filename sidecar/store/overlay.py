@@ -5,11 +5,13 @@ each world's row (:class:`_WorldState`)."""
 from __future__ import annotations
 
 import sqlite3
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine import Belief, RootSchema, Rules, parse_schema
+from ..engine.promises import PromiseView
 from .cache import _MISSING, _Cache
 from .promises import PromiseReads
 from .rows import belief_from_row, load_json
@@ -39,7 +41,8 @@ class _Batch:
     """
 
     __slots__ = ("beliefs", "changes", "due", "event_ids", "events", "evidence", "facts",
-                 "residents", "said", "swept", "trust")  # fmt: skip
+                 "horizon", "promises_due", "residents", "said", "swept",
+                 "trust")  # fmt: skip
 
     def __init__(self) -> None:
         self.beliefs: dict[tuple[str, str, str], Belief] = {}
@@ -55,6 +58,12 @@ class _Batch:
         self.evidence: list[tuple[Any, ...]] = []
         self.changes: list[tuple[Any, ...]] = []
         self.said: list[tuple[Any, ...]] = []  # own words (sidecar/store/said.py)
+        #: Per world, the latest day of the batch's events: no sweep of the batch goes later.
+        self.horizon: dict[str, float] = {}
+        #: Per world, the promise views past their deadline by a day (and their deadlines),
+        #: read once per batch and dropped when an event of the batch writes promise rows:
+        #: each sweep in between takes its slice.
+        self.promises_due: dict[str, tuple[float, list[float], list[PromiseView]]] = {}
 
 
 def _due_order(b: Belief) -> tuple[float, str, str]:
@@ -122,6 +131,21 @@ class _View(PromiseReads):
             due += [b for b in pending.values() if b.next_decay_day <= day]  # type: ignore[operator]
             due.sort(key=_due_order)
         return iter(due)
+
+    def due_promise_views(self, day: float) -> list[PromiseView]:
+        """Views past their deadline before ``day``; on the batched path, sliced from one
+        read, which holds until an event of the batch writes promise rows (the writer's
+        ``_stage`` drops it then)."""
+        batch = self.batch
+        if batch is None:
+            return PromiseReads.due_promise_views(self, day)
+        read = batch.promises_due.get(self.world)
+        if read is None or read[0] < day:
+            upto = max(day, batch.horizon.get(self.world, day))
+            views = PromiseReads.due_promise_views(self, upto)
+            read = batch.promises_due[self.world] = (upto, [v.due for v in views], views)  # type: ignore[misc]
+        _, dues, views = read
+        return views[: bisect_left(dues, day)]
 
     def _stored(self, row: sqlite3.Row) -> Belief:
         """The belief of a stored row: the cache's copy when it has one (the same value, and

@@ -130,6 +130,12 @@ _INSERT_FACT = "INSERT OR REPLACE INTO facts (world, root, value) VALUES (?,?,?)
 
 _INSERT_WORLD = "INSERT INTO worlds (world, rules) VALUES (?, ?)"
 _EVENT_EXISTS = "SELECT 1 FROM events WHERE world = ? AND event_id = ?"
+#: Which of a JSON array of event ids one world's log already holds: one statement per
+#: world and batch (the log's (world, event_id) index, searched once per id) instead of one
+#: per event; almost always it finds none.
+_LOGGED = (
+    "SELECT j.value FROM json_each(?) AS j JOIN events AS e ON e.world = ? AND e.event_id = j.value"
+)
 
 
 class Writer:
@@ -317,6 +323,11 @@ class Writer:
         the cache and the writer's connection."""
         cache, conn = self._cache, self.conn
         results: list[EventResult] = []
+        logged = self._logged(batch)
+        horizon = staged.horizon
+        for world, event in batch:
+            if horizon.get(world, -1.0) < event.day:
+                horizon[world] = event.day
         for world, event in batch:
             event_id = event.event_id
             try:
@@ -324,9 +335,7 @@ class Writer:
             except WorldRulesInvalid as exc:  # this world only: its events are refused
                 results.append(EventResult(world, event_id, ResultStatus.REJECTED, error=exc))
                 continue
-            if (world, event_id) in staged.event_ids or conn.execute(
-                _EVENT_EXISTS, (world, event_id)
-            ).fetchone():
+            if (world, event_id) in staged.event_ids or (world, event_id) in logged:
                 results.append(EventResult(world, event_id, ResultStatus.DUPLICATE))
                 continue
             event_row = _event_row(world, state.event_seq + 1, event)
@@ -341,6 +350,18 @@ class Writer:
                 staged.swept[world] = view.swept
         return results
 
+    def _logged(self, batch: Sequence[tuple[str, WorldEvent]]) -> set[tuple[str, str]]:
+        """The batch's ``(world, event id)`` pairs the log already holds (duplicates)."""
+        ids: dict[str, list[str]] = {}
+        for world, event in batch:
+            ids.setdefault(world, []).append(event.event_id)
+        conn = self.conn
+        return {
+            (world, row[0])
+            for world, wanted in ids.items()
+            for row in conn.execute(_LOGGED, (dump_json(wanted), world))
+        }
+
     def _stage(
         self, world: str, state: _WorldState, out: Outcome, event_row: tuple[Any, ...],
         staged: _Batch,
@@ -352,6 +373,7 @@ class Writer:
             raise _Fallback("a register event is written event by event")
         if out.touches_promises:  # written now, inside the batch's savepoint: the fold's
             write_promise_rows(self.conn, world, out)  # next reads of them see these rows
+            staged.promises_due.pop(world, None)  # (and the batch's read of due views goes)
         staged.event_ids.add((world, out.event.event_id))
         staged.events.append(event_row)
         if out.new_residents:
