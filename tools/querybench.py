@@ -58,6 +58,9 @@ P99_TARGET_MS = 50.0
 #: Beliefs of hers one step of the story makes on average (hearsay also gives her a belief
 #: on what the speaker believes), so ``beliefs`` steps are scaled to about ``beliefs``.
 _BELIEFS_PER_STEP = 1.43
+#: In a ``calm`` story, one step in this many that would make a doubt, a correction or an
+#: implant does (about 20 protected memories of 20,000 beliefs).
+CALM_EVERY = 150
 #: The timed queries, by name (each frame gets a fresh ``rid``).
 QUERIES: dict[str, dict[str, Any]] = {
     "narrative": {"type": "narrative", "resident": RESIDENT},
@@ -76,10 +79,20 @@ LARGEST: dict[str, dict[str, Any]] = {
 
 
 def story(
-    beliefs: int, evidence: int, *, resident: str = "mira", tag: str = "q", seed: int = 17
+    beliefs: int,
+    evidence: int,
+    *,
+    resident: str = "mira",
+    tag: str = "q",
+    seed: int = 17,
+    calm: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """The events of ``resident``'s year: about ``beliefs`` beliefs of hers (the ones of
-    what others believe included) and one, ``well:water``, seen ``evidence`` times."""
+    what others believe included) and one, ``well:water``, seen ``evidence`` times.
+
+    ``calm``: few doubts (one step in :data:`CALM_EVERY` of those that would make a doubt, a
+    correction or an implant still does; the others are plain facts), so that her contested
+    and corrected memories fit the budget and the narrative lays out the rest."""
     rng = random.Random(seed)
     n = 0
     RESIDENT = resident
@@ -98,6 +111,8 @@ def story(
         day = 1.0 + i * 300 / beliefs  # a year of game days over her memories
         roll = rng.random()
         place = f"place{i % 40}"
+        if calm and 0.80 <= roll < 0.95 and i % CALM_EVERY:
+            roll = 0.0  # a plain fact instead
         if roll < 0.55:  # firsthand facts in families of ten: bulk lines
             yield {"event_id": eid(), "day": day, "kind": "observe", "witnesses": [RESIDENT],
                    "claim": {"root": f"fact:{i // 10}:{i % 10}", "value": rng.randint(0, 9)},

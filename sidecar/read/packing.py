@@ -425,9 +425,16 @@ def _detail(layout: Layout, placed: list[_Placed], room: int) -> None:
             p.fuller = None
 
 
-def _compressed(ordered: list[Phrased], words: Words, room: int, short: bool) -> Layout:
-    """The compressed layout: breadth, then detail, then background (see :func:`pack`)."""
-    protected = [i for i in ordered if i.protected]
+def _compressed(
+    protected: list[Phrased],
+    units: list[tuple[str, list[Phrased]]],
+    words: Words,
+    room: int,
+    short: bool,
+) -> Layout:
+    """The compressed layout: breadth, then detail, then background (see :func:`pack`), of
+    the ``protected`` items and the other items' ``units`` (:func:`_units`; both in priority
+    order, computed once for both tries of :func:`pack`)."""
     layout = _protected(protected, words, room, short=short)
     if layout.summary is not None or layout.counts:
         return layout  # even the contested and corrected beliefs had to be counted
@@ -435,7 +442,6 @@ def _compressed(ordered: list[Phrased], words: Words, room: int, short: bool) ->
     for p in placed:
         if p.fuller == p.line.text:
             p.fuller = None
-    units = _units([i for i in ordered if not i.protected])
     focused = [u for u in units if u[1][0].item.relevant]
     general = [u for u in units if not u[1][0].item.relevant and u[1][0].key[0] <= BREADTH_TIER]
     background = [u for u in units if not u[1][0].item.relevant and u[1][0].key[0] > BREADTH_TIER]
@@ -557,15 +563,20 @@ def pack(items: list[Phrased], words: Words, budget: int) -> tuple[Layout, bool]
     if budget < MIN_BUDGET:
         raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")
     ordered = sorted(items, key=lambda i: i.key)
-    full = _everything(ordered, words, budget)
-    if full is not None:
-        return full, False
+    # The lines outside the bulk sections are lines of their own in _everything: when their
+    # bullets alone pass the budget, not everything fits, and no family need be sorted out.
+    if not _longer(ordered, budget):
+        full = _everything(ordered, words, budget)
+        if full is not None:
+            return full, False
     room = budget - (len(words.omitted(max(len(items), 2))) + 2)
-    best = _compressed(ordered, words, room, short=False)
+    protected = [i for i in ordered if i.protected]
+    units = _units([i for i in ordered if not i.protected])
+    best = _compressed(protected, units, words, room, short=False)
     if len(best.included()) < len(items) and not best.short:
         # Something is left out: headings are overhead, so short ones are tried too and kept
         # when they let more memories in (or as many, more of them in full).
-        short = _compressed(ordered, words, room, short=True)
+        short = _compressed(protected, units, words, room, short=True)
         if (len(short.included()), _fuller(short)) > (len(best.included()), _fuller(best)):
             best = short
     return best, True
