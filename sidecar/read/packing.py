@@ -57,6 +57,7 @@ __all__ = [
     "Trace",
     "pack",
     "pack_bounded",
+    "pack_social",
 ]
 
 #: Smallest budget the projection accepts (the wire's lower bound too).
@@ -431,10 +432,14 @@ def _compressed(
     words: Words,
     room: int,
     short: bool,
-) -> Layout:
+    unread: Mapping[str, int] | None = None,
+) -> Layout | None:
     """The compressed layout: breadth, then detail, then background (see :func:`pack`), of
     the ``protected`` items and the other items' ``units`` (:func:`_units`; both in priority
-    order, computed once for both tries of :func:`pack`)."""
+    order, computed once for both tries of :func:`pack`).
+
+    ``unread`` counts, per section, background memories a bounded read left out
+    (:func:`pack_social`): None when one of them might have had a line."""
     layout = _protected(protected, words, room, short=short)
     if layout.summary is not None or layout.counts:
         return layout  # even the contested and corrected beliefs had to be counted
@@ -455,11 +460,32 @@ def _compressed(
         if band is focused:
             _detail(layout, [p for p in placed if _relevant(p.line)], room)
     _detail(layout, placed, room)
+    closed = _closed(layout, unread or {}, room)
+    if closed is None:
+        return None
     for kind, unit in background:  # 3. background, in rank order, as room remains
         found = _cheapest(layout, kind, unit, room)
         if found is not None and found.fuller is not None:
             _detail(layout, [found], room)
+    if closed != layout._sections & closed:
+        return None  # never happens: only an unread memory could open their sections
     return layout
+
+
+def _closed(layout: Layout, unread: Mapping[str, int], room: int) -> set[str] | None:
+    """Which sections of the ``unread`` memories already have a heading, when not even the
+    emptiest line of any of them ("- ", a newline, and its heading if new) fits what is
+    left; None when one might. The background pass only adds to what is used, so then none
+    of them ever gets a line, whatever it says."""
+    opened = {s for s in unread if unread[s] and s in layout._sections}
+    for section, n in unread.items():
+        if (
+            n
+            and layout.used + (0 if section in opened else len(layout.heading(section)) + 2) + 3
+            <= room
+        ):
+            return None
+    return opened
 
 
 def _relevant(line: Line) -> bool:
@@ -573,10 +599,49 @@ def pack(items: list[Phrased], words: Words, budget: int) -> tuple[Layout, bool]
     protected = [i for i in ordered if i.protected]
     units = _units([i for i in ordered if not i.protected])
     best = _compressed(protected, units, words, room, short=False)
+    assert best is not None
     if len(best.included()) < len(items) and not best.short:
         # Something is left out: headings are overhead, so short ones are tried too and kept
         # when they let more memories in (or as many, more of them in full).
         short = _compressed(protected, units, words, room, short=True)
+        assert short is not None
         if (len(short.included()), _fuller(short)) > (len(best.included()), _fuller(best)):
             best = short
     return best, True
+
+
+def pack_social(
+    items: list[Phrased], words: Words, budget: int, unread: Mapping[str, int]
+) -> Layout | None:
+    """What :func:`pack` gives for ``items`` plus ``unread`` background memories per section
+    (faded ones, plain sure and believed facts: :func:`.recall.recall_social`), when that can
+    be told from them: when not everything fits in full (the bullets outside the bulk
+    sections alone pass the budget), the unread memories are all background, never in a
+    family or merged line with a read one, and no room is left for even the emptiest line
+    of theirs when the background pass starts (:func:`_closed`); then they are only counted.
+    None otherwise."""
+    if budget < MIN_BUDGET:
+        raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")
+    if any(n and s not in _BULK_SECTIONS for s, n in unread.items()):
+        return None
+    ordered = sorted(items, key=lambda i: i.key)
+    if any(
+        i.section in _BULK_SECTIONS and not i.protected and unread.get(i.section) for i in ordered
+    ):
+        return None  # a read memory that could share a family or a line with unread ones
+    if not _longer(ordered, budget):
+        return None
+    total = len(items) + sum(unread.values())
+    room = budget - (len(words.omitted(max(total, 2))) + 2)
+    protected = [i for i in ordered if i.protected]
+    units = _units([i for i in ordered if not i.protected])
+    best = _compressed(protected, units, words, room, short=False, unread=unread)
+    if best is None:
+        return None
+    if len(best.included()) < total and not best.short:
+        short = _compressed(protected, units, words, room, short=True, unread=unread)
+        if short is None:
+            return None
+        if (len(short.included()), _fuller(short)) > (len(best.included()), _fuller(best)):
+            best = short
+    return best
