@@ -169,8 +169,9 @@ def calm_town(
     seed: int, steps: int, *, notable: bool = False, implant: bool = False
 ) -> list[dict[str, Any]]:
     """Mira's seeded year with few doubts: mostly plain facts, many in families of similar
-    roots (bulk lines) and at the same places (merged lines), faded ones, rumours and people
-    at those places, acts; a handful of doubts and corrections. ``notable``: some facts are
+    roots (bulk lines) and at the same places (merged lines), faded ones, rumours (some told
+    by several) and people at those places, facts told by several and then seen, acts; a
+    handful of doubts and corrections. ``notable``: some facts are
     marked important (they rank with the rumours); ``implant``: one implanted memory."""
     rng = random.Random(seed)
     out: list[dict[str, Any]] = [
@@ -198,10 +199,17 @@ def calm_town(
             add(day, "observe", witnesses=["mira"], importance=importance, places=places,
                 claim={"root": root, "value": rng.randint(0, 3)},
                 subject=f"{root} is {words}".strip())  # fmt: skip
-        elif roll < 0.75:
-            add(day, "say", speaker=rng.choice(TOWNSFOLK), listeners=["mira"],
-                places=[place] if rng.random() < 0.5 else [],
-                claim={"root": f"rumour:{i}", "value": True}, subject=f"rumour {i}: {words}")  # fmt: skip
+        elif roll < 0.75:  # a rumour; some told by several (candidates for their sources)
+            for speaker in rng.sample(TOWNSFOLK, rng.choice((1, 1, 2, 3))):
+                add(day, "say", speaker=speaker, listeners=["mira"],
+                    places=[place] if i % 2 else [],
+                    claim={"root": f"rumour:{i}", "value": True}, subject=f"rumour {i}: {words}")  # fmt: skip
+        elif roll < 0.8:  # told by several, then seen: a plain fact still sourced
+            for speaker in rng.sample(TOWNSFOLK, 2):
+                add(day, "say", speaker=speaker, listeners=["mira"],
+                    claim={"root": f"seen:{i}", "value": 1}, subject=f"the cow {i} is out")  # fmt: skip
+            add(day, "observe", witnesses=["mira"], claim={"root": f"seen:{i}", "value": 1},
+                subject=f"the cow {i} is out")  # fmt: skip
         elif roll < 0.85:
             other = rng.choice(TOWNSFOLK)
             add(day, "observe", witnesses=["mira"], people=[other],
@@ -210,13 +218,13 @@ def calm_town(
         elif roll < 0.92:
             add(day, "act", actor=rng.choice(("mira", *TOWNSFOLK)), action=f"chore_{i % 4}",
                 status=rng.choice(("completed", "rejected")), witnesses=["mira"])  # fmt: skip
-        elif roll < 0.94:
+        elif roll < 0.93:
             a, b = rng.sample(TOWNSFOLK, 2)
             for speaker, value in ((a, "broken"), (b, "fixed")):
                 add(day, "say", speaker=speaker, listeners=["mira"],
                     claim={"root": f"doubt:{i}", "value": value},
                     subject={"en": f"cart {i} is {value}", "zh-Hant": f"車{i}{value}"})  # fmt: skip
-        elif roll < 0.95:
+        elif roll < 0.935:
             add(day, "say", speaker=rng.choice(TOWNSFOLK), listeners=["mira"],
                 claim={"root": f"fix:{i}", "value": "bad"}, subject=f"well {i} is bad")  # fmt: skip
             for _ in range(2):
@@ -263,6 +271,23 @@ def test_the_social_read_gives_the_full_reads_narrative(
                 answered += _social_answers(reader, budget, lang)
         if not implant:
             assert answered >= 4, answered
+        # what it reads: a part of the full read's beliefs, leaving out only plain facts and
+        # faded memories, with the very sources the full read finds (the same candidates)
+        from sidecar.read.items import classify_belief
+        from sidecar.read.recall import recall, recall_social
+
+        whole, social = (
+            recall(reader, WORLD, "mira", "en"),
+            recall_social(reader, WORLD, "mira", "en"),
+        )
+        assert social is not None and set(social.beliefs) < set(whole.beliefs)
+        assert social.sources == whole.sources and len(whole.sources) == 100
+        left = set(whole.beliefs) - set(social.beliefs)
+        assert {classify_belief(b).section for b in left if not b.root.startswith("action:")} <= {
+            "sure",
+            "believe",
+            "faded",
+        }
     finally:
         reader.close()
 

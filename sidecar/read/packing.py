@@ -460,14 +460,15 @@ def _compressed(
         if band is focused:
             _detail(layout, [p for p in placed if _relevant(p.line)], room)
     _detail(layout, placed, room)
-    closed = _closed(layout, unread or {}, room)
+    unread = unread or {}
+    closed = _closed(layout, unread, room)
     if closed is None:
         return None
     for kind, unit in background:  # 3. background, in rank order, as room remains
         found = _cheapest(layout, kind, unit, room)
         if found is not None and found.fuller is not None:
             _detail(layout, [found], room)
-    if closed != layout._sections & closed:
+    if closed != {s for s in unread if unread[s] and s in layout._sections}:
         return None  # never happens: only an unread memory could open their sections
     return layout
 

@@ -159,6 +159,11 @@ def _beliefs(
         ).fetchall()
     except sqlite3.Error as exc:
         raise StoreError(f"query failed: {exc}") from exc
+    return _from_rows(found)
+
+
+def _from_rows(found: Sequence[Sequence[Any]]) -> tuple[Belief, ...]:
+    """The beliefs of rows of :data:`_BELIEF_COLUMNS` (further columns ignored)."""
     states = {str(s): s for s in State}
     kinds = {str(k): k for k in SourceKind}
     interventions = {str(i): i for i in Intervention}
@@ -613,17 +618,29 @@ def recall_social(reader: Reader, world: str, resident: str, lang: str) -> Recal
     have had a line): :func:`recall` but for those beliefs. None when a plain fact is
     notable (it would rank with what the resident was told, in a family or a merged line
     with unread ones)."""
+    from .items import NOTABLE_AT  # items reads this module's records
+
     ((notable,),) = _rows(
         reader,
         f"SELECT count(*) FROM beliefs WHERE world = ? AND resident = ? AND {_SHOWN} "
-        "AND state = 'influencing' AND source_kind <> 'hearsay' AND importance >= 0.5 "
+        f"AND state = 'influencing' AND source_kind <> 'hearsay' AND importance >= {NOTABLE_AT} "
         "AND NOT (root >= 'relation:' AND root < 'relation;') "
         "AND (intervention IS NULL OR intervention NOT IN ('implanted', 'distorted'))",
         (world, resident),
     )
     if notable:
         return None
-    beliefs = _beliefs(reader, world, resident, _SOCIAL)
+    # Beliefs told by several people are candidates for their sources (sources._chosen, the
+    # most recent first) whatever their section: read too, so the same ones get them.
+    rows = _rows(
+        reader,
+        f"SELECT {_BELIEF_COLUMNS}, {_SOCIAL} FROM beliefs WHERE world = ? AND resident = ? "
+        f"AND (root < 'believes:' OR root >= 'believes;') AND ({_SOCIAL} "
+        "OR (heard_from <> '[]' AND json_array_length(heard_from) > 1)) ORDER BY root",
+        (world, resident),
+    )
+    read = _from_rows(rows)
+    beliefs = tuple(b for b, r in zip(read, rows, strict=True) if r[-1])
     found_corrections = corrections(reader, world, resident)
     return Recall(
         resident=resident,
@@ -636,6 +653,6 @@ def recall_social(reader: Reader, world: str, resident: str, lang: str) -> Recal
         acts=_acts(reader, world, resident),
         trust=_trust(reader, world, resident),
         said=_said(reader, world, resident),
-        sources=load_sources(reader, world, resident, beliefs, found_corrections),
+        sources=load_sources(reader, world, resident, read, found_corrections),
         own=recall_own(reader, world, resident),
     )
