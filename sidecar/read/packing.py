@@ -356,9 +356,12 @@ def _units(items: list[Phrased]) -> list[tuple[str, list[Phrased]]]:
     return sorted(tagged, key=lambda t: t[1][0].key)
 
 
-def _merged_text(words: Words, group: str, items: list[Phrased], shown: int) -> str:
-    parts = [i.compact(MERGE_ITEM_SUBJECT) for i in items[:shown]]
-    body = words.merge_sep.join(parts)
+def _merged_text(
+    words: Words, group: str, items: list[Phrased], shown: int, parts: list[str]
+) -> str:
+    """The merged line of the first ``shown`` of ``items``, whose compact forms start
+    ``parts`` (worded once for every ``shown`` tried)."""
+    body = words.merge_sep.join(parts[:shown])
     if shown < len(items):
         body += words.merge_more.format(n=len(items) - shown)
     return words.merged.format(k=words.name(group), items=body)
@@ -379,8 +382,10 @@ def _cheapest(layout: Layout, kind: str, unit: list[Phrased], room: int) -> _Pla
     first = unit[0]
     if kind == "merge":
         assert first.group is not None
-        for shown in range(min(len(unit), MERGE_MAX_ITEMS), 0, -1):
-            text = _merged_text(words, first.group, unit, shown)
+        most = min(len(unit), MERGE_MAX_ITEMS)
+        parts = [i.compact(MERGE_ITEM_SUBJECT) for i in unit[:most]]
+        for shown in range(most, 0, -1):
+            text = _merged_text(words, first.group, unit, shown, parts)
             if layout.fits(first.section, text, room):
                 line = Line(first.section, text, unit[:shown], first.key, merged=first.group)
                 layout.add(line)
