@@ -158,3 +158,176 @@ def test_the_query_benchmarks_resident_reads_the_same_both_ways(
         assert _project_bounded(reader, WORLD, "mira", 2000, "en", bounded_limits(2000)[0])
     finally:
         reader.close()
+
+
+# -- the social read: many plain facts, few doubts (recall.recall_social) -------------------
+
+SOCIAL_BUDGETS = (200, 450, 1000, 2000, 4000, 8000)
+
+
+def calm_town(
+    seed: int, steps: int, *, notable: bool = False, implant: bool = False
+) -> list[dict[str, Any]]:
+    """Mira's seeded year with few doubts: mostly plain facts, many in families of similar
+    roots (bulk lines) and at the same places (merged lines), faded ones, rumours (some told
+    by several) and people at those places, facts told by several and then seen, acts; a
+    handful of doubts and corrections. ``notable``: some facts are
+    marked important (they rank with the rumours); ``implant``: one implanted memory."""
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = [
+        {"event_id": "r", "day": 0, "kind": "register",
+         "residents": [{"resident": r, "names": {"en": r.title(), "zh-Hant": r}}
+                       for r in ("mira", *TOWNSFOLK)]}
+    ]  # fmt: skip
+    n = 0
+
+    def add(day: float, kind: str, **fields: Any) -> None:
+        nonlocal n
+        n += 1
+        out.append({"event_id": f"e{n}", "day": day, "kind": kind, **fields})
+
+    day = 1.0
+    for i in range(steps):
+        day += rng.choice((0, 0, 0, 1))  # runs of equal days: scores tie
+        roll = rng.random()
+        words = " ".join(rng.choice(("old", "red", "big", "far")) for _ in range(rng.randint(0, 6)))
+        place = rng.choice(("mill", "well", "inn", "gate"))
+        importance = rng.choice((0.0, 0.0, 0.3, 0.9 if notable else 0.3))
+        if roll < 0.55:
+            root = f"fact:{i % 9}:{i}" if rng.random() < 0.7 else f"thing{i}"
+            places = [place] if rng.random() < 0.5 else []
+            add(day, "observe", witnesses=["mira"], importance=importance, places=places,
+                claim={"root": root, "value": rng.randint(0, 3)},
+                subject=f"{root} is {words}".strip())  # fmt: skip
+        elif roll < 0.75:  # a rumour; some told by several (candidates for their sources)
+            for speaker in rng.sample(TOWNSFOLK, rng.choice((1, 1, 2, 3))):
+                add(day, "say", speaker=speaker, listeners=["mira"],
+                    places=[place] if i % 2 else [],
+                    claim={"root": f"rumour:{i}", "value": True}, subject=f"rumour {i}: {words}")  # fmt: skip
+        elif roll < 0.8:  # told by several, then seen: a plain fact still sourced
+            for speaker in rng.sample(TOWNSFOLK, 2):
+                add(day, "say", speaker=speaker, listeners=["mira"],
+                    claim={"root": f"seen:{i}", "value": 1}, subject=f"the cow {i} is out")  # fmt: skip
+            add(day, "observe", witnesses=["mira"], claim={"root": f"seen:{i}", "value": 1},
+                subject=f"the cow {i} is out")  # fmt: skip
+        elif roll < 0.85:
+            other = rng.choice(TOWNSFOLK)
+            add(day, "observe", witnesses=["mira"], people=[other],
+                claim={"root": f"relation:{other}:{i}", "value": "kind"},
+                subject=f"{other} was kind to me")  # fmt: skip
+        elif roll < 0.92:
+            add(day, "act", actor=rng.choice(("mira", *TOWNSFOLK)), action=f"chore_{i % 4}",
+                status=rng.choice(("completed", "rejected")), witnesses=["mira"])  # fmt: skip
+        elif roll < 0.93:
+            a, b = rng.sample(TOWNSFOLK, 2)
+            for speaker, value in ((a, "broken"), (b, "fixed")):
+                add(day, "say", speaker=speaker, listeners=["mira"],
+                    claim={"root": f"doubt:{i}", "value": value},
+                    subject={"en": f"cart {i} is {value}", "zh-Hant": f"車{i}{value}"})  # fmt: skip
+        elif roll < 0.935:
+            add(day, "say", speaker=rng.choice(TOWNSFOLK), listeners=["mira"],
+                claim={"root": f"fix:{i}", "value": "bad"}, subject=f"well {i} is bad")  # fmt: skip
+            for _ in range(2):
+                add(day + 0.25, "observe", witnesses=["mira"],
+                    claim={"root": f"fix:{i}", "value": "ok"}, subject=f"well {i} is fine")  # fmt: skip
+        else:  # a fact seen long ago, to fade by the year's end
+            add(day, "observe", witnesses=["mira"], claim={"root": f"old:{i % 5}:{i}", "value": 1},
+                subject=f"old thing {i} {words}".strip())  # fmt: skip
+    if implant:
+        add(day, "intervene", resident="mira", op="implant",
+            claim={"root": "odd:1", "value": "gold"}, subject="gold under the mill")  # fmt: skip
+    add(day + 200, "tick")
+    return out
+
+
+def _social_answers(reader: Reader, budget: int, lang: str) -> bool:
+    from sidecar.read.narrative import _project_social
+    from sidecar.read.recall import section_sizes
+
+    sizes = section_sizes(reader, WORLD, "mira")[0]
+    return _project_social(reader, WORLD, "mira", budget, lang, sizes) is not None
+
+
+@pytest.mark.parametrize(
+    ("seed", "steps", "implant"), [(5, 1200, False), (13, 2500, False), (21, 1500, True)], ids=str
+)
+def test_the_social_read_gives_the_full_reads_narrative(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, steps: int, implant: bool
+) -> None:
+    """A big resident with few doubts, at every budget and in both languages: the same
+    text, sections, counts and flags both ways; and (without an implant opening a plain
+    facts' section) the social read answers several of them, so the test compares it."""
+    path = build(
+        tmp_path_factory.mktemp("social") / "s.db", calm_town(seed, steps, implant=implant)
+    )
+    reader = Reader(path)
+    try:
+        answered = 0
+        for lang in LANGS:
+            for budget in SOCIAL_BUDGETS:
+                fast = project(reader, WORLD, "mira", budget=budget, lang=lang)
+                full = project(reader, WORLD, "mira", budget=budget, lang=lang, bounded=False)
+                assert fast.to_dict() == full.to_dict(), (lang, budget)
+                answered += _social_answers(reader, budget, lang)
+        if not implant:
+            assert answered >= 4, answered
+        # what it reads: a part of the full read's beliefs, leaving out only plain facts and
+        # faded memories, with the very sources the full read finds (the same candidates)
+        from sidecar.read.items import classify_belief
+        from sidecar.read.recall import recall, recall_social
+
+        whole, social = (
+            recall(reader, WORLD, "mira", "en"),
+            recall_social(reader, WORLD, "mira", "en"),
+        )
+        assert social is not None and set(social.beliefs) < set(whole.beliefs)
+        assert social.sources == whole.sources and len(whole.sources) == 100
+        left = set(whole.beliefs) - set(social.beliefs)
+        assert {classify_belief(b).section for b in left if not b.root.startswith("action:")} <= {
+            "sure",
+            "believe",
+            "faded",
+        }
+    finally:
+        reader.close()
+
+
+def test_a_notable_plain_fact_sends_the_narrative_to_the_full_read(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A fact marked important ranks with the rumours, in a family or merged line with the
+    unread ones: the social read declines and the full read answers, the same both ways."""
+    path = build(tmp_path_factory.mktemp("notable") / "n.db", calm_town(7, 1200, notable=True))
+    reader = Reader(path)
+    try:
+        assert not _social_answers(reader, 2000, "en")
+        for lang in LANGS:
+            fast = project(reader, WORLD, "mira", budget=2000, lang=lang)
+            assert (
+                fast.to_dict()
+                == project(reader, WORLD, "mira", budget=2000, lang=lang, bounded=False).to_dict()
+            )
+    finally:
+        reader.close()
+
+
+def test_the_calm_benchmark_resident_reads_the_same_both_ways(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The resident ``python -m tools.querybench --calm`` times, at 3,000 beliefs: the same
+    narrative both ways at ordinary budgets in both languages."""
+    from tools.querybench import story
+
+    path = build(tmp_path_factory.mktemp("calm") / "c.db", list(story(3000, 100, calm=True)))
+    reader = Reader(path)
+    try:
+        answered = 0
+        for lang in LANGS:
+            for budget in SOCIAL_BUDGETS:
+                fast = project(reader, WORLD, "mira", budget=budget, lang=lang)
+                full = project(reader, WORLD, "mira", budget=budget, lang=lang, bounded=False)
+                assert fast.to_dict() == full.to_dict(), (lang, budget)
+                answered += _social_answers(reader, budget, lang)
+        assert answered >= 4, answered
+    finally:
+        reader.close()

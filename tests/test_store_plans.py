@@ -278,3 +278,32 @@ def test_a_big_residents_narrative_reads_sections_on_their_indexes(db: Path) -> 
         assert all("root=?)" in p for p in plan("root IN (SELECT value FROM json_each("))
     finally:
         conn.close()
+
+
+def test_a_calm_residents_narrative_reads_all_but_its_plain_facts_on_indexes(db: Path) -> None:
+    """The social read of a big resident with few doubts (``recall.recall_social``) counts
+    notable plain facts on the covering index ``beliefs_shown`` (no row read) and reads the
+    other beliefs on the resident's primary-key range, never the world's."""
+    from sidecar.read.recall import recall_social
+
+    reader = Reader(db)
+    seen: list[str] = []
+    reader.conn.set_trace_callback(seen.append)
+    try:
+        recall_social(reader, WORLD, "alice", "en")
+    finally:
+        reader.conn.set_trace_callback(None)
+        reader.close()
+    conn = sqlite3.connect(db)
+    try:
+
+        def plan(marker: str) -> str:
+            (found,) = [s for s in seen if marker in s]
+            return " ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + found))
+
+        counted = plan("importance >= 0.5")
+        assert "COVERING INDEX beliefs_shown (world=? AND resident=? AND state=?)" in counted
+        read = plan("OR (root >= 'relation:'")
+        assert "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=?" in read, read
+    finally:
+        conn.close()

@@ -24,6 +24,10 @@ interleaved, so a noisy neighbour hurts them alike. Printed: p50 and p99 (ms) pe
 size, the growth ``p50@large / p50@small`` beside the growth of the data (×10), and the
 targets (p99 ≤ 50 ms at the large size, growth no worse than linear). Figures are printed,
 never asserted.
+
+``--calm`` tells the same year with few doubts and no implants (:data:`CALM_EVERY`): her contested and
+corrected memories then fit the budget and the narrative lays out the rest of what she holds
+(what a big resident with few doubts costs, not one whose doubts alone overflow the budget).
 """
 
 from __future__ import annotations
@@ -58,6 +62,9 @@ P99_TARGET_MS = 50.0
 #: Beliefs of hers one step of the story makes on average (hearsay also gives her a belief
 #: on what the speaker believes), so ``beliefs`` steps are scaled to about ``beliefs``.
 _BELIEFS_PER_STEP = 1.43
+#: In a ``calm`` story, one step in this many that would make a doubt or a correction does
+#: (about a dozen protected memories of 20,000 beliefs), and none makes an implant.
+CALM_EVERY = 150
 #: The timed queries, by name (each frame gets a fresh ``rid``).
 QUERIES: dict[str, dict[str, Any]] = {
     "narrative": {"type": "narrative", "resident": RESIDENT},
@@ -76,10 +83,20 @@ LARGEST: dict[str, dict[str, Any]] = {
 
 
 def story(
-    beliefs: int, evidence: int, *, resident: str = "mira", tag: str = "q", seed: int = 17
+    beliefs: int,
+    evidence: int,
+    *,
+    resident: str = "mira",
+    tag: str = "q",
+    seed: int = 17,
+    calm: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """The events of ``resident``'s year: about ``beliefs`` beliefs of hers (the ones of
-    what others believe included) and one, ``well:water``, seen ``evidence`` times."""
+    what others believe included) and one, ``well:water``, seen ``evidence`` times.
+
+    ``calm``: few doubts (one step in :data:`CALM_EVERY` of those that would make a doubt or
+    a correction still does; the others, and every implant, are plain facts), so that her
+    contested and corrected memories fit the budget and the narrative lays out the rest."""
     rng = random.Random(seed)
     n = 0
     RESIDENT = resident
@@ -98,6 +115,8 @@ def story(
         day = 1.0 + i * 300 / beliefs  # a year of game days over her memories
         roll = rng.random()
         place = f"place{i % 40}"
+        if calm and 0.80 <= roll < 0.95 and (i % CALM_EVERY or roll >= 0.93):
+            roll = 0.0  # a plain fact instead (and never an implant)
         if roll < 0.55:  # firsthand facts in families of ten: bulk lines
             yield {"event_id": eid(), "day": day, "kind": "observe", "witnesses": [RESIDENT],
                    "claim": {"root": f"fact:{i // 10}:{i % 10}", "value": rng.randint(0, 9)},
@@ -145,13 +164,14 @@ def story(
                    "subject": "the well water is clean"}  # fmt: skip
 
 
-def build_world(path: Path, beliefs: int, evidence: int) -> dict[str, float]:
-    """Write the story into a fresh database; its belief count and the seconds taken."""
+def build_world(path: Path, beliefs: int, evidence: int, *, calm: bool = False) -> dict[str, float]:
+    """Write the story (``calm``: with few doubts) into a fresh database; its belief count
+    and the seconds taken."""
     t0 = time.perf_counter()
     writer = Writer(path, rules=Rules(late_event_days=1.0), synchronous="OFF")
     try:
         batch: list[tuple[str, Any]] = []
-        for event in story(beliefs, evidence):
+        for event in story(beliefs, evidence, calm=calm):
             batch.append((WORLD, parse_event(event)))
             if len(batch) == 500:
                 _apply(writer, batch)
@@ -238,20 +258,22 @@ class QueryBench:
     sizes: tuple[int, int]
     evidence: int
     samples: int
+    calm: bool = False
     built: list[dict[str, float]] = field(default_factory=list)
     timed: list[dict[str, Timed]] = field(default_factory=list)
 
 
-def run(*, quick: bool = False, samples: int | None = None) -> QueryBench:
-    """Build both worlds, serve each and time the queries."""
+def run(*, quick: bool = False, samples: int | None = None, calm: bool = False) -> QueryBench:
+    """Build both worlds (``calm``: with few doubts, see :func:`story`), serve each and time
+    the queries."""
     sizes = (200, 2_000) if quick else (2_000, 20_000)
     evidence = 1_000 if quick else 10_000
-    bench = QueryBench(sizes, evidence, samples or (30 if quick else 200))
+    bench = QueryBench(sizes, evidence, samples or (30 if quick else 200), calm)
     with tempfile.TemporaryDirectory(prefix="credence-querybench-") as tmp:
         for size in sizes:
             db = Path(tmp) / f"q{size}.db"
             print(f"building {size} beliefs, {evidence} refs ...", file=sys.stderr, flush=True)
-            bench.built.append(build_world(db, size, evidence))
+            bench.built.append(build_world(db, size, evidence, calm=calm))
             with ServerProcess(db) as server:
                 bench.timed.append(asyncio.run(_measure(server.url, bench.samples)))
     return bench
@@ -262,7 +284,8 @@ def render(bench: QueryBench) -> str:
     small, large = bench.sizes
     lines = [
         f"query benchmark: resident with {small} and {large} beliefs, one belief with "
-        f"{bench.evidence} evidence refs, {bench.samples} samples per query",
+        f"{bench.evidence} evidence refs, {bench.samples} samples per query"
+        + (" (calm: few doubts)" if bench.calm else ""),
     ]
     for built, size in zip(bench.built, bench.sizes, strict=True):
         lines.append(
@@ -299,10 +322,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.querybench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="200/2,000 beliefs, 1,000 refs")
     parser.add_argument("--samples", type=int, default=None, help="timed queries per kind")
+    parser.add_argument(
+        "--calm",
+        action="store_true",
+        help="few doubts: her contested memories fit the budget and the rest are laid out",
+    )
     args = parser.parse_args(argv)
     if args.samples is not None and args.samples < 1:
         parser.error("--samples must be at least 1")
-    print(render(run(quick=args.quick, samples=args.samples)))
+    print(render(run(quick=args.quick, samples=args.samples, calm=args.calm)))
     return 0
 
 

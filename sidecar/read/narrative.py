@@ -33,7 +33,9 @@ section; :func:`.ranking.rank` scores it for the focus; :func:`.phrasing.phrase`
 :func:`.packing.pack` fits the lines into the budget; this module assembles the text and the
 wire form of each entry. For a big resident the same pipe may run on a bounded read
 (:func:`.recall.recall_bounded` → … → :func:`.packing.pack_bounded`), which answers only
-when it can tell it gives the same narrative as the full read.
+when it can tell it gives the same narrative as the full read; so may one of a big resident
+with few doubts, whose plain facts and faded memories are only counted
+(:func:`.recall.recall_social` → … → :func:`.packing.pack_social`).
 
 Wording carries the epistemic state (see :mod:`.wording`): firsthand beliefs are "sure"
 (confidence ≥ 85), "think" (65–84) or "not certain"; hearsay always names who said it and is
@@ -53,12 +55,12 @@ from protocol import TAGS_SHOWN
 from ..engine.texts import wire_text
 from ..store import Reader
 from .items import Item, classify
-from .packing import MIN_BUDGET, Horizon, Layout, pack, pack_bounded
+from .packing import MIN_BUDGET, Horizon, Layout, pack, pack_bounded, pack_social
 from .phrasing import narrative_words, phrase
 from .promises import own_items
 from .queries import NotFound, resident_known
 from .ranking import Focus, rank
-from .recall import Cut, recall, recall_bounded, section_sizes
+from .recall import Cut, recall, recall_bounded, recall_social, section_sizes
 from .wording import SECTIONS, Words, words_for
 
 __all__ = ["MIN_BUDGET", "Focus", "Narrative", "entry", "project", "ranked_items"]
@@ -207,6 +209,17 @@ def project(
                 found = _project_bounded(reader, world, resident, budget, lang, limit, sizes, focus)
                 if found is not None:
                     return found
+        elif (
+            not focus
+            and not intervened
+            and budget <= SOCIAL_BUDGET
+            and plain(sizes) * BOUNDED_LINE > budget
+        ):
+            # Many plain facts, few doubts: read all but the plain facts, which are counted
+            # (a tampered-with plain fact would open their section: then it rarely answers).
+            found = _project_social(reader, world, resident, budget, lang, sizes)
+            if found is not None:
+                return found
     recalled = recall(reader, world, resident, lang)  # 1. read once
     items = classify(recalled)  # 2. classify
     items += own_items(resident, recalled.own)  # promises and goals
@@ -233,6 +246,57 @@ def project(
 #: Fewest characters a compact protected line is taken to cost when deciding whether a
 #: bounded read is worth trying (only a guess: the read checks itself either way).
 BOUNDED_LINE = 16
+
+
+#: Largest budget a social read (:func:`_project_social`) is tried for: beyond it the plain
+#: facts are likely to get lines (only a guess: the read checks itself either way).
+SOCIAL_BUDGET = 8000
+
+
+def plain(sizes: Mapping[str, int]) -> int:
+    """How many faded memories and sure or believed facts a resident holds."""
+    return sum(sizes.get(s, 0) for s in ("sure", "believe", "faded"))
+
+
+def _project_social(
+    reader: Reader, world: str, resident: str, budget: int, lang: str, sizes: Mapping[str, int]
+) -> Narrative | None:
+    """The unfocused narrative of a big resident whose contested memories fit the budget,
+    from a read of all but its plain facts and faded memories (:func:`.recall.recall_social`),
+    which are only counted: the same pipe, and :func:`.packing.pack_social` answers only
+    when none of them could have had a line. None otherwise (then the full read answers)."""
+    recalled = recall_social(reader, world, resident, lang)
+    if recalled is None:
+        return None
+    items = classify(recalled)
+    items += own_items(resident, recalled.own)
+    items = rank(items, Focus(), recalled.day, recalled.registry)
+    read = dict.fromkeys(SECTIONS, 0)
+    for item in items:
+        if item.from_belief:
+            read[item.section] += 1
+    unread = {s: n - read[s] for s, n in sizes.items() if n != read[s]}
+    if any(n < 0 for n in unread.values()):
+        return None  # the counts and the read disagree: never answer from them
+    words = narrative_words(lang, recalled)
+    phrased = phrase(items, words, recalled.day)
+    layout = pack_social(phrased, words, budget, unread)
+    if layout is None:
+        return None
+    omitted = len(items) + sum(unread.values()) - len(layout.included())
+    text = layout.render(omitted)
+    assert len(text) <= budget, "packing broke its own budget"
+    return Narrative(
+        resident=resident,
+        lang=lang,
+        budget=budget,
+        text=text,
+        sections=_sections(layout, items, words, unread),
+        omitted=omitted,
+        compressed=True,
+        focus=Focus(),
+        day=recalled.day,
+    )
 
 
 def bounded_limits(budget: int) -> tuple[int, ...]:

@@ -57,6 +57,7 @@ __all__ = [
     "Trace",
     "pack",
     "pack_bounded",
+    "pack_social",
 ]
 
 #: Smallest budget the projection accepts (the wire's lower bound too).
@@ -355,9 +356,12 @@ def _units(items: list[Phrased]) -> list[tuple[str, list[Phrased]]]:
     return sorted(tagged, key=lambda t: t[1][0].key)
 
 
-def _merged_text(words: Words, group: str, items: list[Phrased], shown: int) -> str:
-    parts = [i.compact(MERGE_ITEM_SUBJECT) for i in items[:shown]]
-    body = words.merge_sep.join(parts)
+def _merged_text(
+    words: Words, group: str, items: list[Phrased], shown: int, parts: list[str]
+) -> str:
+    """The merged line of the first ``shown`` of ``items``, whose compact forms start
+    ``parts`` (worded once for every ``shown`` tried)."""
+    body = words.merge_sep.join(parts[:shown])
     if shown < len(items):
         body += words.merge_more.format(n=len(items) - shown)
     return words.merged.format(k=words.name(group), items=body)
@@ -378,8 +382,10 @@ def _cheapest(layout: Layout, kind: str, unit: list[Phrased], room: int) -> _Pla
     first = unit[0]
     if kind == "merge":
         assert first.group is not None
-        for shown in range(min(len(unit), MERGE_MAX_ITEMS), 0, -1):
-            text = _merged_text(words, first.group, unit, shown)
+        most = min(len(unit), MERGE_MAX_ITEMS)
+        parts = [i.compact(MERGE_ITEM_SUBJECT) for i in unit[:most]]
+        for shown in range(most, 0, -1):
+            text = _merged_text(words, first.group, unit, shown, parts)
             if layout.fits(first.section, text, room):
                 line = Line(first.section, text, unit[:shown], first.key, merged=first.group)
                 layout.add(line)
@@ -425,9 +431,20 @@ def _detail(layout: Layout, placed: list[_Placed], room: int) -> None:
             p.fuller = None
 
 
-def _compressed(ordered: list[Phrased], words: Words, room: int, short: bool) -> Layout:
-    """The compressed layout: breadth, then detail, then background (see :func:`pack`)."""
-    protected = [i for i in ordered if i.protected]
+def _compressed(
+    protected: list[Phrased],
+    units: list[tuple[str, list[Phrased]]],
+    words: Words,
+    room: int,
+    short: bool,
+    unread: Mapping[str, int] | None = None,
+) -> Layout | None:
+    """The compressed layout: breadth, then detail, then background (see :func:`pack`), of
+    the ``protected`` items and the other items' ``units`` (:func:`_units`; both in priority
+    order, computed once for both tries of :func:`pack`).
+
+    ``unread`` counts, per section, background memories a bounded read left out
+    (:func:`pack_social`): None when one of them might have had a line."""
     layout = _protected(protected, words, room, short=short)
     if layout.summary is not None or layout.counts:
         return layout  # even the contested and corrected beliefs had to be counted
@@ -435,7 +452,6 @@ def _compressed(ordered: list[Phrased], words: Words, room: int, short: bool) ->
     for p in placed:
         if p.fuller == p.line.text:
             p.fuller = None
-    units = _units([i for i in ordered if not i.protected])
     focused = [u for u in units if u[1][0].item.relevant]
     general = [u for u in units if not u[1][0].item.relevant and u[1][0].key[0] <= BREADTH_TIER]
     background = [u for u in units if not u[1][0].item.relevant and u[1][0].key[0] > BREADTH_TIER]
@@ -449,11 +465,33 @@ def _compressed(ordered: list[Phrased], words: Words, room: int, short: bool) ->
         if band is focused:
             _detail(layout, [p for p in placed if _relevant(p.line)], room)
     _detail(layout, placed, room)
+    unread = unread or {}
+    closed = _closed(layout, unread, room)
+    if closed is None:
+        return None
     for kind, unit in background:  # 3. background, in rank order, as room remains
         found = _cheapest(layout, kind, unit, room)
         if found is not None and found.fuller is not None:
             _detail(layout, [found], room)
+    if closed != {s for s in unread if unread[s] and s in layout._sections}:
+        return None  # never happens: only an unread memory could open their sections
     return layout
+
+
+def _closed(layout: Layout, unread: Mapping[str, int], room: int) -> set[str] | None:
+    """Which sections of the ``unread`` memories already have a heading, when not even the
+    emptiest line of any of them ("- ", a newline, and its heading if new) fits what is
+    left; None when one might. The background pass only adds to what is used, so then none
+    of them ever gets a line, whatever it says."""
+    opened = {s for s in unread if unread[s] and s in layout._sections}
+    for section, n in unread.items():
+        if (
+            n
+            and layout.used + (0 if section in opened else len(layout.heading(section)) + 2) + 3
+            <= room
+        ):
+            return None
+    return opened
 
 
 def _relevant(line: Line) -> bool:
@@ -557,15 +595,59 @@ def pack(items: list[Phrased], words: Words, budget: int) -> tuple[Layout, bool]
     if budget < MIN_BUDGET:
         raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")
     ordered = sorted(items, key=lambda i: i.key)
-    full = _everything(ordered, words, budget)
-    if full is not None:
-        return full, False
+    # The lines outside the bulk sections are lines of their own in _everything: when their
+    # bullets alone pass the budget, not everything fits, and no family need be sorted out.
+    if not _longer(ordered, budget):
+        full = _everything(ordered, words, budget)
+        if full is not None:
+            return full, False
     room = budget - (len(words.omitted(max(len(items), 2))) + 2)
-    best = _compressed(ordered, words, room, short=False)
+    protected = [i for i in ordered if i.protected]
+    units = _units([i for i in ordered if not i.protected])
+    best = _compressed(protected, units, words, room, short=False)
+    assert best is not None
     if len(best.included()) < len(items) and not best.short:
         # Something is left out: headings are overhead, so short ones are tried too and kept
         # when they let more memories in (or as many, more of them in full).
-        short = _compressed(ordered, words, room, short=True)
+        short = _compressed(protected, units, words, room, short=True)
+        assert short is not None
         if (len(short.included()), _fuller(short)) > (len(best.included()), _fuller(best)):
             best = short
     return best, True
+
+
+def pack_social(
+    items: list[Phrased], words: Words, budget: int, unread: Mapping[str, int]
+) -> Layout | None:
+    """What :func:`pack` gives for ``items`` plus ``unread`` background memories per section
+    (faded ones, plain sure and believed facts: :func:`.recall.recall_social`), when that can
+    be told from them: when not everything fits in full (the bullets outside the bulk
+    sections alone pass the budget), the unread memories are all background, never in a
+    family or merged line with a read one, and no room is left for even the emptiest line
+    of theirs when the background pass starts (:func:`_closed`); then they are only counted.
+    None otherwise."""
+    if budget < MIN_BUDGET:
+        raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")
+    if any(n and s not in _BULK_SECTIONS for s, n in unread.items()):
+        return None
+    ordered = sorted(items, key=lambda i: i.key)
+    if any(
+        i.section in _BULK_SECTIONS and not i.protected and unread.get(i.section) for i in ordered
+    ):
+        return None  # a read memory that could share a family or a line with unread ones
+    if not _longer(ordered, budget):
+        return None
+    total = len(items) + sum(unread.values())
+    room = budget - (len(words.omitted(max(total, 2))) + 2)
+    protected = [i for i in ordered if i.protected]
+    units = _units([i for i in ordered if not i.protected])
+    best = _compressed(protected, units, words, room, short=False, unread=unread)
+    if best is None:
+        return None
+    if len(best.included()) < total and not best.short:
+        short = _compressed(protected, units, words, room, short=True, unread=unread)
+        if short is None:
+            return None
+        if (len(short.included()), _fuller(short)) > (len(best.included()), _fuller(best)):
+            best = short
+    return best

@@ -143,19 +143,27 @@ def _strings(text: str) -> tuple[str, ...]:
     return () if text == "[]" else tuple(load_json(text))
 
 
-def _beliefs(reader: Reader, world: str, resident: str) -> tuple[Belief, ...]:
+def _beliefs(
+    reader: Reader, world: str, resident: str, where: str | None = None
+) -> tuple[Belief, ...]:
     """The resident's beliefs the narrative can phrase (or needs for its act lines), in
     root order: ``believes:`` roots ("what I think Bo believes") are left out in SQL, and
     only the columns above are read and parsed (the plan is pinned by
-    ``tests/test_store_plans.py``)."""
+    ``tests/test_store_plans.py``); ``where`` narrows them further."""
+    narrower = f" AND {where}" if where else ""
     try:
         found = reader.conn.execute(
             f"SELECT {_BELIEF_COLUMNS} FROM beliefs WHERE world = ? AND resident = ? "
-            "AND (root < 'believes:' OR root >= 'believes;') ORDER BY root",
+            f"AND (root < 'believes:' OR root >= 'believes;'){narrower} ORDER BY root",
             (world, resident),
         ).fetchall()
     except sqlite3.Error as exc:
         raise StoreError(f"query failed: {exc}") from exc
+    return _from_rows(found)
+
+
+def _from_rows(found: Sequence[Sequence[Any]]) -> tuple[Belief, ...]:
+    """The beliefs of rows of :data:`_BELIEF_COLUMNS` (further columns ignored)."""
     states = {str(s): s for s in State}
     kinds = {str(k): k for k in SourceKind}
     interventions = {str(i): i for i in Intervention}
@@ -587,3 +595,64 @@ def recall_bounded(
         if n:
             total[section] = total.get(section, 0) + n
     return recalled, Bounded(total, cuts)
+
+
+# -- the social read: a big resident with few doubts, its plain facts only counted ---------
+
+#: The beliefs :func:`recall_social` reads: every one a section ranks above the plain facts
+#: or protects (contested, corrected, tampered with, hearsay and people still held), and the
+#: ``action:`` ones its act items are made of. Left unread: faded memories and the plain
+#: sure and believed facts (tier 5 and 6, see :func:`.items.tier_of`).
+_SOCIAL = (
+    "(state IN ('doubtful', 'anomalous', 'corrected') "
+    "OR intervention IN ('implanted', 'distorted') "
+    "OR (root >= 'action:' AND root < 'action;') "
+    "OR (state = 'influencing' AND (source_kind = 'hearsay' "
+    "OR (root >= 'relation:' AND root < 'relation;'))))"
+)
+
+
+def recall_social(reader: Reader, world: str, resident: str, lang: str) -> Recall | None:
+    """What an unfocused narrative of a big resident needs when its plain facts and faded
+    memories are only to be counted (:func:`.packing.pack_social` checks they could never
+    have had a line): :func:`recall` but for those beliefs. None when a plain fact is
+    notable (it would rank with what the resident was told, in a family or a merged line
+    with unread ones)."""
+    from .items import NOTABLE_AT  # items reads this module's records
+
+    ((notable,),) = _rows(
+        reader,
+        f"SELECT count(*) FROM beliefs WHERE world = ? AND resident = ? AND {_SHOWN} "
+        f"AND state = 'influencing' AND source_kind <> 'hearsay' AND importance >= {NOTABLE_AT} "
+        "AND NOT (root >= 'relation:' AND root < 'relation;') "
+        "AND (intervention IS NULL OR intervention NOT IN ('implanted', 'distorted'))",
+        (world, resident),
+    )
+    if notable:
+        return None
+    # Beliefs told by several people are candidates for their sources (sources._chosen, the
+    # most recent first) whatever their section: read too, so the same ones get them.
+    rows = _rows(
+        reader,
+        f"SELECT {_BELIEF_COLUMNS}, {_SOCIAL} FROM beliefs WHERE world = ? AND resident = ? "
+        f"AND (root < 'believes:' OR root >= 'believes;') AND ({_SOCIAL} "
+        "OR (heard_from <> '[]' AND json_array_length(heard_from) > 1)) ORDER BY root",
+        (world, resident),
+    )
+    read = _from_rows(rows)
+    beliefs = tuple(b for b, r in zip(read, rows, strict=True) if r[-1])
+    found_corrections = corrections(reader, world, resident)
+    return Recall(
+        resident=resident,
+        day=reader.world_day(world),
+        registry=load_registry(reader, world),
+        root_texts=load_root_texts(reader, world, lang),
+        beliefs=beliefs,
+        corrections=found_corrections,
+        contradictions=contradictions(reader, world, resident),
+        acts=_acts(reader, world, resident),
+        trust=_trust(reader, world, resident),
+        said=_said(reader, world, resident),
+        sources=load_sources(reader, world, resident, read, found_corrections),
+        own=recall_own(reader, world, resident),
+    )
