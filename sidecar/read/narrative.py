@@ -283,20 +283,7 @@ def _project_social(
     layout = pack_social(phrased, words, budget, unread)
     if layout is None:
         return None
-    omitted = len(items) + sum(unread.values()) - len(layout.included())
-    text = layout.render(omitted)
-    assert len(text) <= budget, "packing broke its own budget"
-    return Narrative(
-        resident=resident,
-        lang=lang,
-        budget=budget,
-        text=text,
-        sections=_sections(layout, items, words, unread),
-        omitted=omitted,
-        compressed=True,
-        focus=Focus(),
-        day=recalled.day,
-    )
+    return _counted(resident, lang, budget, layout, items, words, unread, Focus(), recalled.day)
 
 
 def bounded_limits(budget: int) -> tuple[int, ...]:
@@ -374,7 +361,16 @@ def _project_bounded(
     layout = pack_bounded(phrased, words, budget, extra, horizon)
     if layout is None:
         return None
-    omitted = len(items) + sum(extra.values()) - len(layout.included())
+    return _counted(resident, lang, budget, layout, items, words, extra, focus, recalled.day)
+
+
+def _counted(
+    resident: str, lang: str, budget: int, layout: Layout, items: list[Item],
+    words: Words, unread: Mapping[str, int], focus: Focus, day: float,
+) -> Narrative:  # fmt: skip
+    """A compressed narrative from a bounded read: the ``unread`` memories per section are
+    counted with the omitted ones, never worded."""
+    omitted = len(items) + sum(unread.values()) - len(layout.included())
     text = layout.render(omitted)
     assert len(text) <= budget, "packing broke its own budget"
     return Narrative(
@@ -382,9 +378,9 @@ def _project_bounded(
         lang=lang,
         budget=budget,
         text=text,
-        sections=_sections(layout, items, words, extra),
+        sections=_sections(layout, items, words, unread),
         omitted=omitted,
         compressed=True,
         focus=focus,
-        day=recalled.day,
+        day=day,
     )

@@ -319,6 +319,15 @@ def _trust(reader: Reader, world: str, resident: str) -> tuple[TrustRecord, ...]
 def recall(reader: Reader, world: str, resident: str, lang: str) -> Recall:
     """Everything ``resident``'s narrative in ``lang`` needs, read once."""
     beliefs = _beliefs(reader, world, resident)
+    return _recalled(reader, world, resident, lang, beliefs, beliefs)
+
+
+def _recalled(
+    reader: Reader, world: str, resident: str, lang: str,
+    beliefs: tuple[Belief, ...], told: Sequence[Belief],
+) -> Recall:  # fmt: skip
+    """The rest of a recall around its ``beliefs``; ``told`` are the beliefs whose tellers
+    are looked up (the beliefs themselves, or a wider read of them)."""
     found_corrections = corrections(reader, world, resident)
     return Recall(
         resident=resident,
@@ -331,7 +340,7 @@ def recall(reader: Reader, world: str, resident: str, lang: str) -> Recall:
         acts=_acts(reader, world, resident),
         trust=_trust(reader, world, resident),
         said=_said(reader, world, resident),
-        sources=load_sources(reader, world, resident, beliefs, found_corrections),
+        sources=load_sources(reader, world, resident, told, found_corrections),
         own=recall_own(reader, world, resident),
     )
 
@@ -641,18 +650,4 @@ def recall_social(reader: Reader, world: str, resident: str, lang: str) -> Recal
     )
     read = _from_rows(rows)
     beliefs = tuple(b for b, r in zip(read, rows, strict=True) if r[-1])
-    found_corrections = corrections(reader, world, resident)
-    return Recall(
-        resident=resident,
-        day=reader.world_day(world),
-        registry=load_registry(reader, world),
-        root_texts=load_root_texts(reader, world, lang),
-        beliefs=beliefs,
-        corrections=found_corrections,
-        contradictions=contradictions(reader, world, resident),
-        acts=_acts(reader, world, resident),
-        trust=_trust(reader, world, resident),
-        said=_said(reader, world, resident),
-        sources=load_sources(reader, world, resident, read, found_corrections),
-        own=recall_own(reader, world, resident),
-    )
+    return _recalled(reader, world, resident, lang, beliefs, read)
