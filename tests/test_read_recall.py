@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ import pytest
 from sidecar.read.recall import recall
 from sidecar.store import Reader
 from tests.read_world import WORLD, build, crowd, observe, open_reader, say, story
+from tools.graphpages import sqlite_steps
 
 #: The fields of a belief the narrative classifies, ranks, words or sends.
 _USED = (
@@ -73,23 +73,6 @@ def _trust_story(moves: int) -> list[dict[str, Any]]:
     return events
 
 
-def _steps(reader: Reader, fn: Callable[[], object]) -> int:
-    """SQLite virtual-machine steps ``fn`` costs (in tens): steady whatever the machine does."""
-    count = 0
-
-    def tick() -> int:
-        nonlocal count
-        count += 1
-        return 0
-
-    reader.conn.set_progress_handler(tick, 10)
-    try:
-        fn()
-    finally:
-        reader.conn.set_progress_handler(None, 10)
-    return count
-
-
 def test_trust_recall_reads_by_key_not_the_whole_history(tmp_path: Path) -> None:
     """A source whose trust moved thousands of times costs the narrative what one that moved
     a few dozen times costs: its first and latest days and the latest move with a reason are
@@ -107,7 +90,7 @@ def test_trust_recall_reads_by_key_not_the_whole_history(tmp_path: Path) -> None
             assert record.reason is not None and record.reason["change"] == "contradicted"
             assert record.reason["root"] == "well:state" and record.reason["day"] == 2
             assert {r["topic"] for r in record.rows} == {None, "well"}
-            steps[moves] = _steps(reader, lambda: recall(reader, WORLD, "kai", "en"))  # noqa: B023
+            steps[moves] = sqlite_steps(reader, lambda: recall(reader, WORLD, "kai", "en"))  # noqa: B023
         finally:
             reader.close()
     assert steps[2000] < 1.5 * steps[40], steps

@@ -131,7 +131,7 @@ async def _measure(url: str, bench: GraphPages) -> None:
                     )
 
 
-def _steps(reader: Reader, read: Callable[[], object]) -> int:
+def sqlite_steps(reader: Reader, read: Callable[[], object]) -> int:
     """SQLite VM instructions (in tens) that ``read`` takes: the same on any machine."""
     count = 0
 
@@ -154,11 +154,11 @@ def _count(db: Path, bench: GraphPages) -> None:
         for name, scope in SCOPES.items():
             figures = bench.scopes[name]
             for page, after in figures.cursors.items():
-                figures.steps[page] = _steps(
+                figures.steps[page] = sqlite_steps(
                     reader, lambda s=scope, a=after: graph_page(reader, WORLD, **s, after=a)
                 )
             if "root" in scope:
-                figures.steps["whole graph"] = _steps(
+                figures.steps["whole graph"] = sqlite_steps(
                     reader, lambda s=scope: graph(reader, WORLD, **s)
                 )
     finally:

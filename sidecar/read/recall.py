@@ -402,29 +402,6 @@ class Bounded:
     cuts: Mapping[str, Cut]
 
 
-def _belief(r: Sequence[Any]) -> Belief:
-    return Belief(
-        resident=r[0],
-        root=r[1],
-        value=load_json(r[2]),
-        subject=r[3],
-        confidence=r[4],
-        state=State(r[5]),
-        source_kind=SourceKind(r[6]),
-        source_resident_id=r[7],
-        people=_strings(r[8]),
-        places=_strings(r[9]),
-        topics=_strings(r[10]),
-        heard_from=_strings(r[11]),
-        formed_day=r[12],
-        updated_day=r[13],
-        last_evidence_day=r[14],
-        importance=r[15],
-        interpretation=r[16],
-        intervention=Intervention(r[17]) if r[17] else None,
-    )
-
-
 def _protected_rows(
     reader: Reader, world: str, resident: str, today: float, limit: int
 ) -> tuple[list[Belief], dict[str, Cut]]:
@@ -472,7 +449,7 @@ def _protected_rows(
         "AND root IN (SELECT value FROM json_each(?)) ORDER BY root",
         (world, resident, orjson.dumps(chosen).decode()),
     )
-    return [_belief(r) for r in rows], cuts
+    return list(_from_rows(rows)), cuts
 
 
 def _sizes(reader: Reader, world: str, resident: str) -> dict[str, int]:
