@@ -219,3 +219,32 @@ def test_sqlite_refusing_rows_hands_the_batch_to_the_event_by_event_path(
     assert later[0].status is ResultStatus.APPLIED and w.fallbacks == 1
     assert not any(s.startswith("SAVEPOINT event") for s in statements)
     w.close()
+
+
+def test_a_full_database_midway_through_a_batch_reports_that_and_keeps_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """When SQLite rolls the whole transaction back mid-batch (the file cannot grow), the
+    batch is not 'redone' against a savepoint that is gone: the failure names the real
+    cause, nothing is logged as a redo, nothing of the batch is stored, and the writer goes
+    on once there is room."""
+    w = Writer(tmp_path / "full.db", synchronous="OFF")
+    try:
+        apply(w, observe(1, ["ann"], "door:shop", "open", "the shop door is open"))
+        pages = w.conn.execute("PRAGMA page_count").fetchone()[0]
+        w.conn.execute(f"PRAGMA max_page_count = {pages + 20}")
+        big = [
+            ("w", parse_event(observe(
+                2, [f"r{j}" for j in range(20)], f"k:{i}", i, "x" * 200, eid=f"full{i}"
+            )))
+            for i in range(400)
+        ]  # fmt: skip
+        with pytest.raises(StorageFailure, match="database or disk is full"):
+            w.apply(big)
+        assert not [r for r in caplog.records if "redone event by event" in r.getMessage()]
+        assert not w.conn.in_transaction
+        assert w.conn.execute("SELECT count(*) FROM events").fetchone()[0] == 1
+        w.conn.execute("PRAGMA max_page_count = 1073741823")
+        assert all(r.status is ResultStatus.APPLIED for r in w.apply(big[:50]))
+    finally:
+        w.close()

@@ -297,6 +297,8 @@ class Writer:
         try:
             staged, results = self._apply_batched(batch)
         except Exception as exc:  # redo event by event: it decides what fails, and how
+            if not conn.in_transaction:  # SQLite rolled the whole transaction back (a full
+                raise  # disk, an I/O error): nothing to redo; apply reports this error
             # _Fallback is by design (a register or schema event, a value that would not read
             # back as written): DEBUG. Anything else is unexpected: WARNING.
             level = logging.DEBUG if isinstance(exc, _Fallback) else logging.WARNING
