@@ -227,20 +227,8 @@ def project(
     words = narrative_words(lang, recalled)
     phrased = phrase(items, words, recalled.day)  # 4. word
     layout, compressed = pack(phrased, words, budget)  # 5. pack
-    omitted = len(items) - len(layout.included())
-    text = layout.render(omitted)
-    assert len(text) <= budget, "packing broke its own budget"
-    return Narrative(
-        resident=resident,
-        lang=lang,
-        budget=budget,
-        text=text,
-        sections=_sections(layout, items, words),
-        omitted=omitted,
-        compressed=compressed,
-        focus=focus,
-        day=recalled.day,
-    )
+    return _narrative(resident, lang, budget, layout, items, words, {}, focus, recalled.day,
+                      compressed=compressed)  # fmt: skip
 
 
 #: Fewest characters a compact protected line is taken to cost when deciding whether a
@@ -283,7 +271,7 @@ def _project_social(
     layout = pack_social(phrased, words, budget, unread)
     if layout is None:
         return None
-    return _counted(resident, lang, budget, layout, items, words, unread, Focus(), recalled.day)
+    return _narrative(resident, lang, budget, layout, items, words, unread, Focus(), recalled.day)
 
 
 def bounded_limits(budget: int) -> tuple[int, ...]:
@@ -361,15 +349,16 @@ def _project_bounded(
     layout = pack_bounded(phrased, words, budget, extra, horizon)
     if layout is None:
         return None
-    return _counted(resident, lang, budget, layout, items, words, extra, focus, recalled.day)
+    return _narrative(resident, lang, budget, layout, items, words, extra, focus, recalled.day)
 
 
-def _counted(
+def _narrative(
     resident: str, lang: str, budget: int, layout: Layout, items: list[Item],
-    words: Words, unread: Mapping[str, int], focus: Focus, day: float,
+    words: Words, unread: Mapping[str, int], focus: Focus, day: float, *,
+    compressed: bool = True,
 ) -> Narrative:  # fmt: skip
-    """A compressed narrative from a bounded read: the ``unread`` memories per section are
-    counted with the omitted ones, never worded."""
+    """The narrative of a packed layout. A bounded read's ``unread`` memories per section are
+    counted with the omitted ones, never worded (its layout is always compressed)."""
     omitted = len(items) + sum(unread.values()) - len(layout.included())
     text = layout.render(omitted)
     assert len(text) <= budget, "packing broke its own budget"
@@ -380,7 +369,7 @@ def _counted(
         text=text,
         sections=_sections(layout, items, words, unread),
         omitted=omitted,
-        compressed=True,
+        compressed=compressed,
         focus=focus,
         day=day,
     )
