@@ -1,6 +1,6 @@
 // Start a real `credence serve --port 0` for a test, read the CREDENCE_URL= line, stop it after.
 import { spawn } from "node:child_process";
-import { mkdtempSync, existsSync } from "node:fs";
+import { mkdtempSync, existsSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,9 +15,21 @@ export function python() {
   return existsSync(venv) ? venv : "python3";
 }
 
+// The temporary directories this test process made. A test may stop a sidecar and start another
+// on the same database (a restart), so a directory outlives its sidecar and goes when the
+// process exits.
+const made = [];
+process.once("exit", () => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
+
 /** Start a sidecar; resolves with {url, port, db, stop()} once it printed its URL. */
 export function startSidecar({ db, port = 0, args = [] } = {}) {
-  db ??= join(mkdtempSync(join(tmpdir(), "credence-js-")), "x.db");
+  if (db === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), "credence-js-"));
+    made.push(dir);
+    db = join(dir, "x.db");
+  }
   const proc = spawn(
     python(),
     ["-m", "sidecar.cli", "serve", "--port", String(port), "--db", db, "--log-level", "WARNING", ...args],
