@@ -23,13 +23,16 @@ process.once("exit", () => {
   for (const dir of made) rmSync(dir, { recursive: true, force: true });
 });
 
+/** A new temporary directory, removed when the test process exits. */
+export function tempDir(prefix = "credence-js-") {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  made.push(dir);
+  return dir;
+}
+
 /** Start a sidecar; resolves with {url, port, db, stop()} once it printed its URL. */
 export function startSidecar({ db, port = 0, args = [] } = {}) {
-  if (db === undefined) {
-    const dir = mkdtempSync(join(tmpdir(), "credence-js-"));
-    made.push(dir);
-    db = join(dir, "x.db");
-  }
+  db ??= join(tempDir(), "x.db");
   const proc = spawn(
     python(),
     ["-m", "sidecar.cli", "serve", "--port", String(port), "--db", db, "--log-level", "WARNING", ...args],

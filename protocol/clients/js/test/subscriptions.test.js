@@ -3,11 +3,9 @@
 // parameters of narrative() and beliefs(); the launch-and-supervise helper.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { WebSocket } from "ws";
-import { ROOT, python, startSidecar, until } from "./sidecar.js";
+import { ROOT, python, startSidecar, tempDir, until } from "./sidecar.js";
 import { CredenceClient, decodeFrame } from "../dist/index.js";
 import { launchSidecar } from "../dist/launch.js";
 
@@ -180,7 +178,7 @@ test("narrative focus and beliefs filters are typed parameters sent as the SPEC 
 });
 
 test("launchSidecar starts credence serve, restarts it on the same port after kill -9, stops it", async () => {
-  const db = join(mkdtempSync(join(tmpdir(), "credence-launch-")), "save.db");
+  const db = join(tempDir("credence-launch-"), "save.db");
   const sidecar = await launchSidecar({
     command: [python(), "-m", "sidecar.cli"], cwd: ROOT,
     args: ["--db", db, "--log-level", "WARNING"], restartDelayMs: 50,

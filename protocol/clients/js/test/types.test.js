@@ -4,10 +4,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ROOT } from "./sidecar.js";
+import { ROOT, tempDir } from "./sidecar.js";
 
 const JS = join(ROOT, "protocol/clients/js");
 const vectors = JSON.parse(readFileSync(join(ROOT, "protocol/vectors/vectors.json"), "utf8"));
@@ -46,7 +45,7 @@ test("every valid vector of a typed frame is a value of its TypeScript type", ()
   for (const kind of ["register", "schema", "worlds", "fork", "delete"]) {
     assert.ok(lines.some((l) => l.includes(`is<C.${CLIENT[kind]}>`)), `a ${kind} vector is checked`);
   }
-  const dir = mkdtempSync(join(tmpdir(), "credence-types-"));
+  const dir = tempDir("credence-types-");
   const file = join(dir, "vectors.ts");
   writeFileSync(file, lines.join("\n") + "\n");
   const tsc = spawnSync(
