@@ -310,15 +310,43 @@ def test_a_store_opening_beside_a_live_save_leaves_it_alone(
 # --------------------------------------------------------------------------- delete
 
 
-def test_a_delete_that_fails_midway_removes_nothing_and_a_retry_works(
+def test_a_delete_refused_before_its_first_commit_removes_nothing_and_a_retry_works(
     tmp_path: Path, story: list[WorldEvent]
 ) -> None:
-    """One file: a delete that SQLite refuses after some tables (a trigger on `changes`, as
-    a failing disk would) keeps the whole world; once it can, the retry removes all of it."""
+    """One file: a delete whose first commit SQLite refuses (a trigger on `_saves`, as a
+    failing disk would) keeps the whole world; once it can, the retry removes all of it."""
     store = SingleFile(tmp_path / "w.db")
     try:
         store.import_events("town", DEFAULT_RULES, story)
         before = leftovers(tmp_path, "db", "town")
+        conn = sqlite3.connect(tmp_path / "w.db")
+        conn.execute(
+            "CREATE TRIGGER refuse_delete BEFORE INSERT ON _saves "
+            "BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
+        )
+        conn.commit()
+        with pytest.raises(sqlite3.Error, match="disk says no"):
+            store.delete("town")
+        assert leftovers(tmp_path, "db", "town") == before
+        assert [w.world for w in store.worlds()] == ["town"]
+        conn.execute("DROP TRIGGER refuse_delete")
+        conn.commit()
+        conn.close()
+        assert store.delete("town").events == 700
+        assert leftovers(tmp_path, "db", "town") == {} and store.worlds() == []
+    finally:
+        store.close()
+
+
+def test_a_delete_that_fails_after_its_first_commit_is_whole_and_its_rows_go_later(
+    tmp_path: Path, story: list[WorldEvent]
+) -> None:
+    """One file: once a delete's first commit is made the world is gone, whole, even if
+    removing its rows then fails (a trigger on `changes`): it is neither listed nor found,
+    a new world of that id starts empty, and the next open removes the rows left."""
+    store = SingleFile(tmp_path / "w.db")
+    try:
+        store.import_events("town", DEFAULT_RULES, story)
         conn = sqlite3.connect(tmp_path / "w.db")
         conn.execute(
             "CREATE TRIGGER refuse_delete BEFORE DELETE ON changes "
@@ -327,13 +355,19 @@ def test_a_delete_that_fails_midway_removes_nothing_and_a_retry_works(
         conn.commit()
         with pytest.raises(sqlite3.Error, match="disk says no"):
             store.delete("town")
-        assert leftovers(tmp_path, "db", "town") == before  # (beliefs, events: still there)
-        assert [w.world for w in store.worlds()] == ["town"]
+        assert store.worlds() == [] and not store.exists("town")
+        with pytest.raises(WorldNotFound):
+            store.delete("town")
+        assert leftovers(tmp_path, "db", "town")  # (hidden rows, not a world)
         conn.execute("DROP TRIGGER refuse_delete")
         conn.commit()
         conn.close()
-        assert store.delete("town").events == 700
+    finally:
+        store.close()
+    store = SingleFile(tmp_path / "w.db")  # the next open removes them
+    try:
         assert leftovers(tmp_path, "db", "town") == {} and store.worlds() == []
+        assert store.import_events("town", DEFAULT_RULES, story[:50]).events == 50
     finally:
         store.close()
 
@@ -488,3 +522,38 @@ def test_a_database_from_before_the_counters_is_counted_once_when_migrated(
         store.close()
     stored, now = _counted(path, "town")
     assert stored == now and now[1] > rows[1]
+
+
+_KILLED_MIDWAY = """
+import os, signal, sys
+from sidecar.store import SingleFile
+store = SingleFile(sys.argv[1])
+build = store.begin_delete("town")
+build.step()
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_kill_9_midway_through_a_delete_leaves_the_world_gone(
+    tmp_path: Path, story: list[WorldEvent]
+) -> None:
+    """One file: a process killed after a delete's first commit and one step of its rows
+    leaves the world gone, whole: the next open lists no world and removes every row left,
+    and a new world of that id starts empty."""
+    store = SingleFile(tmp_path / "w.db")
+    try:
+        store.import_events("town", DEFAULT_RULES, story)
+    finally:
+        store.close()
+    child = subprocess.run(
+        [sys.executable, "-c", _KILLED_MIDWAY, str(tmp_path / "w.db")],
+        capture_output=True, timeout=guard(60),
+    )  # fmt: skip
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    assert leftovers(tmp_path, "db", "town")  # (killed before every row was gone)
+    store = SingleFile(tmp_path / "w.db")
+    try:
+        assert store.worlds() == [] and leftovers(tmp_path, "db", "town") == {}
+        assert store.import_events("town", DEFAULT_RULES, story[:50]).events == 50
+    finally:
+        store.close()

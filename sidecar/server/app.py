@@ -51,7 +51,7 @@ from . import inspector
 from .auth import Auth
 from .capture import CaptureWriter
 from .connection import BoundedServerConnection, Connection
-from .lifecycle import fork_reply, world_reply
+from .lifecycle import delete_reply, fork_reply, world_reply
 from .metrics import CONTENT_TYPE, Metrics
 from .session import Limits
 from .writer import WriterService
@@ -367,6 +367,20 @@ class Sidecar:
                 save=self.writer.save, saving=self.writer.saving,
             )  # fmt: skip
 
+        if isinstance(frame, DeleteWorld):
+            frames = await delete_reply(
+                self.store, frame, role=conn.role, role_for=role_for,
+                save=self.writer.save, saving=self.writer.saving,
+                removing=self.writer.removing,
+            )  # fmt: skip
+            self._reader_epoch += 1
+            for other in list(self.hub.get(frame.world, ())):
+                if other is not conn:
+                    asyncio.get_running_loop().create_task(
+                        other.ws.close(CloseCode.GOING_AWAY, "world deleted")
+                    )
+            return frames
+
         def reply() -> list[dict[str, Any]]:
             return world_reply(
                 self.store, conn.world, frame, role=conn.role, role_for=role_for,
@@ -378,15 +392,7 @@ class Sidecar:
             # reader thread does it, so 10,000 world files never hold the writer up.
             loop = asyncio.get_running_loop()
             return await loop.run_in_executor(self._read_pool, reply)
-        frames = await self._on_writer(reply)
-        if isinstance(frame, DeleteWorld):
-            self._reader_epoch += 1
-            for other in list(self.hub.get(frame.world, ())):
-                if other is not conn:
-                    asyncio.get_running_loop().create_task(
-                        other.ws.close(CloseCode.GOING_AWAY, "world deleted")
-                    )
-        return frames
+        return await self._on_writer(reply)
 
     async def _on_writer(self, fn: Callable[[], T]) -> T:
         await self.writer.drain()

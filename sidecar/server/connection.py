@@ -46,7 +46,7 @@ from ..store import CannotOpen, EventResult, Reader
 from .auth import Role
 from .queries import event_reply
 from .session import Query, QueryFrame, Reply, Session, SessionState, Submit
-from .writer import NotStored
+from .writer import NotStored, busy_message
 
 if TYPE_CHECKING:
     from .app import Sidecar
@@ -355,11 +355,7 @@ class Connection:
             if isinstance(query, WorldsQuery | ForkWorld | DeleteWorld):
                 return await self.app.lifecycle(self, query)
             if self.world in self.app.writer.saving:  # its rows are not whole yet
-                raise ProtocolError(
-                    ErrorCode.WORLD_BUSY,
-                    f"world {self.world!r} is being built by a fork or an import; "
-                    "ask again after its reply",
-                )
+                raise ProtocolError(ErrorCode.WORLD_BUSY, busy_message(self.world))
             return await self.app.read(lambda r: answer(r, self.world, query), self.world)
         except ProtocolError as exc:
             exc.rid = query.rid

@@ -3,13 +3,15 @@
 :func:`world_reply` answers each of them at once, on the writer's thread (between batches: a
 delete removes rows or a file the writer owns). The vector generator's sidecar mirror calls
 it for every frame, so the vectors show exactly what the server sends; the server calls it
-for ``worlds`` and ``delete``.
+for ``worlds``.
 
 The server answers a ``fork`` with :func:`fork_reply` instead: the new world is replayed in
 a worker process and switched in by the writer service between other worlds' batches
 (:meth:`~sidecar.server.writer.WriterService.save`), so a long fork stalls no other world;
-its reply comes once the new world is whole. The same checks and the same reply
-frame as :func:`world_reply`'s.
+its reply comes once the new world is whole. It answers a ``delete`` with
+:func:`delete_reply`: the writer service runs it like a save, answered once its first commit
+has removed the world, its rows then removed in steps. The same checks and the same reply
+frames as :func:`world_reply`'s.
 """
 
 from __future__ import annotations
@@ -31,9 +33,9 @@ from ..store import (
 )
 from .auth import Role
 from .queries import paginate
-from .writer import NotStored
+from .writer import NotStored, busy_message
 
-__all__ = ["fork_reply", "world_reply"]
+__all__ = ["delete_reply", "fork_reply", "world_reply"]
 
 RoleFor = Callable[[str], Role | None]
 
@@ -62,14 +64,9 @@ def world_reply(
         _check_fork(world, frame, role_for, saving)
         info = _run(lambda: store.fork(world, frame.into, frame.at), rid)
         return [_forked(world, frame, info)]
-    if role_for(frame.world) is not Role.WRITER:
-        raise ProtocolError(
-            ErrorCode.FORBIDDEN, f"this token cannot write world {frame.world!r}", rid=rid
-        )
-    if frame.world in saving:
-        raise _busy(frame.world, rid)
+    _check_delete(frame, role_for, saving)
     info = _run(lambda: store.delete(frame.world), rid)
-    return [{"type": "deleted", "rid": rid, **info.to_dict()}]
+    return [_deleted(frame, info)]
 
 
 async def fork_reply(
@@ -105,6 +102,52 @@ async def fork_reply(
     return [_forked(world, frame, info)]
 
 
+async def delete_reply(
+    store: SingleFile | DataDir,
+    frame: DeleteWorld,
+    *,
+    role: Role,
+    role_for: RoleFor,
+    save: Callable[[str, Callable[[], Build]], Awaitable[WorldInfo]],
+    saving: set[str],
+    removing: set[str],
+) -> list[dict[str, Any]]:
+    """The server's answer to ``delete``: the checks of :func:`world_reply`, then the delete
+    run by ``save`` (the writer service) as a settled build: one commit removes the world
+    (the reply), and its rows go in steps between other worlds' batches (in one file; a
+    data directory's delete is one rename), its id busy until they are gone."""
+    _check_writer(role, frame.rid)
+    if frame.world in removing:  # (deleted already: only its rows are still going)
+        raise ProtocolError(ErrorCode.NOT_FOUND, f"no world {frame.world!r}", rid=frame.rid)
+    _check_delete(frame, role_for, saving)
+    try:
+        info = await save(frame.world, lambda: store.begin_delete(frame.world))
+    except NotStored as exc:
+        raise ProtocolError(exc.code, exc.message, rid=frame.rid) from None
+    except WorldNotFound as exc:
+        raise ProtocolError(ErrorCode.NOT_FOUND, str(exc), rid=frame.rid) from None
+    except WorldsError as exc:
+        raise ProtocolError(ErrorCode.INVALID_FRAME, str(exc), rid=frame.rid) from None
+    except StoreError as exc:  # (a full disk: the first commit did not happen)
+        raise ProtocolError(
+            ErrorCode.INTERNAL_ERROR, f"the world was not deleted: {exc}", rid=frame.rid
+        ) from None
+    return [_deleted(frame, info)]
+
+
+def _check_delete(frame: DeleteWorld, role_for: RoleFor, saving: set[str] | frozenset[str]) -> None:
+    if role_for(frame.world) is not Role.WRITER:
+        raise ProtocolError(
+            ErrorCode.FORBIDDEN, f"this token cannot write world {frame.world!r}", rid=frame.rid
+        )
+    if frame.world in saving:
+        raise _busy(frame.world, frame.rid)
+
+
+def _deleted(frame: DeleteWorld, info: WorldInfo) -> dict[str, Any]:
+    return {"type": "deleted", "rid": frame.rid, **info.to_dict()}
+
+
 def _check_writer(role: Role, rid: object) -> None:
     if role is not Role.WRITER:
         raise ProtocolError(ErrorCode.FORBIDDEN, "a read-only token cannot change worlds", rid=rid)
@@ -123,11 +166,7 @@ def _check_fork(
 
 
 def _busy(world: str, rid: object) -> ProtocolError:
-    return ProtocolError(
-        ErrorCode.WORLD_BUSY,
-        f"world {world!r} is being built by a fork or an import; try again after its reply",
-        rid=rid,
-    )
+    return ProtocolError(ErrorCode.WORLD_BUSY, busy_message(world), rid=rid)
 
 
 def _forked(world: str, frame: ForkWorld, info: WorldInfo) -> dict[str, Any]:

@@ -61,6 +61,7 @@ __all__ = [
     "NotStored",
     "Submission",
     "WriterService",
+    "busy_message",
     "world_busy",
 ]
 
@@ -111,11 +112,15 @@ class _Save:
 
 
 def world_busy(world: str) -> NotStored:
-    """The refusal of an event for a world a save is building."""
-    return NotStored(
-        ErrorCode.WORLD_BUSY,
-        f"world {world!r} is being built by a fork or an import; the event was not stored: "
-        "send it again after that save's reply",
+    """The refusal of an event for a world a save is building (or a delete removing)."""
+    return NotStored(ErrorCode.WORLD_BUSY, busy_message(world, "the event was not stored: "))
+
+
+def busy_message(world: str, what: str = "") -> str:
+    """Why ``world`` is busy, and when to ask again (for events and queries alike)."""
+    return (
+        f"world {world!r} is being built by a fork or an import, or removed by a delete; "
+        f"{what}send it again after that save's reply, or a moment after the delete's"
     )
 
 
@@ -143,6 +148,8 @@ class WriterService:
         self._saves: deque[_Save] = deque()
         #: The worlds being built by a save (queued or under way): their events are refused.
         self.saving: set[str] = set()
+        #: Of those, the worlds a delete has removed whose rows are still being tidied away.
+        self.removing: set[str] = set()
         self._next_step = 0.0  # loop time before which no save step starts (SAVE_REST)
         self._last_batch = float("-inf")  # loop time of the last batch answered
         self._work = asyncio.Event()  # something was queued (or close/shutdown began)
@@ -347,12 +354,18 @@ class WriterService:
             self._next_step = now + SAVE_REST * (now - started) if busy else now
         if info is not None:
             self._end_save(job)
-            if not job.future.done():
-                job.future.set_result(info)
+        # A delete is answered once begun (it has taken effect, whole); its id stays busy
+        # while its rows are tidied away in the later steps.
+        reply = info if info is not None else job.build.settled if job.build else None
+        if reply is not None and not job.future.done():
+            if info is None:
+                self.removing.add(job.world)
+            job.future.set_result(reply)
 
     def _end_save(self, job: _Save) -> None:
         self._saves.remove(job)
         self.saving.discard(job.world)
+        self.removing.discard(job.world)
 
     async def _abort_saves(self) -> None:
         """Stopping: every save not yet whole is refused and what it built removed."""
@@ -444,6 +457,7 @@ class WriterService:
                 job.future.set_exception(error)
         self._saves.clear()
         self.saving.clear()
+        self.removing.clear()
         self._queues.clear()
         self._turns.clear()
         self._world_bytes.clear()
