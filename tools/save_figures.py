@@ -6,8 +6,9 @@ another world's acks.
 does and times it; starts ``credence serve`` on that store (its own process, loopback, an
 ephemeral port); times a fork of the town over the wire with nothing else going on; then
 measures one client's acks on another world (sequential: each event waits for the previous
-ack) first with no save running, then during a second fork of the town. It prints p50, p99
-and the worst ack of both phases and how many acks went through during the fork. It asserts
+ack) first with no save running, then during a second fork of the town, then while the first
+fork is deleted (until its id takes events again: its rows are gone). It prints p50, p99 and
+the worst ack of each phase and how many acks went through. It asserts
 nothing: a busy machine shows in every figure (compare the two phases of one run).
 """
 
@@ -86,11 +87,37 @@ async def _measure(url: str, n: int) -> dict[str, Any]:
             during.append(await acks.one())
         fork_busy = time.perf_counter() - start
         assert fork.result().get("type") == "forked", fork.result()
+        start = time.perf_counter()
+        deleted = await _request(other, {"type": "delete", "world": "slot-1", "rid": 3})
+        assert deleted.get("type") == "deleted", deleted
+        delete_reply = time.perf_counter() - start
+        gone = asyncio.ensure_future(_until_free(url, "slot-1"))
+        deleting = []
+        while not gone.done():
+            deleting.append(await acks.one())
+        delete_rows = time.perf_counter() - start
     finally:
         await town.close()
         await other.close()
     return {"fork_alone": fork_alone, "fork_busy": fork_busy, "baseline": baseline,
-            "during": during}  # fmt: skip
+            "during": during, "delete_reply": delete_reply, "delete_rows": delete_rows,
+            "deleting": deleting}  # fmt: skip
+
+
+async def _until_free(url: str, world: str) -> None:
+    """Until an event for the deleted ``world`` is taken (its rows are gone: not world_busy)."""
+    ws = await open_client(url, world, None)
+    try:
+        for i in itertools.count():
+            event = {"type": "event", "event_id": f"free{i}", "kind": "tick", "day": 1}
+            reply = await _request(ws, event)
+            if reply.get("type") == "ack":
+                return
+            if reply.get("code") != "world_busy":
+                raise RuntimeError(f"event refused: {reply}")
+            await asyncio.sleep(0.02)
+    finally:
+        await ws.close()
 
 
 def _serve(args: list[str], port: int) -> subprocess.Popen[bytes]:
@@ -145,6 +172,9 @@ def run(mode: str, n: int, tmp: Path) -> list[str]:
         f"  fork while another world acks {res['fork_busy']:7.2f} s",
         f"  other world's acks, no save   {_ms(res['baseline'])}  (n={len(res['baseline'])})",
         f"  other world's acks, in a fork {_ms(res['during'])}  (n={len(res['during'])})",
+        f"  delete of the fork: reply     {res['delete_reply']:7.2f} s, id free after "
+        f"{res['delete_rows']:.2f} s",
+        f"  other world's acks, deleting  {_ms(res['deleting'])}  (n={len(res['deleting'])})",
     ]
 
 
