@@ -125,6 +125,14 @@ def test_store_errors_name_the_problem(tmp_path: Path) -> None:
         Writer(newer)
 
 
+def test_a_reader_never_makes_a_database_file(tmp_path: Path) -> None:
+    """A reader of a file that is not there (a world deleted as a reader thread opens it)
+    raises CannotOpen and leaves no empty database, WAL or shared-memory file behind."""
+    with pytest.raises(CannotOpen, match="no such database file"):
+        Reader(tmp_path / "gone.db")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_writer_lock_is_exclusive_and_released(tmp_path: Path) -> None:
     """A second lock on the same database is refused while the first is held, and free after."""
     db = tmp_path / "x.db"

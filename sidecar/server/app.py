@@ -326,6 +326,8 @@ class Sidecar:
                 pool.shrink(len(pool) // 2)  # out of handles? give some back, retry once
                 reader = pool.get(path)
         except (StoreError, sqlite3.Error, OSError) as exc:
+            if world is not None and not path.exists() and path != self._read_path(world):
+                return self._reader(world)  # deleted meanwhile: read it as the empty world
             name = world if world is not None else str(path)
             reason = f"the file of world {name!r} cannot be opened: {open_failure(exc)}"
             self.availability.failed(name, reason)

@@ -22,9 +22,15 @@ sqlite3.register_adapter(type(None), _NO_ENTRIES.get)
 sqlite3.register_adapter(bool, int)
 
 
-def connect(path: str | Path, *, synchronous: str = "FULL") -> sqlite3.Connection:
-    """Open a connection in autocommit mode (we issue BEGIN/COMMIT ourselves), WAL on."""
-    conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+def connect(
+    path: str | Path, *, synchronous: str = "FULL", create: bool = True
+) -> sqlite3.Connection:
+    """Open a connection in autocommit mode (we issue BEGIN/COMMIT ourselves), WAL on.
+
+    ``create=False`` (readers) never makes a file: a reader racing a delete must not leave
+    an empty database where the world's file was."""
+    target = str(path) if create else Path(path).resolve().as_uri() + "?mode=rw"
+    conn = sqlite3.connect(target, check_same_thread=False, isolation_level=None, uri=not create)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {synchronous}")
@@ -33,12 +39,14 @@ def connect(path: str | Path, *, synchronous: str = "FULL") -> sqlite3.Connectio
     return conn
 
 
-def _open(path: Path, *, synchronous: str) -> sqlite3.Connection:
+def _open(path: Path, *, synchronous: str, create: bool = True) -> sqlite3.Connection:
     """:func:`connect`, with every way the file can be unusable as one :class:`CannotOpen`."""
     if path.is_dir():
         raise CannotOpen(f"{path} is a directory, not a database file")
+    if not create and not path.exists():
+        raise CannotOpen(f"{path}: no such database file")
     try:
-        conn = connect(path, synchronous=synchronous)
+        conn = connect(path, synchronous=synchronous, create=create)
     except sqlite3.Error as exc:
         raise CannotOpen(f"{path}: not a usable SQLite database: {exc}") from exc
     try:

@@ -88,7 +88,7 @@ class Reader(PromiseQueries):
     """Read-only queries on a connection of its own. One thread at a time may use it."""
 
     def __init__(self, path: str | Path) -> None:
-        self.conn = _open(Path(path), synchronous="NORMAL")
+        self.conn = _open(Path(path), synchronous="NORMAL", create=False)
         self.db = Database(self.conn)
         try:
             unknown = unknown_migrations(self.conn)
