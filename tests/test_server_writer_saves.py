@@ -95,6 +95,10 @@ async def test_a_world_being_built_refuses_everything_with_world_busy(
         assert (await town2.request({"type": "delete", "world": "slot"}))["code"] == "world_busy"
         again = await town2.request({"type": "fork", "into": "slot"})
         assert again["code"] == "world_busy"
+        async with WsClient(sc.url, "slot") as late:
+            refused = late.hello_error
+            assert refused is not None and refused["code"] == "world_busy", late.welcome
+            assert await late.wait_closed() == 1013  # (no seq to tell of a world not whole)
         assert (await other.event("tick", 1, event_id="t1"))["type"] == "ack"
         forked = await town.next_where(lambda f: f.get("rid") == "f", guard(120))
         assert forked["type"] == "forked" and forked["events"] == 2 * EVENTS, forked
@@ -263,7 +267,8 @@ async def test_other_worlds_acks_keep_their_latency_while_a_long_world_is_delete
     (the world is gone: not listed, a second delete is `not_found`); its rows then go in
     steps between other worlds' batches, so another world's acks keep p99 ≤ max(100 ms,
     3 × their baseline) — one transaction held every world for the whole delete. Its id is
-    `world_busy` until its rows are gone, then a new world of that id starts empty."""
+    `world_busy` (a hello to it too) until its rows are gone, then a new world of that id
+    starts empty."""
     seed_town(tmp_path, "db", 2 * EVENTS)
     async with (
         running(tmp_path, db=tmp_path / "x.db") as sc,
@@ -283,18 +288,19 @@ async def test_other_worlds_acks_keep_their_latency_while_a_long_world_is_delete
         assert again["code"] == "not_found", again
         listed = [w["world"] for w in (await other.request({"type": "worlds"}))["worlds"]]
         assert listed == ["other"]
-        async with WsClient(sc.url, "town") as late:
-            busy = await late.event("observe", 1, event_id="n1", **observe(["ann"], "k", 1))
-            assert busy["type"] == "error" and busy["code"] == "world_busy", busy
-            during = []
-            started = time.perf_counter()
-            while "town" in sc.writer.saving:
-                during.append(await one_ack(other, day))
-                day += 0.01
-            took = time.perf_counter() - started
-            assert world_rows(tmp_path / "x.db", "town") == 0
-            fresh = await late.event("observe", 1, event_id="n1", **observe(["ann"], "k", 1))
-            assert fresh["type"] == "ack" and fresh["seq"] == 1, fresh
+        async with WsClient(sc.url, "town") as refused:
+            assert refused.hello_error and refused.hello_error["code"] == "world_busy"
+        during = []
+        started = time.perf_counter()
+        while "town" in sc.writer.saving:
+            during.append(await one_ack(other, day))
+            day += 0.01
+        took = time.perf_counter() - started
+        assert world_rows(tmp_path / "x.db", "town") == 0
+        async with WsClient(sc.url, "town") as fresh:
+            assert fresh.welcome and fresh.welcome["seq"] == 0, fresh.hello_error
+            ack = await fresh.event("observe", 1, event_id="n1", **observe(["ann"], "k", 1))
+            assert ack["type"] == "ack" and ack["seq"] == 1, ack
     bound = max(0.100, 3 * p99(baseline))
     print(
         f"delete of {2 * EVENTS} events: rows gone in {took:.2f} s; other world's acks: "

@@ -190,6 +190,10 @@ class Connection:
             bearer=bearer,
         )  # fmt: skip
         self.token = hello.token or bearer
+        if hello.world in self.app.writer.saving:  # its rows are not whole: no seq to tell
+            raise ProtocolError(
+                ErrorCode.WORLD_BUSY, busy_message(hello.world), close=CloseCode.TRY_AGAIN_LATER
+            )
         # Join the hub before reading the latest seq, with live delivery held back
         # (RESUMING): a change committed meanwhile is caught up from SQLite, not lost.
         self.app.hub.setdefault(self.world, set()).add(self)

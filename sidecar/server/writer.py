@@ -332,7 +332,8 @@ class WriterService:
             try:
                 if job.build is None:
                     job.build = job.begin()
-                    return None
+                    if job.build.settled is None:  # (a delete goes on: it may be done)
+                        return None
                 return job.build.commit() if job.build.step() else None
             except BaseException:
                 if job.build is not None:
