@@ -248,3 +248,38 @@ def test_a_full_database_midway_through_a_batch_reports_that_and_keeps_nothing(
         assert all(r.status is ResultStatus.APPLIED for r in w.apply(big[:50]))
     finally:
         w.close()
+
+
+def test_a_writer_keeps_a_bounded_number_of_worlds_loaded_and_the_same_tables(
+    tmp_path: Path,
+) -> None:
+    """Twelve worlds in one file, batches mixing them, through a writer that keeps 3 worlds'
+    states loaded: it never holds more than 3 beside a batch's own, a world dropped and
+    loaded again goes on from its clock and seqs, and a batch SQLite refuses whole (a full
+    file) puts back only its own worlds. Results and tables equal a writer that keeps all."""
+    streams = deal(30, 480, seed=7, clients=1)
+    events = [parse_event(e) for e in streams[0]]
+    pairs = [(f"w{(k // 10) % 12}", e) for k, e in enumerate(events)]  # (2 worlds a batch)
+    got = {}
+    for states in (3, 1024):
+        w = Writer(tmp_path / f"{states}.db", synchronous="OFF", world_states=states)
+        got[states] = []
+        for s in range(0, len(pairs), 20):
+            batch = pairs[s : s + 20]
+            got[states].append(outcome(w.apply(batch)))
+            assert len(w._worlds) <= min(12, states + 2)  # (+ the batch's two worlds)
+        pages = w.conn.execute("PRAGMA page_count").fetchone()[0]
+        w.conn.execute(f"PRAGMA max_page_count = {pages + 2}")
+        big = [
+            (f"w{i % 12}", parse_event(observe(
+                1e6, [f"r{j}" for j in range(20)], f"k:{i}", i, "x" * 200, eid=f"full{i}"
+            )))
+            for i in range(200)
+        ]  # fmt: skip
+        with pytest.raises(StorageFailure):
+            w.apply(big)
+        w.conn.execute("PRAGMA max_page_count = 1073741823")
+        got[states].append(outcome(w.apply(big[:30])))
+        w.close()
+    assert got[3] == got[1024]
+    assert dump(tmp_path / "3.db") == dump(tmp_path / "1024.db")
