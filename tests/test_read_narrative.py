@@ -467,3 +467,27 @@ def test_lost_trust_outranks_a_routine_act(tmp_path: Path) -> None:
     assert any(kept)  # some budget holds the trust line and not the chores
     trust = next(e for e in _entries(n, "people") if e["root"] == "trust:bob")
     assert trust["why"]["confidence"] == 1.0 and trust["why"]["importance"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("lang", "pattern"),
+    [
+        ("en", r"- T0(, t\d+){4} and 15 others told me that the mill burned down \(day 1\)\."),
+        ("zh-Hant", r"t0(、t\d+){4}和另外15人"),
+    ],
+)
+def test_a_rumour_half_the_town_told_names_five_and_counts_the_rest(
+    tmp_path: Path, lang: str, pattern: str
+) -> None:
+    """Twenty tellers of one rumour: its line names five and counts the rest, so it stays a
+    line an NPC can read (it named all twenty, in both languages)."""
+    tellers = [f"t{i}" for i in range(20)]
+    r = open_reader(
+        build(
+            tmp_path / "crowd.db",
+            [say(1, t, ["alice"], "mill:state", "burned", "the mill burned down") for t in tellers],
+        )
+    )
+    text = project(r, WORLD, "alice", lang=lang).text
+    assert re.search(pattern, text), text
+    assert len(set(re.findall(r"(?<![A-Za-z0-9])[tT]\d+(?![0-9])", text))) == 5

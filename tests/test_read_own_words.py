@@ -12,7 +12,8 @@ from read_world import open_reader
 
 from sidecar.engine import parse_event
 from sidecar.read import project
-from sidecar.read.own_words import SAID_NAMES_SHOWN, SAID_RECALLED
+from sidecar.read.own_words import SAID_RECALLED
+from sidecar.read.wording import NAMES_SHOWN
 from sidecar.store import Reader, ResultStatus, Writer
 
 W = "town"
@@ -106,8 +107,8 @@ def test_zh_hant_lines_read_naturally(tmp_path: Path) -> None:
 
 def test_the_resident_is_i_and_many_listeners_are_counted(tmp_path: Path) -> None:
     """A subject naming the speaker reads in the first person; a line names at most
-    SAID_NAMES_SHOWN listeners and counts the rest."""
-    crowd = [f"r{i}" for i in range(SAID_NAMES_SHOWN + 3)]
+    NAMES_SHOWN listeners and counts the rest."""
+    crowd = [f"r{i}" for i in range(NAMES_SHOWN + 3)]
     reader = _world(tmp_path / "many.db", [_register(), _say("s", 1, crowd, "mill", "shut",
                                                              "Mira shut the mill")])  # fmt: skip
     text = project(reader, W, "mira").text

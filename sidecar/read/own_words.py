@@ -19,13 +19,11 @@ from ..engine import Belief, SourceKind, State, Value
 from ..engine.texts import encode_texts, text_in
 from .wording import Words
 
-__all__ = ["SAID_NAMES_SHOWN", "SAID_RECALLED", "OwnWords", "said_beliefs", "said_lines"]
+__all__ = ["SAID_RECALLED", "OwnWords", "said_beliefs", "said_lines"]
 
 #: Most utterances a narrative reads (the latest): the section is bounded however much a
 #: resident has said; the ``said`` query pages through all of it.
 SAID_RECALLED = 200
-#: Most people named on one line; the rest are counted ("and 12 others").
-SAID_NAMES_SHOWN = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +50,6 @@ class _Templates:
     everyone_many: str
     c_told: str
     c_everyone: str
-    others: str
 
 
 _TEMPLATES = {
@@ -63,7 +60,6 @@ _TEMPLATES = {
         everyone_many="I announced to everyone that {s} ({n} times, last {when}).",
         c_told="I told {who} that {s}.",
         c_everyone="I announced to everyone that {s}.",
-        others="{n} others",
     ),
     "zh-Hant": _Templates(
         told_one="{when}我告訴了{who}{s}。",
@@ -72,7 +68,6 @@ _TEMPLATES = {
         everyone_many="我向大家宣布過{s}（{n}次，最近一次是{when}）。",
         c_told="對{who}說：{s}",
         c_everyone="對大家說：{s}",
-        others="另外{n}人",
     ),
 }
 
@@ -138,14 +133,6 @@ def said_beliefs(
     return out
 
 
-def _who(said: OwnWords, words: Words, t: _Templates) -> str:
-    shown = list(said.to[:SAID_NAMES_SHOWN])
-    rest = len(said.to) - len(shown)
-    if rest:
-        shown.append(t.others.format(n=rest))
-    return words.who(shown)
-
-
 def said_lines(said: OwnWords, words: Words, today: float) -> tuple[str, str]:
     """The full line ("I told Kai and Lena that the well is fine (yesterday).") and the
     compact one ("to Kai and Lena: the well is fine"), in ``words``' language."""
@@ -157,7 +144,7 @@ def said_lines(said: OwnWords, words: Words, today: float) -> tuple[str, str]:
     # As every subject is embedded: its language, "I", no stray capital, a past event past.
     s = subject_text(stored, said.root, said.value, words, today=today)
     when = words.when(float(math.floor(said.last_day)), today)  # whole days
-    who = _who(said, words, t)
+    who = words.who(said.to)
     if said.everyone:
         full = (t.everyone_one if said.times == 1 else t.everyone_many).format(
             s=s, when=when, n=said.times

@@ -18,6 +18,9 @@ from functools import lru_cache
 
 __all__ = ["LANGUAGES", "SECTIONS", "Words", "words_for"]
 
+#: Most people one line names; the rest are counted ("A, B, C, D, E and 12 others").
+NAMES_SHOWN = 5
+
 #: Section names in the order they appear in the text.
 SECTIONS = (
     "sure", "believe", "told", "said", "acts", "doubts", "anomalies", "corrections", "owe",
@@ -109,6 +112,8 @@ class Words:
     empty: str
     and_: str
     list_sep: str
+    #: the rest of a long list of names, counted (``who``: "A, B, C, D, E and 12 others")
+    others: str
     stop: str
     # bulk similar facts, in one line
     bulk: str
@@ -230,11 +235,17 @@ class Words:
         return self.at_time.format(t=f"{minutes // 60:02d}:{minutes % 60:02d}")
 
     def who(self, names: Sequence[str]) -> str:
-        """``A``, ``A and B``, ``A, B and C`` (``A、B和C``)."""
-        names = [self.name(n) for n in names]
-        if len(names) <= 1:
-            return "".join(names)
-        return self.list_sep.join(names[:-1]) + self.and_ + names[-1]
+        """``A``, ``A and B``, ``A, B and C`` (``A、B和C``); past :data:`NAMES_SHOWN` + 1
+        names, the first :data:`NAMES_SHOWN` and the rest counted ("and 12 others"), so a
+        rumour half the town told stays a line an NPC can read and a budget can hold."""
+        shown = [
+            self.name(n) for n in names[: NAMES_SHOWN if len(names) > NAMES_SHOWN + 1 else None]
+        ]
+        if len(names) > len(shown):
+            shown.append(self.others.format(n=len(names) - len(shown)))
+        if len(shown) <= 1:
+            return "".join(shown)
+        return self.list_sep.join(shown[:-1]) + self.and_ + shown[-1]
 
     def omitted(self, n: int) -> str:
         """The closing note: how many memories the text leaves out."""
@@ -343,6 +354,7 @@ EN = Words(
     empty="I don't remember anything in particular.",
     and_=" and ",
     list_sep=", ",
+    others="{n} others",
     stop=".",
     bulk="I know of {n} things of this kind ({k}), for example: {s}.",
     c_bulk="{n} × {k}, e.g. {s}",
@@ -464,6 +476,7 @@ ZH_HANT = Words(
     empty="我沒有什麼特別的記憶。",
     and_="和",
     list_sep="、",
+    others="另外{n}人",
     stop="。",
     bulk="我知道{n}件這類的事（{k}），例如：{s}。",
     c_bulk="{n}件{k}，例如{s}",
