@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import msgpack
 import pytest
@@ -491,3 +492,25 @@ def test_a_rumour_half_the_town_told_names_five_and_counts_the_rest(
     text = project(r, WORLD, "alice", lang=lang).text
     assert re.search(pattern, text), text
     assert len(set(re.findall(r"(?<![A-Za-z0-9])[tT]\d+(?![0-9])", text))) == 5
+
+
+def test_a_source_trusted_on_fifty_topics_is_one_bounded_entry(tmp_path: Path) -> None:
+    """Alice trusts Bob in general and on 50 topics: the people entry lists the 20 topics
+    furthest from her general trust, and counts all 50 (it listed every topic)."""
+    events: list[dict[str, Any]] = [
+        {"event_id": "g", "day": 1, "kind": "trust", "resident": "alice", "source": "bob",
+         "value": 0.5},
+    ] + [
+        {"event_id": f"t{i}", "day": 1, "kind": "trust", "resident": "alice", "source": "bob",
+         "topic": f"topic{i:02d}", "value": round(0.5 + (i - 25) / 60, 4)}
+        for i in range(50)
+    ]  # fmt: skip
+    r = open_reader(build(tmp_path / "topics.db", events))
+    narrative = project(r, WORLD, "alice")
+    (entry,) = [
+        e for s in narrative.sections if s["name"] == "people" for e in s["entries"]
+        if e.get("person") == "bob"
+    ]  # fmt: skip
+    assert entry["topic_trust_count"] == 50
+    furthest = sorted(range(50), key=lambda i: (-abs(i - 25), f"topic{i:02d}"))[:20]
+    assert sorted(entry["topic_trust"]) == sorted(f"topic{i:02d}" for i in furthest)

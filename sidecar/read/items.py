@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from protocol import TAGS_SHOWN
+
 from ..engine import Belief, Intervention, SourceKind, State, same_value
 from ..engine.said import SAID_TO_SHOWN
 from .own_words import OwnWords, said_beliefs
@@ -311,11 +313,22 @@ def _trust_item(resident: str, record: TrustRecord) -> Item:
         extra={
             "person": record.source,
             "trust": value,
-            "topic_trust": {r["topic"]: r["value"] for r in rows if r["topic"]},
+            "topic_trust": _topic_trust(rows, value),
+            "topic_trust_count": sum(1 for r in rows if r["topic"]),
             "reason": reason,
             "_people": (record.source,),
         },
     )
+
+
+def _topic_trust(rows: tuple[Any, ...], general: float) -> dict[str, float]:
+    """At most :data:`~protocol.TAGS_SHOWN` topics of a trust entry: those furthest from the
+    general trust (a source trusted on hundreds of topics is still one bounded entry)."""
+    topics = sorted(
+        (r for r in rows if r["topic"]),
+        key=lambda r: (-abs(float(r["value"]) - general), r["topic"]),
+    )
+    return {r["topic"]: r["value"] for r in sorted(topics[:TAGS_SHOWN], key=lambda r: r["topic"])}
 
 
 def classify(recalled: Recall) -> list[Item]:
