@@ -90,6 +90,7 @@ class Reader(PromiseQueries):
     def __init__(self, path: str | Path) -> None:
         self.conn = _open(Path(path), synchronous="NORMAL")
         self.db = Database(self.conn)
+        self._counted: bool | None = None  # has the trust_history counter (0018)? once known
         try:
             unknown = unknown_migrations(self.conn)
         except sqlite3.Error as exc:
@@ -304,10 +305,25 @@ class Reader(PromiseQueries):
             if latest is not None:
                 entry["history_total"] = (
                     len(history) if len(history) < latest
-                    else self.history_count(world, resident, root)
+                    else self.trust_history_total(world, resident, root)
                 )  # fmt: skip
             out.append(entry)
         return out
+
+    def trust_history_total(self, world: str, resident: str, root: str) -> int:
+        """How many ``trust`` change records a trust root has: the counter migration 0018
+        keeps, read by key (a count on an index in a file from before it)."""
+        if self._counted is None:
+            self._counted = bool(self._rows(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'trust_history'"
+            ))  # fmt: skip
+        if not self._counted:
+            return self.history_count(world, resident, root)
+        rows = self._rows(
+            "SELECT total FROM trust_history WHERE world = ? AND resident = ? AND root = ?",
+            (world, resident, root),
+        )
+        return int(rows[0][0]) if rows else 0
 
     def registry(self, world: str) -> dict[str, dict[str, Any]]:
         """The world's registry: ``{"residents": {id: {lang: name}}, "actions": {...}}``
