@@ -42,6 +42,8 @@ from .frames import (
     evidence_refs,
     parse_client_frame,
     parse_hello,
+    parse_trust_cursor,
+    trust_cursor,
 )
 from .worlds import DeleteWorld, ForkWorld, WorldsQuery
 
@@ -86,4 +88,6 @@ __all__ = [
     "integral",
     "parse_client_frame",
     "parse_hello",
+    "parse_trust_cursor",
+    "trust_cursor",
 ]

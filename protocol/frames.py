@@ -53,6 +53,8 @@ __all__ = [
     "evidence_refs",
     "parse_client_frame",
     "parse_hello",
+    "parse_trust_cursor",
+    "trust_cursor",
 ]
 
 PROTOCOL_VERSION = 1
@@ -273,18 +275,48 @@ class NarrativeQuery:
     rid: object = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TrustQuery:
-    resident: str
-    source: str | None = None
-    rid: object = None
-
-
 #: Most entries one ``residents`` or ``events`` page may ask for, and the default page sizes.
 MAX_PAGE = 1000
 RESIDENTS_PAGE = 500
 EVENTS_PAGE = 100
 SAID_PAGE = 100
+TRUST_PAGE = 100
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrustQuery:
+    """One page of a resident's trust table (of one source's entries with ``source``), in
+    (source, topic) order after the entry ``after`` names: ``(source, topic)``, the topic
+    ``""`` for general trust (SPEC §10.6)."""
+
+    resident: str
+    source: str | None = None
+    after: tuple[str, str] | None = None
+    limit: int = TRUST_PAGE
+    rid: object = None
+
+
+def trust_cursor(source: str, topic: str | None) -> str:
+    """The ``next`` that names a trust entry: its source, with ``%`` and ``:`` escaped, then
+    ``:`` and the topic for a topic entry (``bo``, ``bo:well``; source ``a:b`` is ``a%3Ab``).
+
+    Like the entry's trust root without ``trust:`` (SPEC §7.8), but unambiguous: the first
+    ``:`` always ends the source.
+    """
+    escaped = source.replace("%", "%25").replace(":", "%3A")
+    return f"{escaped}:{topic}" if topic else escaped
+
+
+def parse_trust_cursor(cursor: str) -> tuple[str, str] | None:
+    """``(source, topic)`` (topic ``""`` for general trust) of a :func:`trust_cursor`, or
+    None when ``cursor`` is not one (a bad escape, an empty source or topic)."""
+    escaped, colon, topic = cursor.partition(":")
+    source = escaped.replace("%3A", ":").replace("%25", "%")
+    if not source or (colon and not topic) or trust_cursor(source, topic or None) != cursor:
+        return None
+    return source, topic
+
+
 #: Default event nodes (pieces of evidence) of one ``graph`` page; the longest ``after``
 #: cursor (an evidence id: an escaped event id, a suffix and a resident id).
 GRAPH_PAGE = 100
@@ -595,6 +627,29 @@ def _promises_query(frame: dict[str, Any], rid: object) -> PromisesQuery | Goals
     return cls(resident=resident, state=state, after=after, limit=limit, rid=rid)
 
 
+def _trust_query(frame: dict[str, Any], rid: object) -> TrustQuery:
+    """A ``trust`` frame without ``value``: a page of the trust table from an ``after`` cursor
+    (the ``next`` of the previous page: :func:`trust_cursor`), of ``source``'s entries if given."""
+    resident = _str(frame, "resident", rid)
+    assert resident is not None
+    source = _str(frame, "source", rid, required=False)
+    limit = _page_limit(frame, rid, TRUST_PAGE)
+    raw = frame.get("after")
+    after = None
+    if raw is not None:
+        if isinstance(raw, str) and 0 < len(raw) <= MAX_CURSOR:
+            after = parse_trust_cursor(raw)
+        if after is None or (source is not None and after[0] != source):
+            of = f"of source {source!r} " if source is not None else ""
+            raise _fail(
+                f"field 'after' must be the 'next' of an earlier trust page {of}(a string "
+                f"naming a trust entry: its source, '%' and ':' escaped as %25 and %3A, then "
+                f"':' and the topic for a topic entry; at most {MAX_CURSOR} characters)",
+                rid,
+            )
+    return TrustQuery(resident=resident, source=source, after=after, limit=limit, rid=rid)
+
+
 def _event_id(frame: dict[str, Any]) -> str | None:
     """The frame's event_id, echoed in errors only when it is well formed."""
     value = frame.get("event_id")
@@ -608,11 +663,7 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
     if not isinstance(kind, str):
         raise ProtocolError(ErrorCode.BAD_FRAME, "every frame needs a string 'type'", rid=rid)
     if kind == "trust" and frame.get("value") is None:
-        resident = _str(frame, "resident", rid)
-        assert resident is not None
-        return TrustQuery(
-            resident=resident, source=_str(frame, "source", rid, required=False), rid=rid
-        )
+        return _trust_query(frame, rid)
     if kind in ("event", "trust", "propose", "register", "schema"):
         # ``trust`` with a value, ``propose``, ``register`` and ``schema`` are events of that
         # kind: logged, replayable.

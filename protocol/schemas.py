@@ -497,8 +497,20 @@ def client_schema() -> Schema:
         ),
         "trust.query": _frame(
             "trust",
-            "what a resident trusts, per source and topic (SPEC §10.6)",
-            {"resident": _ref("id"), "source": _ref("id"), "value": {"type": "null"}},
+            "a page of what a resident trusts, per source and topic (SPEC §10.6)",
+            {
+                "resident": _ref("id"),
+                "source": _ref("id"),
+                "value": {"type": "null"},
+                "after": {
+                    "type": "string",
+                    "maxLength": MAX_CURSOR,
+                    # the escaped source, then ':' and the topic for a topic entry
+                    "pattern": "^([^%:]|%25|%3A)+(:[\\s\\S]+)?$",
+                    "description": "the `next` of the previous page (SPEC §10.6)",
+                },
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
+            },
             ["resident"],
         ),
         "residents": _frame(
@@ -797,11 +809,12 @@ def server_schema() -> Schema:
         ),
         "trust": _frame(
             "trust",
-            "reply to a trust query (SPEC §10.6)",
+            "reply to a trust query, one page of the table (SPEC §10.6, §11)",
             {
                 "resident": {"type": "string"},
                 "source": {"type": ["string", "null"]},
                 "default": {"type": "number", "minimum": 0, "maximum": 1},
+                "next": {"type": ["string", "null"]},
                 "entries": _list(
                     {
                         "type": "object",
@@ -811,7 +824,7 @@ def server_schema() -> Schema:
                 ),
                 **_PAGED,
             },
-            ["resident"],
+            ["resident", "next"],
         ),
         "residents": _frame(
             "residents",

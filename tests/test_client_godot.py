@@ -690,6 +690,41 @@ async def test_the_client_node_pages_a_graph(tmp_path: Path) -> None:
         node.request("close")
 
 
+async def test_the_client_node_pages_a_trust_table(tmp_path: Path) -> None:
+    """trust(resident, source, after, limit): a page of `limit` entries in (source, topic)
+    order, its `next` passed back as `after` gives the next page, to the last (next null); a
+    bad cursor is invalid_frame."""
+    async with running(tmp_path) as sc:
+        node = Node(sc.url)
+        node.request("connect_to_sidecar")
+        sent = [
+            node.request("send_event", {"event_id": f"t-{n}", "day": float(n), "kind": "trust",
+                                        "resident": "mira", "source": source, "value": 0.5,
+                                        **({"topic": topic} if topic else {})})
+            for n, (source, topic) in enumerate(
+                [("bo", ""), ("bo", "well"), ("kai", ""), ("a:b", "")], start=1
+            )
+        ]  # fmt: skip
+        await node.run_until(lambda: _done(sent))
+        entries, after, pages = [], "", 0
+        while True:
+            page = node.request("trust", "mira", "", after, 3)
+            await node.run_until(lambda page=page: page.get("done"))
+            reply = page.get("result")
+            assert reply["type"] == "trust", reply
+            entries.append([(e["source"], e["topic"]) for e in reply["entries"]])
+            pages += 1
+            if reply["next"] is None:
+                break
+            after = reply["next"]
+            assert pages < 10
+        assert entries == [[("a:b", None), ("bo", None), ("bo", "well")], [("kai", None)]]
+        bad = node.request("trust", "mira", "kai", "bo:well", 0)
+        await node.run_until(lambda: bad.get("done"))
+        assert bad.get("result")["code"] == "invalid_frame"
+        node.request("close")
+
+
 async def test_the_client_node_stops_on_a_fatal_close(tmp_path: Path) -> None:
     """A wrong token: the node gets the unauthorized error frame (read before the 4001 close),
     stops reconnecting, and fails its waiting requests with that code."""

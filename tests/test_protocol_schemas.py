@@ -26,6 +26,7 @@ BEYOND_A_SCHEMA = {
     "invalid.event.announce_relation": "a relation root compared with the speaker",
     "invalid.promise.by": "a promise's deadline compared with its day",
     "contract.promise_report_value": "the values allowed depend on the claim's root",
+    "invalid.trust.after": "the cursor's source compared with the query's source",
 }
 
 

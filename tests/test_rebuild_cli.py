@@ -84,6 +84,26 @@ def test_rebuild_check_fails_when_a_change_row_was_deleted(filled: Path) -> None
     assert "DIFFERENT world 'south'" in proc.stdout
 
 
+def test_rebuild_check_fails_when_a_trust_history_total_was_tampered_with(filled: Path) -> None:
+    """The trust_history counters (a trust page's history_total, migration 0018) are checked
+    against the change rows: one counted once too often is a DIFFERENT line."""
+    conn = sqlite3.connect(filled)
+    with conn:
+        cur = conn.execute(
+            "UPDATE trust_history SET total = total + 1 "
+            "WHERE world = 'north' AND resident = 'mira' AND root = 'trust:bo'"
+        )
+        assert cur.rowcount == 1
+    conn.close()
+    proc = credence("rebuild", "--db", str(filled), "--check")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    different = [line for line in proc.stdout.splitlines() if line.startswith("DIFFERENT")]
+    assert different == [
+        "DIFFERENT world 'north': stored trust history totals (trust_history) differ from its "
+        "change rows"
+    ], proc.stdout
+
+
 def test_rebuild_without_check_reports_but_exits_0(filled: Path) -> None:
     """Without --check, differences are printed but the exit code stays 0."""
     conn = sqlite3.connect(filled)

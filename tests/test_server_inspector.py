@@ -406,3 +406,42 @@ async def test_inspector_draws_a_bounded_graph_of_a_much_told_belief(tmp_path: P
     assert sorted(shown[1]) == sorted(f"event:s{n}" for n in range(61, 121))
     assert shown[2] == shown[0]
     assert "said by" in legend and overlap is None and fits
+
+
+async def test_inspector_shows_a_long_trust_table_a_page_at_a_time(tmp_path: Path) -> None:
+    """Mira trusts 250 sources: the trust tab shows the first 100 (and anyone else), "next"
+    turns to the following 100 and "previous page" back to the first."""
+    chromium.need(chromium.available())
+    db = tmp_path / "trusting.db"
+    writer = Writer(db)
+    writer.apply([
+        ("town", parse_event({"event_id": f"t{n}", "day": n / 10, "kind": "trust",
+                              "resident": "mira", "source": f"s{n:03d}", "value": 0.5}))
+        for n in range(250)
+    ])  # fmt: skip
+    writer.close()
+    sources = (
+        "return [...document.querySelectorAll('#trust tbody tr')].map(r => r.cells[0].innerText)"
+    )
+    async with running(tmp_path, db=db) as sc:
+        page = f"http://127.0.0.1:{sc.port}/inspect?world=town&resident=mira&tab=trust"
+
+        def drive() -> list[list[str]]:
+            with chromium.browser(1024, 768) as b:
+                b.get(page)
+                b.wait_for("return document.querySelector('#trust-next')", "the trust table")
+                shown = [list(b.run(sources))]
+                b.run("document.querySelector('#trust-next').click()")
+                b.wait_for("return document.querySelector('#trust-previous')", "the next page")
+                shown.append(list(b.run(sources)))
+                b.run("document.querySelector('#trust-previous').click()")
+                b.wait_for("return !document.querySelector('#trust-previous')", "the first page")
+                shown.append(list(b.run(sources)))
+                return shown
+
+        shown = await asyncio.to_thread(drive)
+    assert shown[0][:100] == [f"s{n:03d}" for n in range(100)]
+    assert shown[0][100] == "anyone else" and shown[0][101].startswith("page 1")
+    assert shown[1][:100] == [f"s{n:03d}" for n in range(100, 200)]
+    assert shown[1][101].startswith("page 2")
+    assert shown[2] == shown[0]

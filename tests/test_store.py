@@ -374,6 +374,55 @@ def test_version_1_database_is_migrated_by_opening_a_writer(db_path: Path) -> No
     w.close()
 
 
+def test_trust_history_totals_are_backfilled_and_kept_by_the_trigger(db_path: Path) -> None:
+    """0018 counts the trust change records of a file written before it, per (resident,
+    root), and its trigger counts every one written after: the totals always equal a count
+    of the change rows, and a trust page reads them by key."""
+    events = [
+        {"event_id": f"t{i}", "day": i, "kind": "trust", "resident": "kai",
+         "source": "bo" if i % 3 else "ann", "value": 0.1 * (i % 9 + 1),
+         **({"topic": "well"} if i % 2 else {})}
+        for i in range(30)
+    ]  # fmt: skip
+    w = Writer(db_path)
+    put(w, *events[:20], say(20, "bo", ["mira"], "water:well", "poisoned"),
+        observe(21, ["mira"], "water:well", "clean"))  # fmt: skip
+    w.close()
+    conn = sqlite3.connect(db_path)
+    with conn:  # as a file from before 0018 is
+        conn.execute("DROP TRIGGER trust_history_counted")
+        conn.execute("DROP TABLE trust_history")
+        conn.execute("DELETE FROM _migrations WHERE name = '0018_i17trust_trust_history'")
+    conn.close()
+    w = Writer(db_path)
+    assert w.migrations_applied == ["0018_i17trust_trust_history"]
+    put(w, *events[20:])
+    w.close()
+    conn = sqlite3.connect(db_path)
+    try:
+        totals = conn.execute(
+            "SELECT resident, root, total FROM trust_history ORDER BY resident, root"
+        ).fetchall()
+        counted = conn.execute(
+            "SELECT resident, root, count(*) FROM changes WHERE kind = 'trust' "
+            "GROUP BY resident, root ORDER BY resident, root"
+        ).fetchall()
+    finally:
+        conn.close()
+    assert totals == counted
+    assert ("kai", "trust:bo:well", 10) in totals and ("mira", "trust:bo", 1) in totals
+    r = reader(db_path)
+    try:
+        table = r.trust("w", "kai", latest=4)
+        assert [(e["source"], e["topic"], e["history_total"]) for e in table] == [
+            (root.split(":")[1], [*root.split(":"), None][2], total)
+            for resident, root, total in counted if resident == "kai"
+        ]  # fmt: skip
+        assert len(table) == 4 and all(len(e["history"]) == 4 for e in table)
+    finally:
+        r.close()
+
+
 def test_database_from_a_newer_version_is_refused(db_path: Path) -> None:
     """A database holding a migration this version does not know raises SchemaTooNew."""
     Writer(db_path).close()

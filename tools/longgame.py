@@ -15,7 +15,7 @@ At each checkpoint (day 30, 90 and 365; ``--quick``: a smaller town over fewer d
 sending and prints: the events in the world's log, the database size (file + WAL), the
 sidecar's RSS, the ack latency since the last checkpoint, p50/p99 of every query kind for a
 seeded sample of residents (``narrative``, one ``beliefs`` page, one ``explain`` page,
-``distribution``, ``trust``, one ``graph`` page, ``worlds``; a page is the first frame of a reply, and
+``distribution``, one ``trust`` page, one ``graph`` page, ``worlds``; a page is the first frame of a reply, and
 every reply is read to its end before the next request), and how long ``credence rebuild
 --check`` takes on the live file. At the end, per query kind, the p99 at the last checkpoint
 over the p99 at the first: the goal is at most 2. Figures are printed, never asserted.
@@ -246,6 +246,7 @@ async def measure_queries(
                 root = rng.choice(roots)
                 await ask("explain", {"type": "explain", "resident": resident, "root": root})
                 await ask("distribution", {"type": "distribution", "root": root})
+                # One page of the resident's trust table (the default 100 entries).
                 await ask("trust", {"type": "trust", "resident": resident})
                 # One page of the resident's graph (100 event nodes), as a viewer asks it.
                 await ask("graph", {"type": "graph", "resident": resident, "limit": 100})

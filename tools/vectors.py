@@ -322,6 +322,7 @@ def build() -> tuple[list[Frame], list[Step]]:
             _subscriptions(v)
             _texts(v)  # before the resume: its hello is replayed after every conn-1 step
             _promises(v)
+            _trust_pages(v)
             _resume(v)
             _literal_errors(v)
         finally:
@@ -1854,6 +1855,45 @@ def _promises(v: _Vectors) -> None:
         "invalid.promises.state",
         "A promises query's state is one of pending, kept, overdue, broken.",
         {"type": "promises", "resident": "mira", "state": "late", "rid": 88},
+        error=ErrorCode.INVALID_FRAME,
+    )
+
+
+def _trust_pages(v: _Vectors) -> None:
+    """Issue 17: the trust table a page at a time (SPEC §10.6); queries only, no event."""
+    s = v.session
+    out = s(
+        "client.trust.page",
+        "Mira's trust table one entry per page here (limit 1–1000, default 100), in order of "
+        "source, then topic (general trust first).",
+        {"type": "trust", "resident": "mira", "limit": 1, "rid": 89},
+    )
+    v.server(
+        "server.trust.page",
+        "The first page: Mira's general trust in Bo; next names its last entry (the source, "
+        "then :topic for a topic entry): pass it as after.",
+        out[0],
+    )
+    out = s(
+        "client.trust.after",
+        "The next page: after is the next of the previous reply.",
+        {"type": "trust", "resident": "mira", "after": out[0]["next"], "limit": 1, "rid": 90},
+    )
+    v.server(
+        "server.trust.after",
+        "Mira's trust in Bo on the well, with the change records that moved it.",
+        out[0],
+    )
+    s(
+        "invalid.trust.after",
+        "With source, after names an entry of that source (here one of Bo's, asked of Kai).",
+        {"type": "trust", "resident": "mira", "source": "kai", "after": "bo:well", "rid": 91},
+        error=ErrorCode.INVALID_FRAME,
+    )
+    s(
+        "invalid.trust.limit",
+        "A trust page holds 1 to 1000 entries.",
+        {"type": "trust", "resident": "mira", "limit": 1001, "rid": 92},
         error=ErrorCode.INVALID_FRAME,
     )
 

@@ -2,8 +2,9 @@
 // this page (same host and port) with JSON text frames and speaks the ordinary wire protocol
 // (protocol/SPEC.md). It asks only for what it shows: the `worlds` list (the picker, and to
 // tell a typo from a world), a page of `residents` (with their registered names), the
-// selected resident's `beliefs`, `narrative`, `trust`, the latest page of `events`, a selected
-// belief's `explain`, `distribution` and one page of its `graph` (previous/next page), and
+// selected resident's `beliefs`, `narrative`, one page of its `trust` (previous/next page),
+// the latest page of `events`, a selected belief's `explain`, `distribution` and one page of
+// its `graph` (previous/next page), and
 // subscribes to live notifications from the current seq (never a replay of the history).
 // The connection is read-only (`hello.role: "reader"`) unless a writer token is given.
 // URL parameters: world, token, writer, resident, root, tab.
@@ -23,6 +24,7 @@
   const PROBE_WORLD = "~inspector-probe"; // a hello needs a world; this one only lists worlds
   const GRAPH_NODES_MAX = 160;
   const GRAPH_PAGE = 60; // event nodes of one graph page (SPEC §10.5): with their people, ~120 boxes
+  const TRUST_PAGE = 100; // entries of one trust page (SPEC §10.6)
   const BELIEFS_SHOWN = 400; // rows drawn at once; "more beliefs…" draws the next ones
 
   let ws = null;
@@ -37,6 +39,7 @@
     // The graph page shown: its belief, its cursor (null: the first page) and the cursors of
     // the pages before it (for "previous page"); a live refresh reloads the same page.
     graph: { key: "", after: null, before: [] },
+    trust: { resident: "", after: null, before: [] }, // the trust page shown (SPEC §10.6)
   };
   const timers = {};
 
@@ -413,18 +416,36 @@
     }
   }
 
+  // One page of the selected resident's trust table (TRUST_PAGE entries), with previous and
+  // next page buttons when it has more.
   async function refreshTrust() {
     const tbody = $("#trust tbody");
+    if (state.trust.resident !== state.selected) state.trust = { resident: state.selected, after: null, before: [] };
     try {
-      const reply = await request({ type: "trust", resident: state.selected });
+      const frame = { type: "trust", resident: state.selected, limit: TRUST_PAGE };
+      if (state.trust.after) frame.after = state.trust.after;
+      const reply = await request(frame);
       const rows = reply.entries.map((e) => el("tr", {}, el("td", {}, nameOf(e.source)), el("td", {}, e.topic ?? "general"),
         el("td", {}, e.value.toFixed(2)), el("td", {}, e.history.map((h) => `${h.detail} (${dayText(h.day)})`).join(", "))));
       rows.push(el("tr", {}, el("td", { class: "muted" }, "anyone else"), el("td", {}, ""),
         el("td", {}, reply.default.toFixed(2)), el("td", {}, "")));
+      const back = state.trust.before.length;
+      if (back || reply.next) {
+        rows.push(el("tr", {}, el("td", { colspan: 4, class: "pages" },
+          el("span", { class: "muted" }, `page ${back + 1}`),
+          back ? el("button", { id: "trust-previous", onclick: () => turnTrustPage(null, true) }, "previous page") : "",
+          reply.next ? el("button", { id: "trust-next", onclick: () => turnTrustPage(reply.next, false) }, `next ${TRUST_PAGE} sources`) : "")));
+      }
       tbody.replaceChildren(...rows);
     } catch (err) {
       tbody.replaceChildren(el("tr", {}, el("td", { colspan: 4, class: "muted" }, err.message)));
     }
+  }
+
+  async function turnTrustPage(after, back) {
+    if (back) state.trust.after = state.trust.before.pop() ?? null;
+    else { state.trust.before.push(state.trust.after); state.trust.after = after; }
+    await refreshTrust();
   }
 
   async function selectBelief(root, focusTab) {

@@ -32,6 +32,7 @@ from protocol import (
     TrustQuery,
     belief_summary,
     change_summary,
+    trust_cursor,
 )
 
 from ..engine import same_value
@@ -283,17 +284,22 @@ def _graph(reader: Reader, world: str, q: GraphQuery) -> list[dict[str, Any]]:
 
 
 def _trust(reader: Reader, world: str, q: TrustQuery) -> list[dict[str, Any]]:
-    if not reader.is_resident(world, q.resident):
+    # One page of the trust table; one entry more than asked says whether another follows
+    # (``next``, the cursor naming the page's last entry: pass as ``after``; SPEC §10.6).
+    rows = reader.trust_page(
+        world, q.resident, q.source, after=q.after, limit=q.limit + 1, latest=TRUST_HISTORY_SHOWN
+    )
+    if not rows and not reader.is_resident(world, q.resident):
         raise _not_found(f"resident {q.resident!r} is unknown in world {world!r}", q.rid)
-    rows = [
-        {**row, "history": [change_summary(c) for c in row["history"]]}
-        for row in reader.trust(world, q.resident, q.source, latest=TRUST_HISTORY_SHOWN)
-    ]
+    more = len(rows) > q.limit
+    rows = rows[: q.limit]
     head = {
         "type": "trust", "rid": q.rid, "resident": q.resident, "source": q.source,
         "default": reader.rules(world).trust_default,  # for every source not listed
+        "next": trust_cursor(rows[-1]["source"], rows[-1]["topic"]) if more else None,
     }  # fmt: skip
-    return paginate(head, {"entries": rows})
+    entries = [{**row, "history": [change_summary(c) for c in row["history"]]} for row in rows]
+    return paginate(head, {"entries": entries})
 
 
 def _residents(reader: Reader, world: str, q: ResidentsQuery) -> list[dict[str, Any]]:

@@ -90,6 +90,7 @@ class Reader(PromiseQueries):
     def __init__(self, path: str | Path) -> None:
         self.conn = _open(Path(path), synchronous="NORMAL", create=False)
         self.db = Database(self.conn)
+        self._counted: bool | None = None  # has the trust_history counter (0018)? once known
         try:
             unknown = unknown_migrations(self.conn)
         except sqlite3.Error as exc:
@@ -255,27 +256,74 @@ class Reader(PromiseQueries):
     def trust(
         self, world: str, resident: str, source: str | None = None, *, latest: int | None = None
     ) -> list[dict[str, Any]]:
-        """A resident's trust table, each entry with the change records that moved it (every
-        one, or the ``latest`` ones and ``history_total``, how many there are)."""
+        """A resident's whole trust table, each entry with the change records that moved it
+        (every one, or the ``latest`` ones and ``history_total``, how many there are)."""
+        return self.trust_page(world, resident, source, limit=-1, latest=latest)
+
+    def trust_page(
+        self,
+        world: str,
+        resident: str,
+        source: str | None = None,
+        *,
+        after: tuple[str, str] | None = None,
+        limit: int = 100,
+        latest: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit`` entries of a resident's trust table (of ``source``'s, if given) in
+        (source, topic) order after ``after`` (topic ``""``: general trust): one range of the
+        trust primary key, whatever the size of the table (the ``trust`` query, SPEC §10.6).
+
+        Each entry carries its change records, read backwards on ``changes_by_belief`` (the
+        ``latest`` ones), and with ``latest`` their ``history_total``: counted on the same
+        index only when there are more than were read.
+        """
+        where, args = "WHERE world = ? AND resident = ? ", [world, resident]
+        if source is not None:
+            where += "AND source = ? "
+            args.append(source)
+            if after is not None:  # the range within the source's entries (no row value:
+                if after[0] != source:  # SQLite would then walk the source's from its first)
+                    raise ValueError(f"trust cursor {after!r} is not of source {source!r}")
+                where += "AND topic > ? "
+                args.append(after[1])
+        elif after is not None:
+            where += "AND (source, topic) > (?, ?) "
+            args += after
         rows = self._rows(
-            "SELECT source, topic, value FROM trust WHERE world = ? AND resident = ? "
-            "AND (? IS NULL OR source = ?) ORDER BY source, topic",
-            (world, resident, source, source),
+            f"SELECT source, topic, value FROM trust {where}ORDER BY source, topic LIMIT ?",
+            (*args, limit),
         )
         out = []
         for r in rows:
             root = f"trust:{r['source']}" + (f":{r['topic']}" if r["topic"] else "")
-            out.append(
-                {
-                    "source": r["source"],
-                    "topic": r["topic"] or None,
-                    "value": r["value"],
-                    "history": self.history(world, resident, root, latest=latest),
-                }
-            )
+            history = self.history(world, resident, root, latest=latest)
+            entry = {
+                "source": r["source"], "topic": r["topic"] or None, "value": r["value"],
+                "history": history,
+            }  # fmt: skip
             if latest is not None:
-                out[-1]["history_total"] = self.history_count(world, resident, root)
+                entry["history_total"] = (
+                    len(history) if len(history) < latest
+                    else self.trust_history_total(world, resident, root)
+                )  # fmt: skip
+            out.append(entry)
         return out
+
+    def trust_history_total(self, world: str, resident: str, root: str) -> int:
+        """How many ``trust`` change records a trust root has: the counter migration 0018
+        keeps, read by key (a count on an index in a file from before it)."""
+        if self._counted is None:
+            self._counted = bool(self._rows(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'trust_history'"
+            ))  # fmt: skip
+        if not self._counted:
+            return self.history_count(world, resident, root)
+        rows = self._rows(
+            "SELECT total FROM trust_history WHERE world = ? AND resident = ? AND root = ?",
+            (world, resident, root),
+        )
+        return int(rows[0][0]) if rows else 0
 
     def registry(self, world: str) -> dict[str, dict[str, Any]]:
         """The world's registry: ``{"residents": {id: {lang: name}}, "actions": {...}}``

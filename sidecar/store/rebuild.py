@@ -97,6 +97,9 @@ def _compare(world: str, a: Reader, b: Reader, report: RebuildReport, limit: int
         differ("the resident registry (display names, action labels) differs")
     if a.latest_seq(world) != b.latest_seq(world) or a.world_day(world) != b.world_day(world):
         differ("world clock or change counter differs")
+    for label, reader in (("stored", a), ("rebuilt", b)):
+        if _trust_totals(reader, world) not in (None, _trust_counts(reader, world)):
+            differ(f"{label} trust history totals (trust_history) differ from its change rows")
     residents = len(a._rows("SELECT resident FROM residents WHERE world = ?", (world,)))
     for label, counts in (("stored", _counters(a, world)), ("rebuilt", _counters(b, world))):
         if counts is not None and counts != (residents, len(old_beliefs)):
@@ -113,3 +116,21 @@ def _counters(reader: Reader, world: str) -> tuple[int, int] | None:
         return None
     rows = reader._rows("SELECT resident_count, belief_count FROM worlds WHERE world = ?", (world,))
     return (int(rows[0][0]), int(rows[0][1])) if rows else None
+
+
+def _trust_totals(reader: Reader, world: str) -> dict[tuple[str, str], int] | None:
+    """The ``trust_history`` counters of ``world`` (what a ``trust`` page sends as
+    ``history_total``), or ``None`` in a file from before migration 0018."""
+    if not reader._rows("SELECT 1 FROM sqlite_master WHERE name = 'trust_history'"):
+        return None
+    sql = "SELECT resident, root, total FROM trust_history WHERE world = ?"
+    return {(r[0], r[1]): int(r[2]) for r in reader._rows(sql, (world,))}
+
+
+def _trust_counts(reader: Reader, world: str) -> dict[tuple[str, str], int]:
+    """What the counters must say: the ``trust`` change rows per (resident, root)."""
+    sql = (
+        "SELECT resident, root, count(*) FROM changes WHERE world = ? AND kind = 'trust' "
+        "GROUP BY resident, root"
+    )
+    return {(r[0], r[1]): int(r[2]) for r in reader._rows(sql, (world,))}

@@ -635,6 +635,39 @@ _TRUST_MOVES_INDEX = (
     f"WHERE {TRUST_MOVES};"
 )
 
+#: 0018 (i17trust): how many ``trust`` change records each trust root has, kept by a trigger
+#: as the change rows are written (so a replay, a fork and a rebuild count them the same
+#: way), read by key. A ``trust`` query page sends each entry's ``history_total``; a count
+#: over ``changes_by_belief`` walks every record of the root (thousands over a long game, in
+#: promise moves and the game's own sets), so a page's cost grew with its sources' pasts.
+#: ``credence rebuild --check`` compares the counts with the change rows.
+_TRUST_HISTORY = """
+CREATE TABLE trust_history (
+    world     TEXT NOT NULL REFERENCES worlds(world),
+    resident  TEXT NOT NULL,
+    root      TEXT NOT NULL,
+    total     INTEGER NOT NULL CHECK (total > 0),
+    PRIMARY KEY (world, resident, root)
+) WITHOUT ROWID;
+INSERT INTO trust_history (world, resident, root, total)
+    SELECT world, resident, root, count(*) FROM changes WHERE kind = 'trust'
+    GROUP BY world, resident, root;
+"""
+_TRUST_HISTORY_COUNTED = """CREATE TRIGGER trust_history_counted AFTER INSERT ON changes
+    WHEN NEW.kind = 'trust'
+    BEGIN
+        INSERT INTO trust_history (world, resident, root, total)
+            VALUES (NEW.world, NEW.resident, NEW.root, 1)
+            ON CONFLICT (world, resident, root) DO UPDATE SET total = total + 1;
+    END"""
+
+
+def _trust_history(conn: sqlite3.Connection) -> None:
+    for statement in _statements(_TRUST_HISTORY):
+        conn.execute(statement)
+    conn.execute(_TRUST_HISTORY_COUNTED)  # (a whole statement: the body holds semicolons)
+
+
 Migration = str | Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -655,6 +688,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0015_i17_graph_pages", _GRAPH_PAGES),
     ("0016_i17_world_counters", _world_counters),
     ("0017_i17_trust_moves", _TRUST_MOVES_INDEX),
+    ("0018_i17trust_trust_history", _trust_history),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -414,6 +414,9 @@ def _purge_hidden(
 
 
 _COUNTED = ("resident_count", "belief_count")
+#: Tables a trigger fills as the rows they count are copied in (``trust_history``, from the
+#: ``changes`` rows, migration 0018): copying them too would count twice.
+_TRIGGER_FILLED = ("trust_history",)
 
 
 class _Merge:
@@ -440,6 +443,8 @@ class _Merge:
         conn.execute("ATTACH DATABASE ? AS save", (str(self.tmp),))
         self.attached = True
         for table in reversed(_world_tables(conn)):  # (the worlds row before what refers to it)
+            if table in _TRIGGER_FILLED:
+                continue
             info = conn.execute(f"PRAGMA main.table_info({table})").fetchall()
             cols = ", ".join(f'"{c[1]}"' for c in info)
             # The world's counters start at 0: the schema's triggers count its residents and

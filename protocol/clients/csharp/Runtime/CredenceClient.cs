@@ -750,13 +750,37 @@ namespace Credence
             return pages;
         }
 
-        /// <summary>A resident's trust table (optionally for one source).</summary>
-        public Task<Reply> TrustAsync(string resident, string source = null)
+        /// <summary>
+        /// One page of a resident's trust table (optionally of one source; SPEC §10.6): at most
+        /// <paramref name="limit"/> entries (1–1000, default 100) in (source, topic) order after
+        /// <paramref name="after"/>, the <see cref="Reply.Next"/> of the previous page.
+        /// </summary>
+        public Task<Reply> TrustAsync(string resident, string source = null, string after = null, int? limit = null)
         {
             var f = Frame("trust");
             f["resident"] = resident;
             if (source != null) f["source"] = source;
+            if (after != null) f["after"] = after;
+            if (limit.HasValue) f["limit"] = limit.Value;
             return RequestAsync(f);
+        }
+
+        /// <summary>
+        /// Every page of a trust table in order (one query each, following <see cref="Reply.Next"/>),
+        /// at most <paramref name="maxPages"/> of them.
+        /// </summary>
+        public async Task<List<Reply>> TrustPagesAsync(string resident, string source = null, int? limit = null, int maxPages = 1000)
+        {
+            var pages = new List<Reply>();
+            string after = null;
+            while (pages.Count < maxPages)
+            {
+                var page = await TrustAsync(resident, source, after, limit).ConfigureAwait(false);
+                pages.Add(page);
+                after = page.Next;
+                if (after == null) break;
+            }
+            return pages;
         }
 
         /// <summary>

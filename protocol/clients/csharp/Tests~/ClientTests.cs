@@ -18,7 +18,8 @@
 //       against an open sidecar: register (the names appear in the narrative), a schema
 //       (ack Warnings, schema_violation), fork / worlds / delete, what the builders send.
 //   mono CredenceTests.exe graph URL
-//       GraphAsync with after and limit, GraphPagesAsync walking every page, a bad limit.
+//       GraphAsync with after and limit, GraphPagesAsync walking every page, a bad limit;
+//       TrustAsync with after and limit, TrustPagesAsync, a bad cursor.
 //   mono CredenceTests.exe misremember URL
 //       against a sidecar started with --misremember 1 --seed 3: misremembered notifications
 //       and their decoded detail (BeliefChange.Misremembered), and the detail parser.
@@ -898,6 +899,15 @@ namespace Credence.Tests
             Check(pages.Last().Next == null && pages.All(p => p.Items("nodes").Count(n => (string)n["type"] == "claim") == 1), "the claim node on each page; the last has no next");
             var bad = await Refusal(client.GraphAsync("mira", null, null, 1001)) as CredenceErrorException;
             Check(bad != null && bad.Code == "invalid_frame", "limit 1001: invalid_frame");
+            // The trust table a page at a time (SPEC §10.6): Mira trusts each teller, one per page.
+            for (int n = 1; n <= 3; n++)
+                await Within(client.SendEventAsync(Events.Trust("tr-" + n, 6, "mira", "teller" + n, 0.1 * n)), "trust");
+            var trustFirst = await Within(client.TrustAsync("mira", null, null, 2), "trust page");
+            Check(trustFirst.Items("entries").Select(e => (string)e["source"]).SequenceEqual(new[] { "teller1", "teller2" }) && trustFirst.Next == "teller2", "the first trust page: teller1, teller2; next teller2");
+            var trustPages = await Within(client.TrustPagesAsync("mira", null, 1), "every trust page");
+            Check(trustPages.Count == 3 && trustPages.Last().Next == null && trustPages.SelectMany(pg => pg.Items("entries")).Select(e => (string)e["source"]).SequenceEqual(new[] { "teller1", "teller2", "teller3" }), "every trust page, one entry each, in source order");
+            var badAfter = await Refusal(client.TrustAsync("mira", null, "teller1:")) as CredenceErrorException;
+            Check(badAfter != null && badAfter.Code == "invalid_frame", "a trust cursor with an empty topic: invalid_frame");
             await client.CloseAsync();
         }
 

@@ -37,6 +37,7 @@ import {
   type NarrativeOptions,
   type NarrativeReply,
   type PageOptions,
+  type TrustOptions,
   type PromiseEvent,
   type PromiseState,
   type PromisesReply,
@@ -646,8 +647,27 @@ export class CredenceClient {
     }
   }
 
-  trust(resident: string, source?: string): Promise<TrustReply> {
-    return this.query<TrustReply>({ type: "trust", resident, source });
+  /**
+   * One page of `resident`'s trust table (SPEC §10.6), in (source, topic) order; a string is
+   * `{source}`. Pass the reply's `next` as `after` for the next page (null on the last).
+   */
+  trust(resident: string, opts: string | TrustOptions = {}): Promise<TrustReply> {
+    const o = typeof opts === "string" ? { source: opts } : opts;
+    return this.query<TrustReply>({ type: "trust", resident, ...o });
+  }
+
+  /**
+   * Every page of a trust table in order, from `opts.after` (or the start), one query per
+   * page; stop early by breaking out of the loop. `joinTrustPages` joins their entries.
+   */
+  async *trustPages(resident: string, opts: TrustOptions = {}): AsyncGenerator<TrustReply, void, undefined> {
+    let after = opts.after;
+    for (;;) {
+      const page = await this.trust(resident, { ...opts, after });
+      yield page;
+      if (page.next === null || page.next === undefined) return;
+      after = page.next;
+    }
   }
 
   /**
@@ -714,6 +734,11 @@ export class CredenceClient {
  * seen), edges with the same source, target and type merged with their counts added (the
  * first page's `event_id`, `day` and `relation` kept).
  */
+/** Pages of one trust table joined: their entries in order (SPEC §10.6). */
+export function joinTrustPages(pages: TrustReply[]): TrustReply["entries"] {
+  return pages.flatMap((page) => page.entries);
+}
+
 export function joinGraphPages(pages: GraphReply[]): { nodes: GraphReply["nodes"]; edges: GraphReply["edges"] } {
   const nodes = new Map<string, GraphReply["nodes"][number]>();
   const edges = new Map<string, GraphReply["edges"][number]>();

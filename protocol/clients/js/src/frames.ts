@@ -431,12 +431,31 @@ export interface GraphOptions {
   /** Event nodes in the page: 1–1000, default 100. */
   limit?: number;
 }
+/**
+ * One page of a trust table (SPEC §10.6): at most `limit` entries in (source, topic) order.
+ * `next` is the `after` of the next page, null on the last.
+ */
 export interface TrustReply extends Paged {
   type: "trust";
   resident: string;
   source: string | null;
   default: number;
-  entries: Array<{ source: string; topic: string | null; value: number; history: Array<Record<string, unknown>> }>;
+  next: string | null;
+  entries: Array<{
+    source: string;
+    topic: string | null;
+    value: number;
+    history: Array<Record<string, unknown>>;
+    history_total: number;
+  }>;
+}
+
+/** Which part of a trust table: one `source`'s entries or all; `after` the previous page's `next`. */
+export interface TrustOptions {
+  source?: string;
+  after?: string;
+  /** Entries in the page: 1–1000, default 100. */
+  limit?: number;
 }
 
 /** One promise of a `promises` reply: what was promised and the resident's view of it (SPEC §10.11). */

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { startSidecar, until } from "./sidecar.js";
-import { CredenceClient, CredenceError, joinGraphPages } from "../dist/index.js";
+import { CredenceClient, CredenceError, joinGraphPages, joinTrustPages } from "../dist/index.js";
 
 const observe = (event_id, day, witnesses, root, value, subject = `${root} is ${value}`) =>
   ({ kind: "observe", event_id, day, witnesses, claim: { root, value }, subject });
@@ -243,6 +243,36 @@ test("graph pages: limit and after page a belief, graphPages walks them, joinGra
       .reduce((sum, e) => sum + e.count, 0), 5);
     await assert.rejects(
       client.graph({ resident: "mira", limit: 0 }),
+      (err) => err instanceof CredenceError && err.code === "invalid_frame",
+    );
+  } finally {
+    client.close();
+    await sidecar.stop();
+  }
+});
+
+test("trust pages: limit and after page a trust table, trustPages walks them, joinTrustPages joins them", async () => {
+  const sidecar = await startSidecar();
+  const client = new CredenceClient({ url: sidecar.url, world: "town" });
+  try {
+    await client.connect();
+    for (const [n, source, topic] of [[1, "bo", undefined], [2, "bo", "well"], [3, "a:b", undefined], [4, "kai", undefined]]) {
+      await client.setTrust({ event_id: `t-${n}`, day: n, resident: "mira", source, topic, value: 0.1 * n });
+    }
+    const first = await client.trust("mira", { limit: 2 });
+    assert.deepEqual(first.entries.map((e) => [e.source, e.topic]), [["a:b", null], ["bo", null]]);
+    assert.equal(first.next, "bo");
+    const second = await client.trust("mira", { limit: 2, after: first.next });
+    assert.deepEqual(second.entries.map((e) => [e.source, e.topic]), [["bo", "well"], ["kai", null]]);
+    assert.equal(second.next, null);
+    const pages = [];
+    for await (const page of client.trustPages("mira", { limit: 1 })) pages.push(page);
+    assert.equal(pages.length, 4);
+    assert.deepEqual(joinTrustPages(pages).map((e) => e.history_total), [1, 1, 1, 1]);
+    const bo = await client.trust("mira", "bo");
+    assert.deepEqual(bo.entries.map((e) => e.topic), [null, "well"]);
+    await assert.rejects(
+      client.trust("mira", { after: "bo:" }),
       (err) => err instanceof CredenceError && err.code === "invalid_frame",
     );
   } finally {

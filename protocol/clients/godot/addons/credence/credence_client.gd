@@ -235,11 +235,17 @@ func graph(resident := "", root := "", after := "", limit := 0) -> CredenceReque
 	return query("graph", fields)
 
 
-## A resident's trust table (SPEC §10.6), for one source or all ("").
-func trust(resident: String, source := "") -> CredenceRequest:
+## One page of a resident's trust table (SPEC §10.6), for one source or all (""): at most
+## `limit` entries (1–1000; 0: the default, 100) in (source, topic) order after `after`, the
+## `next` of the previous page's result (null on the last page): pass it back for the next.
+func trust(resident: String, source := "", after := "", limit := 0) -> CredenceRequest:
 	var fields := {"resident": resident}
 	if source != "":
 		fields["source"] = source
+	if after != "":
+		fields["after"] = after
+	if limit > 0:
+		fields["limit"] = limit
 	return query("trust", fields)
 
 
