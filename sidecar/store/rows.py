@@ -58,7 +58,7 @@ def load_json(text: str | bytes) -> Any:
 BELIEF_COLUMNS = (
     "world", "resident", "root", "value", "subject", "interpretation", "people", "places",
     "topics", "confidence", "state", "source_kind", "source_resident", "intervention",
-    "evidence_refs", "heard_from", "formed_day", "updated_day", "last_evidence_day",
+    "evidence_refs", "evidence_count", "heard_from", "formed_day", "updated_day", "last_evidence_day",
     "next_decay_day", "origins", "hops", "decay_period", "value_since", "importance",
     "remembered_day",
 )  # fmt: skip
@@ -84,7 +84,8 @@ def belief_to_row(world: str, b: Belief) -> tuple[Any, ...]:
         d(topics).decode() if topics else "[]", b.confidence,
         str(b.state), str(b.source_kind), b.source_resident_id,
         None if b.intervention is None else str(b.intervention),
-        d(refs).decode() if refs else "[]", d(heard).decode() if heard else "[]",
+        d(refs).decode() if refs else "[]", b.evidence_count,
+        d(heard).decode() if heard else "[]",
         b.formed_day, b.updated_day, b.last_evidence_day,
         b.next_decay_day, d(origins).decode() if origins else "[]",
         d(hops).decode() if hops else "[]", b.decay_period, b.value_since,
@@ -114,6 +115,7 @@ def belief_from_row(row: sqlite3.Row | Mapping[str, Any]) -> Belief:
         source_resident_id=r["source_resident"],
         intervention=None if r["intervention"] is None else Intervention(r["intervention"]),
         evidence_refs=tuple(load_json(r["evidence_refs"])),
+        evidence_count=r["evidence_count"],
         heard_from=tuple(load_json(r["heard_from"])),
         formed_day=r["formed_day"],
         updated_day=r["updated_day"],
