@@ -278,7 +278,8 @@ def test_repeated_hearsay_from_same_source_only_records_evidence() -> None:
     assert belief.evidence_refs == (*hearsay.evidence_refs, repeat.evidence_id)
     assert belief.confidence == 58
     assert belief.last_evidence_day == 1 and belief.next_decay_day == hearsay.next_decay_day
-    assert with_(belief, evidence_refs=hearsay.evidence_refs) == hearsay
+    assert belief.evidence_count == hearsay.evidence_count + 1 == 2
+    assert with_(belief, evidence_refs=hearsay.evidence_refs, evidence_count=1) == hearsay
 
 
 def test_hearsay_from_a_second_source_reinforces() -> None:

@@ -181,7 +181,7 @@ def _explain(reader: Reader, world: str, q: ExplainQuery) -> list[dict[str, Any]
     belief = reader.belief(world, q.resident, q.root)
     if belief is None:
         raise _not_found(f"{q.resident!r} holds no belief on {q.root!r}", q.rid)
-    found = reader.evidence(world, q.resident, q.root, latest=q.limit, refs=belief.evidence_refs)
+    found = reader.evidence(world, q.resident, q.root, latest=q.limit)
     evidence = [evidence_summary(e) for e in found]
     changes = reader.history(world, q.resident, q.root, latest=q.limit)
     history = [change_summary(c) for c in changes]

@@ -58,9 +58,9 @@ def load_json(text: str | bytes) -> Any:
 BELIEF_COLUMNS = (
     "world", "resident", "root", "value", "subject", "interpretation", "people", "places",
     "topics", "confidence", "state", "source_kind", "source_resident", "intervention",
-    "evidence_refs", "evidence_count", "heard_from", "formed_day", "updated_day", "last_evidence_day",
+    "evidence_refs", "heard_from", "formed_day", "updated_day", "last_evidence_day",
     "next_decay_day", "origins", "hops", "decay_period", "value_since", "importance",
-    "remembered_day",
+    "remembered_day", "evidence_count",
 )  # fmt: skip
 
 CHANGE_COLUMNS = (
@@ -84,12 +84,11 @@ def belief_to_row(world: str, b: Belief) -> tuple[Any, ...]:
         d(topics).decode() if topics else "[]", b.confidence,
         str(b.state), str(b.source_kind), b.source_resident_id,
         None if b.intervention is None else str(b.intervention),
-        d(refs).decode() if refs else "[]", b.evidence_count,
-        d(heard).decode() if heard else "[]",
+        d(refs).decode() if refs else "[]", d(heard).decode() if heard else "[]",
         b.formed_day, b.updated_day, b.last_evidence_day,
         b.next_decay_day, d(origins).decode() if origins else "[]",
         d(hops).decode() if hops else "[]", b.decay_period, b.value_since,
-        b.importance, b.remembered_day,
+        b.importance, b.remembered_day, b.evidence_count,
     )  # fmt: skip
 
 

@@ -637,6 +637,7 @@ _TRUST_MOVES_INDEX = (
     f"WHERE {TRUST_MOVES};"
 )
 
+
 #: 0018 (issues 17 and 20): a belief keeps its first and its latest
 #: ``EVIDENCE_REFS_KEPT`` evidence ids and counts every piece (``evidence_count``). The row
 #: held the id of every piece that ever touched the belief, so each supporting event rewrote
