@@ -46,7 +46,6 @@ from .model import (
     State,
     Value,
     same_value,
-    with_ref,
 )
 from .revise import age, revise
 from .roots import RootDecl, RootSchema, SchemaViolation, parse_schema

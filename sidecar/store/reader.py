@@ -4,7 +4,7 @@ writes. Raw ``sqlite3`` errors become :class:`~sidecar.store.errors.StoreError`.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
