@@ -267,12 +267,13 @@ class Evidence:
 #: A belief keeps this many of its first and of its latest evidence refs (the protocol shows
 #: exactly these: ``protocol.frames.EVIDENCE_REFS_SHOWN``).
 EVIDENCE_REFS_KEPT = 5
+_REFS_KEPT_AT_MOST = 2 * EVIDENCE_REFS_KEPT
 
 
 def with_ref(refs: tuple[str, ...], evidence_id: str) -> tuple[str, ...]:
     """``refs`` with one more piece of evidence: the first and the latest
     :data:`EVIDENCE_REFS_KEPT` kept, the oldest of the latest dropped once it is full."""
-    if len(refs) < 2 * EVIDENCE_REFS_KEPT:
+    if len(refs) < _REFS_KEPT_AT_MOST:
         return (*refs, evidence_id)
     return (*refs[:EVIDENCE_REFS_KEPT], *refs[EVIDENCE_REFS_KEPT + 1 :], evidence_id)
 
@@ -334,7 +335,8 @@ class Belief:
             raise ValueError(f"confidence {self.confidence} outside 0..100")
         if (self.source_kind is _HEARSAY) != (self.source_resident_id is not None):
             raise ValueError("hearsay beliefs, and only they, name a source resident")
-        if not len(self.evidence_refs) <= min(self.evidence_count, 2 * EVIDENCE_REFS_KEPT):
+        kept = len(self.evidence_refs)
+        if kept > self.evidence_count or kept > _REFS_KEPT_AT_MOST:
             raise ValueError(
                 f"{len(self.evidence_refs)} evidence refs kept for a count of "
                 f"{self.evidence_count} (at most {2 * EVIDENCE_REFS_KEPT})"
