@@ -191,9 +191,9 @@ def _explain(reader: Reader, world: str, q: ExplainQuery) -> list[dict[str, Any]
         "resident": q.resident,
         "root": q.root,
         "belief": belief_summary(belief),
-        "evidence_total": len(evidence)
-        if q.limit is None or len(evidence) < q.limit
-        else reader.evidence_count(world, q.resident, q.root),
+        # Every piece on the key was revised into the belief: its count is the evidence
+        # table's (tests/test_properties.py), read with the row instead of counted.
+        "evidence_total": belief.evidence_count,
         "history_total": len(history)
         if q.limit is None or len(history) < q.limit
         else reader.history_count(world, q.resident, q.root),
