@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sidecar.engine import (
+    EVIDENCE_REFS_KEPT,
     Belief,
     Change,
     ChangeKind,
@@ -764,8 +765,9 @@ def belief_frame(change: Change) -> dict[str, Any]:
 
 
 #: A belief summary lists this many of its first and of its latest evidence refs (all of
-#: them when it has at most twice as many); ``evidence_count`` counts every one.
-EVIDENCE_REFS_SHOWN = 5
+#: them when it has at most twice as many); ``evidence_count`` counts every one. These are
+#: exactly the refs a belief keeps (``sidecar.engine.EVIDENCE_REFS_KEPT``).
+EVIDENCE_REFS_SHOWN = EVIDENCE_REFS_KEPT
 #: A belief summary lists at most this many of its people, places and topics (the first
 #: gathered); ``people_count`` and the like count every one.
 TAGS_SHOWN = 20
@@ -799,7 +801,7 @@ def belief_summary(b: Belief) -> dict[str, Any]:
         "source": b.source_resident_id,
         "intervention": None if b.intervention is None else str(b.intervention),
         "evidence_refs": evidence_refs(b.evidence_refs),
-        "evidence_count": len(b.evidence_refs),
+        "evidence_count": b.evidence_count,
         "formed_day": b.formed_day,
         "updated_day": b.updated_day,
         "importance": b.importance,

@@ -30,7 +30,7 @@ def _belief(**changes: object) -> Belief:
     base: dict[str, object] = dict(
         resident="kai", root="well", value="dry", subject="the well is dry", confidence=50,
         state=State.INFLUENCING, source_kind=SourceKind.HEARSAY, source_resident_id="bo",
-        formed_day=1.0, updated_day=2.0, last_evidence_day=2.0, evidence_refs=("e1", "e2"),
+        formed_day=1.0, updated_day=2.0, last_evidence_day=2.0, evidence_refs=("e1", "e2"), evidence_count=2,
         heard_from=("bo",), next_decay_day=9.0, importance=0.5,
     )  # fmt: skip
     base.update(changes)
@@ -44,7 +44,10 @@ def _field_values(obj: object) -> tuple[object, ...]:
 def test_evolve_equals_replace_field_for_field() -> None:
     """A copy with changes equals dataclasses.replace's, every field included."""
     b = _belief()
-    changes = {"confidence": 58, "evidence_refs": ("e1", "e2", "e3"), "next_decay_day": None}
+    changes = {
+        "confidence": 58, "evidence_refs": ("e1", "e2", "e3"), "evidence_count": 3,
+        "next_decay_day": None,
+    }  # fmt: skip
     ours, theirs = evolve(b, **changes), dataclasses.replace(b, **changes)  # type: ignore[arg-type]
     assert ours == theirs and _field_values(ours) == _field_values(theirs)
     assert evolve(b) == b and evolve(b) is not b

@@ -278,7 +278,8 @@ def test_repeated_hearsay_from_same_source_only_records_evidence() -> None:
     assert belief.evidence_refs == (*hearsay.evidence_refs, repeat.evidence_id)
     assert belief.confidence == 58
     assert belief.last_evidence_day == 1 and belief.next_decay_day == hearsay.next_decay_day
-    assert with_(belief, evidence_refs=hearsay.evidence_refs) == hearsay
+    assert belief.evidence_count == hearsay.evidence_count + 1 == 2
+    assert with_(belief, evidence_refs=hearsay.evidence_refs, evidence_count=1) == hearsay
 
 
 def test_hearsay_from_a_second_source_reinforces() -> None:
@@ -754,3 +755,45 @@ def test_rules_are_per_world_numbers() -> None:
         Rules(doubt_step=-1)
     with pytest.raises(ValueError):
         Rules(decay_period_days=0)
+
+
+@pytest.mark.parametrize("seen", [1, 9, 10, 11, 12, 40])
+def test_a_belief_keeps_its_first_and_latest_refs_and_counts_every_piece(seen: int) -> None:
+    """Every path that records evidence (forming, support, repeated hearsay, doubt,
+    correction, implant and the other ops) keeps the first 5 and the latest 5 evidence ids in
+    order and counts them all: what a reply shows of the full list (frames.evidence_refs)."""
+    from protocol.frames import belief_summary, evidence_refs
+
+    kinds = [
+        lambda d: ev(day=d),
+        lambda d: ev(kind="hearsay", day=d),  # repeated source: recorded only
+        lambda d: ev("poisoned", kind="hearsay", source="cy", day=d),  # a doubt
+        lambda d: ev(day=d),  # corrects the doubt
+        lambda d: implanted("clean", day=d, op="soften"),
+        lambda d: implanted("clean", day=d, op="suppress"),
+        lambda d: implanted("dry", day=d, op="distort"),
+        lambda d: implanted("clean", day=d),
+    ]
+    pieces = [kinds[i % len(kinds)](float(i + 1)) for i in range(seen)]
+    belief: Belief | None = None
+    for piece in pieces:
+        belief, _ = revise(belief, piece)
+        assert belief is not None
+    assert belief is not None
+    every = [p.evidence_id for p in pieces]
+    assert belief.evidence_count == seen
+    assert list(belief.evidence_refs) == evidence_refs(every)
+    assert len(belief.evidence_refs) == min(seen, 10)
+    summary = belief_summary(belief)
+    assert (summary["evidence_refs"], summary["evidence_count"]) == (evidence_refs(every), seen)
+
+
+def test_a_belief_refuses_more_refs_than_it_counts_or_keeps() -> None:
+    """The bound is part of the value: more refs than the count, or more than 10, is refused."""
+    belief, _ = run(ev())
+    with pytest.raises(ValueError, match="evidence refs kept"):
+        replace(belief, evidence_refs=("a", "b"))
+    eleven = tuple(f"e{i}" for i in range(11))
+    with pytest.raises(ValueError, match="evidence refs kept"):
+        replace(belief, evidence_refs=eleven, evidence_count=11)
+    assert replace(belief, evidence_refs=eleven[:10], evidence_count=11).evidence_count == 11

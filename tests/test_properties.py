@@ -16,6 +16,7 @@ from belief_builders import act, announce, intervene, observe, say, tick
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from protocol.frames import evidence_refs as shown_refs
 from sidecar.engine import (
     DEFAULT_RULES,
     Belief,
@@ -213,6 +214,10 @@ def check_change_log(
         )
         assert 0 <= belief.confidence <= 100
         assert len(set(belief.evidence_refs)) == len(belief.evidence_refs)
+        # The bounded refs: the first and latest of every piece on the key, all counted.
+        pieces = [e.evidence_id for e in evidence.values() if (e.resident, e.claim.root) == key]
+        assert belief.evidence_count == len(pieces)
+        assert list(belief.evidence_refs) == shown_refs(pieces)
     assert {(i, f"trust:{j}" + (f":{t}" if t else "")): v for (i, j, t), v in trust.items()} == {
         key: c.value_after for key, c in trusts.items()
     }

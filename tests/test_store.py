@@ -28,6 +28,7 @@ from sidecar.store import (
     schema_version,
 )
 from sidecar.store.connection import connect
+from sidecar.store.rows import dump_json_list
 
 TABLES = ("worlds", "events", "residents", "evidence", "beliefs", "changes", "trust", "facts")
 
@@ -517,4 +518,120 @@ def test_neutral_text_migration_strips_the_old_english_and_rebuilds_exactly(db_p
     }
     assert subjects == {"the well is poisoned"}
     conn.close()
+    rebuild_check(db_path)
+
+
+# --------------------------------------------------------------------------- bounded refs
+
+
+def _full_refs(conn: sqlite3.Connection, resident: str, root: str) -> list[str]:
+    """Every evidence id on a belief in log order: the list a belief row held before 0018."""
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT ev.evidence_id FROM evidence ev JOIN events e "
+            "ON e.world = ev.world AND e.event_id = ev.event_id "
+            "WHERE ev.resident = ? AND ev.root = ? ORDER BY e.seq",
+            (resident, root),
+        )
+    ]
+
+
+def _late_story(count: int, late: float, seed: int) -> list[dict[str, Any]]:
+    """Observations of one root by mira (and some by bo, some of another root), each dated
+    anywhere the clock allows: up to ``late`` days before the latest day seen."""
+    import random
+
+    rng = random.Random(seed)
+    clock, out = 0.0, []
+    for i in range(count):
+        day = max(0.0, clock - rng.choice([0.0, 0.0, late / 3, late])) + rng.choice([0, 0, 1])
+        clock = max(clock, day)
+        who = ["mira"] if i % 4 else ["mira", "bo"]
+        root = "well" if i % 7 else "gate"
+        out.append(observe(day, who, root, "clean", eid=f"s{i}"))
+    return out
+
+
+def test_latest_evidence_with_late_events_is_the_log_order_tail(db_path: Path) -> None:
+    """explain's latest pieces (read from a day range of the index, widened by
+    late_event_days) are exactly the last ones logged, though late events make the day
+    order differ from the log order."""
+    from sidecar.engine import Rules
+
+    w = Writer(db_path, synchronous="OFF", rules=Rules(late_event_days=3.0))
+    assert set(put(w, *_late_story(300, 3.0, seed=7))) == {ResultStatus.APPLIED}
+    w.close()
+    r = reader(db_path)
+    every = [e["evidence_id"] for e in r.evidence("w", "mira", "well")]
+    by_day = [e["evidence_id"] for e in sorted(r.evidence("w", "mira", "well"),
+                                               key=lambda e: (e["day"], e["event_seq"]))]  # fmt: skip
+    assert len(every) == r.evidence_count("w", "mira", "well") > 200
+    assert by_day != every  # late events: the index's day order is not the log order
+    for n in (1, 2, 5, 9, 10, 11, 37, 100, len(every) - 1, len(every), len(every) + 5):
+        latest = r.evidence("w", "mira", "well", latest=n)
+        assert [e["evidence_id"] for e in latest] == every[-n:], n
+    r.close()
+
+
+def test_a_belief_keeps_its_first_and_latest_refs_and_counts_all(db_path: Path) -> None:
+    """Stored and read back, a belief seen 23 times keeps the first 5 and latest 5 of its
+    evidence ids in log order and counts 23; every piece stays in the evidence table."""
+    from sidecar.engine import Rules
+
+    w = Writer(db_path, synchronous="OFF", rules=Rules(late_event_days=3.0))
+    put(w, *_late_story(30, 3.0, seed=3))
+    w.close()
+    conn = sqlite3.connect(db_path)
+    every = _full_refs(conn, "mira", "well")
+    row = conn.execute(
+        "SELECT evidence_refs, evidence_count FROM beliefs WHERE resident = 'mira' AND root = 'well'"
+    ).fetchone()
+    conn.close()
+    assert len(every) == 25 and row[1] == 25
+    assert row[0] == dump_json_list((*every[:5], *every[-5:]))
+    belief = reader(db_path).belief("w", "mira", "well")
+    assert belief is not None and belief.evidence_refs == (*every[:5], *every[-5:])
+
+
+def test_bounded_refs_migration_counts_and_trims_an_old_database(db_path: Path) -> None:
+    """0018 on a database with 0017's schema whose belief rows list every evidence id: the
+    count is filled, long lists are trimmed to the first and latest 5, short ones kept; the
+    rows are then byte for byte what the writer writes, and a rebuild checks exact."""
+    from wsclient import rebuild_check
+
+    from sidecar.engine import Rules
+
+    w = Writer(db_path, synchronous="OFF", rules=Rules(late_event_days=3.0))
+    put(w, *_late_story(40, 3.0, seed=5))
+    put(w, say(50, "bo", ["kai"], "rumour", "yes"))
+    w.close()
+    written = dump(db_path)
+    ours = [name for name, _ in MIGRATIONS].index("0019_i17refs_bounded_refs")
+    old = db_path.with_name("old.db")
+    conn = sqlite3.connect(old, isolation_level=None)
+    migrate(conn, upto=ours)
+    old_beliefs = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'beliefs'").fetchone()[0]
+    conn.close()
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    keys = conn.execute("SELECT resident, root FROM beliefs").fetchall()
+    for resident, root in keys:  # as the old writer wrote it: every id, in log order
+        conn.execute(
+            "UPDATE beliefs SET evidence_refs = ? WHERE resident = ? AND root = ?",
+            (dump_json_list(tuple(_full_refs(conn, resident, root))), resident, root),
+        )
+    conn.execute("ALTER TABLE beliefs DROP COLUMN evidence_count")
+    conn.execute("DELETE FROM _migrations WHERE name = '0019_i17refs_bounded_refs'")
+    assert (
+        conn.execute("SELECT sql FROM sqlite_master WHERE name = 'beliefs'").fetchone()[0]
+        == old_beliefs  # the schema 0017 leaves
+    )
+    lengths = conn.execute("SELECT max(json_array_length(evidence_refs)) FROM beliefs").fetchone()
+    assert lengths[0] > 10  # a long list to trim
+    conn.close()
+    assert dump(db_path) != written
+    w = Writer(db_path)
+    assert w.migrations_applied == ["0019_i17refs_bounded_refs"]
+    w.close()
+    assert dump(db_path) == written
     rebuild_check(db_path)

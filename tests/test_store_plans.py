@@ -342,3 +342,31 @@ def test_a_trust_page_is_one_primary_key_range_from_its_cursor(db: Path) -> None
         ], total
     finally:
         conn.close()
+
+
+def test_an_explain_page_reads_a_day_range_of_the_belief_evidence(db: Path) -> None:
+    """explain with a limit finds the ``limit``-th latest day on ``evidence_by_belief`` (a
+    walk of the index, no sort) and sorts only the pieces from that day on (less
+    late_event_days): not every piece of a belief seen thousands of times, nor its refs."""
+    statements = _traced(
+        db, {"type": "explain", "resident": "alice", "root": "well:water", "limit": 1}
+    )
+    conn = sqlite3.connect(db)
+    try:
+        plans = {
+            sql: [r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + sql)]
+            for sql in statements
+            if "FROM evidence" in sql
+        }
+    finally:
+        conn.close()
+    nth = [p for sql, p in plans.items() if "OFFSET" in sql]
+    assert nth == [
+        [
+            "SEARCH evidence USING COVERING INDEX evidence_by_belief (world=? AND resident=? AND root=?)"
+        ]
+    ], plans
+    ranged = [p for sql, p in plans.items() if "ev.day >=" in sql]
+    assert len(ranged) == 1 and ranged[0][0] == (
+        "SEARCH ev USING INDEX evidence_by_belief (world=? AND resident=? AND root=? AND day>?)"
+    ), plans

@@ -443,7 +443,7 @@ def prefill(
         conn.execute(
             """
             INSERT INTO beliefs (world, resident, root, value, subject, confidence, state,
-                source_kind, source_resident, evidence_refs, heard_from, formed_day,
+                source_kind, source_resident, evidence_refs, evidence_count, heard_from, formed_day,
                 updated_day, last_evidence_day, next_decay_day)
             WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i + 1 < :n)
             SELECT :world, printf('r%05d', i / :per), printf('k%03d', i % :per),
@@ -451,7 +451,7 @@ def prefill(
                 CASE i % 2 WHEN 1 THEN 58 ELSE 78 END, 'influencing',
                 CASE i % 2 WHEN 1 THEN 'hearsay' ELSE 'firsthand' END,
                 CASE i % 2 WHEN 1 THEN printf('r%05d', (i / :per + 1) % :res) END,
-                '["pre/' || i || '"]',
+                '["pre/' || i || '"]', 1,
                 CASE i % 2 WHEN 1 THEN printf('["r%05d"]', (i / :per + 1) % :res) ELSE '[]' END,
                 :d0 - 30, :d0 - 30, :d0 - 30,
                 CASE i % 2 WHEN 1 THEN :d0 + 100 + (i * 7919) % 100000 END

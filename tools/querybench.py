@@ -181,7 +181,7 @@ def build_world(path: Path, beliefs: int, evidence: int, *, calm: bool = False) 
             "SELECT count(*) FROM beliefs WHERE world = ? AND resident = ?", (WORLD, RESIDENT)
         ).fetchone()[0]
         refs = writer.conn.execute(
-            "SELECT json_array_length(evidence_refs) FROM beliefs "
+            "SELECT evidence_count FROM beliefs "
             "WHERE world = ? AND resident = ? AND root = 'well:water'",
             (WORLD, RESIDENT),
         ).fetchone()[0]

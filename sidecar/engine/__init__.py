@@ -29,6 +29,7 @@ from .events import (
 )
 from .guard import REASONS, judge_edits
 from .model import (
+    EVIDENCE_REFS_KEPT,
     Belief,
     Change,
     ChangeKind,
@@ -69,6 +70,7 @@ from .world import BeliefReader, MemoryWorld, Outcome, believes_root, derive_evi
 
 __all__ = [
     "DEFAULT_RULES",
+    "EVIDENCE_REFS_KEPT",
     "MAX_SAFE_INTEGER",
     "REASONS",
     "RULES_VERSION",

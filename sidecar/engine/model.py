@@ -23,6 +23,7 @@ from enum import StrEnum
 from typing import Any, TypeAlias, TypeVar
 
 __all__ = [
+    "EVIDENCE_REFS_KEPT",
     "MAX_SAFE_INT",
     "Belief",
     "Change",
@@ -41,6 +42,7 @@ __all__ = [
     "Value",
     "evolve",
     "same_value",
+    "with_ref",
 ]
 
 #: Claim values are one of these. ``bool`` is kept distinct from ``int``.
@@ -262,12 +264,30 @@ class Evidence:
             raise InvalidEvidence(f"{self.source_kind} evidence must not name a source resident")
 
 
+#: A belief keeps this many of its first and of its latest evidence refs (the protocol shows
+#: exactly these: ``protocol.frames.EVIDENCE_REFS_SHOWN``).
+EVIDENCE_REFS_KEPT = 5
+_REFS_KEPT_AT_MOST = 2 * EVIDENCE_REFS_KEPT
+
+
+def with_ref(refs: tuple[str, ...], evidence_id: str) -> tuple[str, ...]:
+    """``refs`` with one more piece of evidence: the first and the latest
+    :data:`EVIDENCE_REFS_KEPT` kept, the oldest of the latest dropped once it is full."""
+    if len(refs) < _REFS_KEPT_AT_MOST:
+        return (*refs, evidence_id)
+    return (*refs[:EVIDENCE_REFS_KEPT], *refs[EVIDENCE_REFS_KEPT + 1 :], evidence_id)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Belief:
     """One resident's formal memory entry about one claim root.
 
     ``interpretation`` is the resident's own reading and is never treated as a fact;
-    ``evidence_refs`` lists every evidence id that touched the belief, in order.
+    ``evidence_refs`` lists the first and the latest :data:`EVIDENCE_REFS_KEPT` evidence ids
+    that touched the belief, in order (all of them until there are twice as many), and
+    ``evidence_count`` counts every piece: the list stays bounded, so a belief seen 10,000
+    times costs no more to revise than one seen 10 times. Every piece stays in the store's
+    evidence table (``explain`` pages through it).
     ``heard_from`` lists the hearsay sources that already counted for the current value,
     so the same source repeating itself does not raise confidence again.
     ``next_decay_day`` is the game day of the next hearsay-aging step, or ``None`` when the
@@ -291,6 +311,7 @@ class Belief:
     topics: tuple[str, ...] = ()
     intervention: Intervention | None = None
     evidence_refs: tuple[str, ...] = ()
+    evidence_count: int = 0
     heard_from: tuple[str, ...] = ()
     next_decay_day: float | None = None
     #: Independent origins that counted for the current value, and the chain of the first.
@@ -314,6 +335,12 @@ class Belief:
             raise ValueError(f"confidence {self.confidence} outside 0..100")
         if (self.source_kind is _HEARSAY) != (self.source_resident_id is not None):
             raise ValueError("hearsay beliefs, and only they, name a source resident")
+        kept = len(self.evidence_refs)
+        if kept > self.evidence_count or kept > _REFS_KEPT_AT_MOST:
+            raise ValueError(
+                f"{len(self.evidence_refs)} evidence refs kept for a count of "
+                f"{self.evidence_count} (at most {2 * EVIDENCE_REFS_KEPT})"
+            )
 
     @property
     def claim(self) -> Claim:

@@ -21,6 +21,7 @@ from .model import (
     positional,
     same_value,
     unique,
+    with_ref,
 )
 from .rules import DEFAULT_RULES, Rules
 
@@ -114,7 +115,8 @@ _new_change = positional(Change, (
 _new_belief = positional(Belief, (
     "resident", "root", "value", "subject", "confidence", "state", "source_kind",
     "source_resident_id", "formed_day", "updated_day", "last_evidence_day", "interpretation",
-    "people", "places", "topics", "intervention", "evidence_refs", "heard_from",
+    "people", "places", "topics", "intervention", "evidence_refs", "evidence_count",
+    "heard_from",
     "next_decay_day", "origins", "hops", "decay_period", "value_since", "importance",
     "remembered_day",
 ))  # fmt: skip
@@ -203,7 +205,7 @@ def _form(ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
         ev.resident, claim.root, claim.value, ev.subject, initial, _INFLUENCING,
         ev.source_kind, ev.source_resident_id, day, day, day,  # formed, updated, last evidence
         ev.interpretation, ev.people, ev.places, ev.topics, None,  # intervention
-        (ev.evidence_id,), heard_from,
+        (ev.evidence_id,), 1, heard_from,  # refs, count
         day + (period or rules.decay_period_days) if scheduled else None,  # next decay
         (ev.origin,) if ev.origin else (), ev.hops, period, day,  # value since
         ev.importance, None,  # remembered day
@@ -214,7 +216,8 @@ def _form(ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
 def _recorded(belief: Belief, ev: Evidence) -> dict[str, object]:
     """Evidence kept against a belief it does not move (refs and days only)."""
     return {
-        "evidence_refs": (*belief.evidence_refs, ev.evidence_id),
+        "evidence_refs": with_ref(belief.evidence_refs, ev.evidence_id),
+        "evidence_count": belief.evidence_count + 1,
         "updated_day": max(belief.updated_day, ev.day),
     }
 
@@ -222,7 +225,8 @@ def _recorded(belief: Belief, ev: Evidence) -> dict[str, object]:
 def _touched(belief: Belief, ev: Evidence) -> dict[str, object]:
     """Fields every piece of evidence updates, whatever it does to confidence."""
     return {
-        "evidence_refs": (*belief.evidence_refs, ev.evidence_id),
+        "evidence_refs": with_ref(belief.evidence_refs, ev.evidence_id),
+        "evidence_count": belief.evidence_count + 1,
         "updated_day": max(belief.updated_day, ev.day),
         "last_evidence_day": max(belief.last_evidence_day, ev.day),
         "importance": _importance(belief.importance, ev.importance),
@@ -243,8 +247,8 @@ def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change
         # The same source repeating itself, or a rumour echoing back from an origin already
         # counted (circular reporting), is not corroboration: record it, change nothing,
         # and keep the aging clock where it was.
-        refs = (*belief.evidence_refs, ev.evidence_id)
-        return evolve(belief, evidence_refs=refs), None
+        refs = with_ref(belief.evidence_refs, ev.evidence_id)
+        return evolve(belief, evidence_refs=refs, evidence_count=belief.evidence_count + 1), None
     source_kind, source, hops = belief.source_kind, belief.source_resident_id, belief.hops
     confidence = belief.confidence + rules.reinforce_step
     if source_kind is _HEARSAY and ev.source_kind is _FIRSTHAND:
@@ -270,7 +274,8 @@ def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change
         last_evidence_day, ev.interpretation or belief.interpretation,
         unique((*belief.people, *ev.people)), unique((*belief.places, *ev.places)),
         unique((*belief.topics, *ev.topics)), belief.intervention,
-        (*belief.evidence_refs, ev.evidence_id), heard_from, due,  # next decay day
+        with_ref(belief.evidence_refs, ev.evidence_id), belief.evidence_count + 1,
+        heard_from, due,  # next decay day
         (*belief.origins, ev.origin) if ev.origin else belief.origins, hops,
         belief.decay_period, belief.value_since,
         _importance(belief.importance, ev.importance), belief.remembered_day,
@@ -393,14 +398,16 @@ def _intervene(belief: Belief | None, ev: Evidence, rules: Rules) -> tuple[Belie
             value_since=ev.day,
             evidence_refs=(ev.evidence_id,)
             if belief is None
-            else (*belief.evidence_refs, ev.evidence_id),
+            else with_ref(belief.evidence_refs, ev.evidence_id),
+            evidence_count=1 if belief is None else belief.evidence_count + 1,
         )
         kind = _FORMED if belief is None else ChangeKind.INTERVENED
         return implanted, _change(belief, implanted, kind, ev, detail="implant")
     if belief is None:
         raise InvalidEvent(f"{op}: resident {ev.resident!r} holds no belief on {ev.claim.root!r}")
     touched = {
-        "evidence_refs": (*belief.evidence_refs, ev.evidence_id),
+        "evidence_refs": with_ref(belief.evidence_refs, ev.evidence_id),
+        "evidence_count": belief.evidence_count + 1,
         "updated_day": max(belief.updated_day, ev.day),
     }
     if op == "distort":

@@ -44,6 +44,8 @@ def _as_read(b: Belief) -> bool:
     (Called for every belief the writer stores: kept to plain type tests.)"""
     if type(b.confidence) is not int or type(b.state) is not State:
         return False
+    if type(b.evidence_count) is not int:
+        return False
     if type(b.source_kind) is not SourceKind or type(b.subject) is not str:
         return False
     if b.intervention is not None and type(b.intervention) is not Intervention:
@@ -69,7 +71,8 @@ def _as_read(b: Belief) -> bool:
 
 
 def _weight(b: Belief | None) -> int:
-    """A belief's share of the cache budget (see :data:`CACHE_BUDGET`)."""
+    """A belief's share of the cache budget (see :data:`CACHE_BUDGET`): its evidence refs
+    are at most ``2 * EVIDENCE_REFS_KEPT``, however often it was seen."""
     if b is None:
         return 2
     return 8 + len(b.evidence_refs) + len(b.heard_from) + len(b.origins) + len(b.hops)

@@ -4,7 +4,7 @@ writes. Raw ``sqlite3`` errors become :class:`~sidecar.store.errors.StoreError`.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -168,44 +168,37 @@ class Reader(PromiseQueries):
         return [belief_from_row(r) for r in rows]
 
     def evidence(
-        self,
-        world: str,
-        resident: str,
-        root: str,
-        *,
-        latest: int | None = None,
-        refs: Sequence[str] = (),
+        self, world: str, resident: str, root: str, *, latest: int | None = None
     ) -> list[dict[str, Any]]:
-        """The evidence behind one belief, oldest first, with its event kind: every piece,
-        or the ``latest`` ones.
+        """The evidence behind one belief, in log order: every piece, or the ``latest`` ones.
 
-        ``refs``, the belief's own ``evidence_refs`` (applied in log order), lets the latest
-        few be read by key instead of sorting every piece: when every piece on the root is
-        one of them (the counts agree) and there are at least ``latest``, the latest pieces
-        are the last ``latest`` refs.
+        The latest pieces are found without sorting every piece (a belief may have thousands):
+        let ``D`` be the day of the ``latest``-th most recent piece by day (the index's order).
+        A piece among the ``latest`` last logged was logged after at least one of the
+        ``latest`` pieces dated ``D`` or later, when the world clock was at least ``D``, so it
+        is dated at least ``D - late_event_days`` (the writer refuses anything older; a
+        world's rules never change). Only the pieces from that day on are sorted.
         """
         select = (
             "SELECT ev.*, e.kind AS event_kind, e.seq AS event_seq FROM evidence ev "
             "CROSS JOIN events e ON e.world = ev.world AND e.event_id = ev.event_id "
+            "WHERE ev.world = ? AND ev.resident = ? AND ev.root = ? "
         )
-        if (
-            latest is not None
-            and len(refs) >= latest
-            and self.evidence_count(world, resident, root) == len(refs)
-        ):
-            wanted = list(refs[-latest:])
-            marks = ", ".join("?" * len(wanted))
-            rows = self._rows(
-                select + f"WHERE ev.world = ? AND ev.evidence_id IN ({marks}) "
-                "AND ev.resident = ? AND ev.root = ? ORDER BY e.seq DESC",
-                (world, *wanted, resident, root),
+        key: tuple[Any, ...] = (world, resident, root)
+        since: list[Any] = []
+        if latest is not None:
+            nth = self._rows(
+                "SELECT day FROM evidence WHERE world = ? AND resident = ? AND root = ? "
+                "ORDER BY day DESC LIMIT 1 OFFSET ?",
+                (*key, latest - 1),
             )
-        else:
-            rows = self._rows(
-                select + "WHERE ev.world = ? AND ev.resident = ? AND ev.root = ? "
-                "ORDER BY e.seq DESC LIMIT ?",
-                (world, resident, root, -1 if latest is None else latest),
-            )
+            if nth:
+                select += "AND ev.day >= ? "
+                since = [float(nth[0][0]) - self.rules(world).late_event_days]
+        rows = self._rows(
+            select + "ORDER BY e.seq DESC LIMIT ?",
+            (*key, *since, -1 if latest is None else latest),
+        )
         out = []
         for r in reversed(rows):
             item = dict(r)

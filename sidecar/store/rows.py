@@ -60,7 +60,7 @@ BELIEF_COLUMNS = (
     "topics", "confidence", "state", "source_kind", "source_resident", "intervention",
     "evidence_refs", "heard_from", "formed_day", "updated_day", "last_evidence_day",
     "next_decay_day", "origins", "hops", "decay_period", "value_since", "importance",
-    "remembered_day",
+    "remembered_day", "evidence_count",
 )  # fmt: skip
 
 CHANGE_COLUMNS = (
@@ -88,7 +88,7 @@ def belief_to_row(world: str, b: Belief) -> tuple[Any, ...]:
         b.formed_day, b.updated_day, b.last_evidence_day,
         b.next_decay_day, d(origins).decode() if origins else "[]",
         d(hops).decode() if hops else "[]", b.decay_period, b.value_since,
-        b.importance, b.remembered_day,
+        b.importance, b.remembered_day, b.evidence_count,
     )  # fmt: skip
 
 
@@ -114,6 +114,7 @@ def belief_from_row(row: sqlite3.Row | Mapping[str, Any]) -> Belief:
         source_resident_id=r["source_resident"],
         intervention=None if r["intervention"] is None else Intervention(r["intervention"]),
         evidence_refs=tuple(load_json(r["evidence_refs"])),
+        evidence_count=r["evidence_count"],
         heard_from=tuple(load_json(r["heard_from"])),
         formed_day=r["formed_day"],
         updated_day=r["updated_day"],
