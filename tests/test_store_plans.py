@@ -13,7 +13,9 @@ from sidecar.server.queries import answer
 from sidecar.store import Reader, migrate
 from tests.read_world import WORLD, build, crowd, story
 
-_WHOLE_WORLD_OK = ("worlds", "residents", "labels", "world_schema", "json_each", "sqlite_master")
+_WHOLE_WORLD_OK = (
+    "worlds", "residents", "labels", "world_schema", "json_each", "sqlite_master", "tampered",
+)  # fmt: skip
 _QUERIES = [
     {"type": "narrative", "resident": "alice"},
     {"type": "narrative", "resident": "alice", "budget": 300, "lang": "zh-Hant",
@@ -80,7 +82,8 @@ def _bad_steps(conn: sqlite3.Connection, sql: str) -> list[str]:
 
     Rows per world, not per event, may be read whole: the world row, its root schema, and
     the registry's ``residents`` and ``labels`` (one row per resident or action, for their
-    names); ``json_each`` scans one row's list, ``sqlite_master`` the schema.
+    names); ``json_each`` scans one row's list, ``sqlite_master`` the schema, ``tampered`` the
+    few tampered-with beliefs of one resident a focused narrative ranks (``recall.py``).
     """
     bad = []
     for *_, step in conn.execute("EXPLAIN QUERY PLAN " + sql):

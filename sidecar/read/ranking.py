@@ -110,11 +110,16 @@ class Terms:
     ) -> list[str]:
         """The terms a memory with these fields matches, as ``kind:term`` strings, in focus
         order (``related``: the people it names, who told it, who acted in it)."""
-        segments = set(root.split(":"))
+        segments = root.split(":")
         folded = subject.casefold()  # a term occurs in it when its casefold does
         found: list[str] = []
         for person, names in self.people:
-            if person in related or person in segments or any(n in folded for n in names):
+            hit = person in related or person in segments
+            for name in () if hit else names:
+                if name in folded:
+                    hit = True
+                    break
+            if hit:
                 found.append(f"person:{person}")
         for place, term in self.places:
             if place in places or place in segments or (place and term in folded):
@@ -142,20 +147,26 @@ def row_matches(focus: Focus, registry: Registry) -> Callable[..., int]:
     bounded read ranks a focused narrative with (:func:`.recall.recall_bounded`), by the very
     rules :func:`rank` applies to the belief read from that row."""
     terms = Terms.of(focus, registry)
-    named = {person for person, _ in terms.people}
-    listed = {place for place, _ in terms.places} | {topic for topic, _ in terms.topics}
+    named = tuple(f'"{person}"' for person, _ in terms.people)
+    listed = tuple(f'"{term}"' for term, _ in (*terms.places, *terms.topics))
 
-    def strings(text: str, wanted: set[str]) -> tuple[str, ...]:
+    def strings(text: str, wanted: tuple[str, ...]) -> tuple[str, ...]:
         # Without a backslash every element is stored as itself between quotes: a list
-        # holding none of the wanted terms as text holds none of them, and is not parsed.
-        if text == "[]" or ("\\" not in text and not any(w in text for w in wanted)):
+        # holding none of the wanted terms so is none of theirs, and is not parsed.
+        if text == "[]":
             return ()
+        if "\\" not in text:
+            for quoted in wanted:
+                if quoted in text:
+                    break
+            else:
+                return ()
         return tuple(load_json(text))
 
     def count(
         root: str, subject: str | None, people: str, places: str, topics: str, heard_from: str
     ) -> int:
-        related = {*strings(people, named), *strings(heard_from, named)}
+        related = strings(people, named) + strings(heard_from, named)
         found = terms.matched(
             root, subject or "", related, strings(places, listed), strings(topics, listed)
         )

@@ -435,11 +435,28 @@ def _protected_rows(
     it is registered as :data:`MATCHED_SQL`'s function for these queries, which then rank by
     the focused tier and score (reading each protected row, no longer only its index entry)."""
     params = {"world": world, "resident": resident, "today": today, "limit": limit}
-    score, tier, by = _SCORE_SQL, _TIER_SQL, ""
+    score, tampered, tier = _SCORE_SQL, "", _TIER_SQL
+    beliefs = (
+        "beliefs WHERE world = :world AND resident = :resident "
+        "AND intervention IN ('implanted', 'distorted') "
+        f"AND state NOT IN ('doubtful', 'anomalous', 'corrected') AND {_SHOWN}"
+    )
     if matched is not None:
         score = f"3.0 * (1 - pow(0.5, {MATCHED_SQL})) + {_SCORE_SQL}"
-        tier, by = _FOCUSED_TIER_SQL, f", {MATCHED_SQL} AS matched"
+        # the terms each tampered-with row matches, counted once (its tier and score use it)
+        tampered = (
+            f"WITH tampered AS MATERIALIZED (SELECT root, updated_day, importance, confidence, "
+            f"{SECTION_SQL} AS section, {MATCHED_SQL} AS matched FROM {beliefs}) "
+        )
+        beliefs, tier = "tampered", _FOCUSED_TIER_SQL
         reader.conn.create_function(MATCHED_SQL.split("(")[0], 6, matched, deterministic=True)
+    inner = (
+        f"SELECT root, updated_day, importance, {SECTION_SQL} AS section, {score} AS score "
+        f"FROM {beliefs}"
+        if matched is None
+        else "SELECT root, updated_day, importance, section, matched, "
+        f"3.0 * (1 - pow(0.5, matched)) + {_SCORE_SQL} AS score FROM tampered"
+    )
     found: list[sqlite3.Row] = []
     try:
         for state in ("doubtful", "anomalous", "corrected"):
@@ -453,14 +470,10 @@ def _protected_rows(
             )
         found += _rows(
             reader,
-            "SELECT root, section, score, tier FROM (SELECT root, section, tier, score, "
+            f"{tampered}SELECT root, section, score, tier FROM (SELECT root, section, tier, score, "
             "row_number() OVER (PARTITION BY section ORDER BY tier, score DESC, "
             "updated_day DESC, root) AS n "
-            f"FROM (SELECT root, section, updated_day, score, {tier} AS tier FROM "
-            f"(SELECT root, updated_day, importance, {SECTION_SQL} AS section, "
-            f"{score} AS score{by} FROM beliefs WHERE world = :world AND resident = :resident "
-            "AND intervention IN ('implanted', 'distorted') "
-            f"AND state NOT IN ('doubtful', 'anomalous', 'corrected') AND {_SHOWN}))) "
+            f"FROM (SELECT root, section, updated_day, score, {tier} AS tier FROM ({inner}))) "
             "WHERE n <= :limit + 1 ORDER BY section, n",
             params,
         )
