@@ -32,8 +32,9 @@ included); :func:`.items.classify` and :func:`.promises.own_items` place each me
 section; :func:`.ranking.rank` scores it for the focus; :func:`.phrasing.phrase` words it;
 :func:`.packing.pack` fits the lines into the budget; this module assembles the text and the
 wire form of each entry. For a big resident the same pipe may run on a bounded read
-(:func:`.recall.recall_bounded` → … → :func:`.packing.pack_bounded`), which answers only
-when it can tell it gives the same narrative as the full read; so may one of a big resident
+(:func:`.recall.recall_bounded` → … → :func:`.packing.pack_bounded`; with a focus, ranked for
+it in SQL by :func:`.ranking.row_matches`), which answers only when it can tell it gives the
+same narrative as the full read; so may one of a big resident
 with few doubts, whose plain facts and faded memories are only counted
 (:func:`.recall.recall_social` → … → :func:`.packing.pack_social`).
 
