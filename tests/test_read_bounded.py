@@ -1,12 +1,13 @@
 """The bounded read of a big resident's narrative (issue 17) gives exactly the full read's.
 
-Without a focus, when even the compact lines of a resident's contested, corrected and
-tampered-with memories overflow the budget, :func:`sidecar.read.project` reads only the
-best of those per section and counts the rest (``sidecar/read/recall.py``,
-``recall_bounded``). These seeded towns — hundreds of doubts, corrections, implants, rumours,
-facts of every importance, acts and people, many of them on the same day so that ranks tie —
-are projected both ways at several budgets in both languages: the text, every section and
-the counts must be the same, and the bounded read must have answered in most of them.
+When even the compact lines of a resident's contested, corrected and tampered-with
+memories overflow the budget, :func:`sidecar.read.project` reads only the best of those per
+section (for a focus too: ranked for it in SQL) and counts the rest
+(``sidecar/read/recall.py``, ``recall_bounded``). These seeded towns — hundreds of doubts,
+corrections, implants, rumours, facts of every importance, acts and people, many of them on
+the same day so that ranks tie — are projected both ways at several budgets in both
+languages, with and without a focus: the text, every section and the counts must be the
+same, and the bounded read must have answered in most of them.
 """
 
 from __future__ import annotations
@@ -115,19 +116,76 @@ def test_the_bounded_read_gives_the_full_reads_narrative(reader: Reader) -> None
     assert answered >= len(LANGS) * len(BUDGETS) // 2, answered
 
 
-def test_a_focused_narrative_from_every_protected_memory_is_the_full_reads(
+#: Focuses a game sends: who she talks to (a teller of her doubts, by id; one known only by
+#: a registered name in her subjects), where (a word of her subjects), what about (topics,
+#: root prefixes), and all of it at once.
+FOCUSES = (
+    Focus(people=("bo",)),
+    Focus(people=("lena", "kai"), places=("well",)),
+    Focus(topics=("cart", "RED")),
+    Focus(roots=("doubt:1", "odd:")),
+    Focus(people=("ana",), places=("stone",), roots=("fix:",), topics=("big", "old")),
+)
+FOCUS_BUDGETS = (200, 450, 1000, 2000, 4000, 8000)
+
+
+def test_a_focused_bounded_read_gives_the_full_reads_narrative(reader: Reader) -> None:
+    """With a focus the bounded read ranks the protected memories for it in SQL and reads
+    only the best of each section: at every budget, in both languages and for persons,
+    places, topics and root prefixes, the same text, sections, counts and flags as the full
+    read; and the bounded read answers many of them (else the test would compare nothing)."""
+    answered = 0
+    for focus in FOCUSES:
+        for lang in LANGS:
+            for budget in FOCUS_BUDGETS:
+                fast = project(reader, WORLD, "mira", budget=budget, lang=lang, focus=focus)
+                full = project(
+                    reader, WORLD, "mira", budget=budget, lang=lang, focus=focus, bounded=False
+                )
+                assert fast.to_dict() == full.to_dict(), (focus, lang, budget)
+                answered += any(
+                    _project_bounded(reader, WORLD, "mira", budget, lang, limit, focus=focus)
+                    is not None
+                    for limit in bounded_limits(budget)
+                )
+    assert answered >= len(FOCUSES) * len(LANGS) * 2, answered
+
+
+def test_a_focused_bounded_read_reads_a_bounded_few(reader: Reader) -> None:
+    """A focused narrative at the default budget answers from the first bounded read: at most
+    its limit of each section's protected memories (one more is looked at in SQL to bound
+    the rest), not every one of them."""
+    from sidecar.read.items import classify_belief
+    from sidecar.read.recall import recall_bounded, section_sizes
+
+    focus = Focus(people=("bo", "lena"), places=("well",), topics=("cart",))
+    limit = bounded_limits(2000)[0]
+    assert _project_bounded(reader, WORLD, "mira", 2000, "en", limit, focus=focus) is not None
+    sizes, intervened = section_sizes(reader, WORLD, "mira")
+    found = recall_bounded(reader, WORLD, "mira", "en", limit, sizes, focus)
+    assert found is not None
+    recalled, bounded = found
+    per_section: dict[str, int] = {}
+    for b in recalled.beliefs:
+        section = classify_belief(b).section
+        per_section[section] = per_section.get(section, 0) + 1
+    assert max(per_section.values()) <= limit, per_section
+    held = intervened + sum(sizes.get(s, 0) for s in ("doubts", "anomalies", "corrections"))
+    assert bounded.cuts and sum(per_section.values()) < held, (per_section, sizes)
+
+
+def test_every_protected_memory_read_with_a_focus_gives_the_full_reads_narrative(
     reader: Reader,
 ) -> None:
-    """With a focus the bounded read takes every protected memory (a focus reorders them by
-    what they match) and still only counts the rest: the same narrative as the full read."""
+    """A limit past every protected memory leaves nothing unread: still the same narrative."""
     focus = Focus(people=("bo", "lena"), places=("well",), topics=("cart",))
     for lang in LANGS:
         for budget in (200, 1000, 3000):
-            fast = project(reader, WORLD, "mira", budget=budget, lang=lang, focus=focus)
+            found = _project_bounded(reader, WORLD, "mira", budget, lang, 10_000, focus=focus)
             full = project(
                 reader, WORLD, "mira", budget=budget, lang=lang, focus=focus, bounded=False
             )
-            assert fast.to_dict() == full.to_dict(), (lang, budget)
+            assert found is None or found.to_dict() == full.to_dict(), (lang, budget)
     assert _project_bounded(reader, WORLD, "mira", 200, "en", 10_000, focus=focus) is not None
 
 
@@ -144,18 +202,24 @@ def test_the_query_benchmarks_resident_reads_the_same_both_ways(
 ) -> None:
     """The resident ``python -m tools.querybench`` times (facts in families, hearsay, doubts,
     corrections, implants, people, acts), at 1,500 beliefs: the same narrative both ways,
-    and the bounded read answers the default budget."""
-    from tools.querybench import story
+    unfocused and with the benchmark's focus, and the bounded read answers the default
+    budget either way."""
+    from tools.querybench import FOCUS, story
 
     path = build(tmp_path_factory.mktemp("bench") / "q.db", list(story(1500, 200)))
     reader = Reader(path)
+    focused = Focus(people=tuple(FOCUS["people"]), places=tuple(FOCUS["places"]))
     try:
-        for lang in LANGS:
-            for budget in (300, 2000, 6000):
-                fast = project(reader, WORLD, "mira", budget=budget, lang=lang)
-                full = project(reader, WORLD, "mira", budget=budget, lang=lang, bounded=False)
-                assert fast.to_dict() == full.to_dict(), (lang, budget)
-        assert _project_bounded(reader, WORLD, "mira", 2000, "en", bounded_limits(2000)[0])
+        for focus in (Focus(), focused):
+            for lang in LANGS:
+                for budget in (300, 2000, 6000):
+                    fast = project(reader, WORLD, "mira", budget=budget, lang=lang, focus=focus)
+                    full = project(
+                        reader, WORLD, "mira", budget=budget, lang=lang, focus=focus, bounded=False
+                    )
+                    assert fast.to_dict() == full.to_dict(), (focus, lang, budget)
+            limit = bounded_limits(2000)[0]
+            assert _project_bounded(reader, WORLD, "mira", 2000, "en", limit, focus=focus)
     finally:
         reader.close()
 

@@ -13,7 +13,9 @@ from sidecar.server.queries import answer
 from sidecar.store import Reader, migrate
 from tests.read_world import WORLD, build, crowd, story
 
-_WHOLE_WORLD_OK = ("worlds", "residents", "labels", "world_schema", "json_each", "sqlite_master")
+_WHOLE_WORLD_OK = (
+    "worlds", "residents", "labels", "world_schema", "json_each", "sqlite_master", "tampered",
+)  # fmt: skip
 _QUERIES = [
     {"type": "narrative", "resident": "alice"},
     {"type": "narrative", "resident": "alice", "budget": 300, "lang": "zh-Hant",
@@ -67,12 +69,21 @@ def _traced(db: Path, frame: dict[str, object]) -> list[str]:
     return [s for s in seen if s.lstrip().upper().startswith(("SELECT", "WITH"))]
 
 
+def _connect(db: Path) -> sqlite3.Connection:
+    """A connection to plan traced statements on, with a stand-in for the function a
+    focused narrative registers for its own queries (``recall.MATCHED_SQL``)."""
+    conn = sqlite3.connect(db)
+    conn.create_function("credence_matched", 6, lambda *row: 0, deterministic=True)
+    return conn
+
+
 def _bad_steps(conn: sqlite3.Connection, sql: str) -> list[str]:
     """Plan steps that read a table without narrowing it past the world.
 
     Rows per world, not per event, may be read whole: the world row, its root schema, and
     the registry's ``residents`` and ``labels`` (one row per resident or action, for their
-    names); ``json_each`` scans one row's list, ``sqlite_master`` the schema.
+    names); ``json_each`` scans one row's list, ``sqlite_master`` the schema, ``tampered`` the
+    few tampered-with beliefs of one resident a focused narrative ranks (``recall.py``).
     """
     bad = []
     for *_, step in conn.execute("EXPLAIN QUERY PLAN " + sql):
@@ -89,7 +100,7 @@ def test_every_reply_query_searches_by_resident_or_root(db: Path, frame: dict[st
     """The SQL behind each query kind (traced as it runs) never scans a world's rows."""
     statements = _traced(db, frame)
     assert statements, "the query ran no SQL?"
-    conn = sqlite3.connect(db)
+    conn = _connect(db)
     try:
         for sql in statements:
             assert _bad_steps(conn, sql) == [], sql
@@ -253,12 +264,19 @@ def test_the_worlds_listing_reads_each_world_row_and_nothing_it_counts(db: Path)
     )
 
 
-def test_a_big_residents_narrative_reads_sections_on_their_indexes(db: Path) -> None:
+@pytest.mark.parametrize("focus", [None, {"people": ["bob"], "topics": ["cafe"]}], ids=str)
+def test_a_big_residents_narrative_reads_sections_on_their_indexes(
+    db: Path, focus: dict[str, list[str]] | None
+) -> None:
     """Migration 0013: the bounded narrative read counts every section on the covering index
     ``beliefs_shown`` (no row read), ranks contested and corrected beliefs per state on
-    it, and finds tampered-with memories on the partial index ``beliefs_intervened``."""
-    statements = _traced(db, {"type": "narrative", "resident": "alice", "budget": 200})
-    conn = sqlite3.connect(db)
+    it, and finds tampered-with memories on the partial index ``beliefs_intervened``. With a
+    focus, the same ranges of the same indexes, each row's lists read for the terms it
+    matches (``recall.MATCHED_SQL``), and no other statement."""
+    frame: dict[str, object] = {"type": "narrative", "resident": "alice", "budget": 200}
+    statements = _traced(db, frame if focus is None else {**frame, "focus": focus})
+    assert any("credence_matched(" in s for s in statements) == (focus is not None)
+    conn = _connect(db)
     try:
 
         def plan(marker: str) -> list[str]:
@@ -270,12 +288,15 @@ def test_a_big_residents_narrative_reads_sections_on_their_indexes(db: Path) -> 
         for state in ("doubtful", "anomalous", "corrected"):
             (found,) = plan(f"resident = 'alice' AND state = '{state}'")
             assert "INDEX beliefs_shown (world=? AND resident=? AND state=?)" in found, found
+            assert ("COVERING" in found) == (focus is None), found
         assert all(
             "beliefs_intervened" in p
             for p in plan("intervention IN ('implanted', 'distorted') AND state NOT IN")
         )
         # the chosen rows, their corrections and contradictions: one index probe per root
         assert all("root=?)" in p for p in plan("root IN (SELECT value FROM json_each("))
+        for sql in statements:
+            assert _bad_steps(conn, sql) == [], sql
     finally:
         conn.close()
 

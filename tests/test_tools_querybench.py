@@ -26,7 +26,14 @@ def test_quick_querybench_prints_consistent_figures() -> None:
     for size, beliefs, refs in worlds:
         assert 0.8 * int(size) <= float(beliefs) <= 1.25 * int(size)
         assert float(refs) == 1000
-    for name in ("narrative", "beliefs page", "explain page", "distribution", "graph page"):
+    for name in (
+        "narrative",
+        "narrative, focused",
+        "beliefs page",
+        "explain page",
+        "distribution",
+        "graph page",
+    ):
         row = re.search(
             rf"^{name} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER}x +(\d+)  (ok|MISSED)$",
             out,

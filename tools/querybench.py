@@ -12,6 +12,8 @@ Then ``credence serve`` runs on each database as a child process and one client 
 the real WebSocket + msgpack wire, every part of the reply of:
 
 * ``narrative`` — the default budget (2,000 characters), no focus;
+* ``narrative, focused`` — the same, focused on one of the townsfolk and one of her places
+  (:data:`FOCUS`: who she is talking to, and where);
 * ``beliefs page`` — ``limit: 100`` after a root in the middle of her beliefs;
 * ``explain page`` — ``well:water`` with ``limit: 100`` (its latest evidence and changes);
 * ``distribution`` — ``festival:day``;
@@ -65,9 +67,14 @@ _BELIEFS_PER_STEP = 1.43
 #: In a ``calm`` story, one step in this many that would make a doubt or a correction does
 #: (about a dozen protected memories of 20,000 beliefs), and none makes an implant.
 CALM_EVERY = 150
+#: What a game sends while one of the townsfolk talks to her at one of her places: the
+#: focused narrative ranks what bears on them first (``t03`` told her a tenth of what she
+#: heard, a fifth of her doubts among it; a fortieth of her facts and rumours is at ``place7``).
+FOCUS: dict[str, list[str]] = {"people": ["t03"], "places": ["place7"]}
 #: The timed queries, by name (each frame gets a fresh ``rid``).
 QUERIES: dict[str, dict[str, Any]] = {
     "narrative": {"type": "narrative", "resident": RESIDENT},
+    "narrative, focused": {"type": "narrative", "resident": RESIDENT, "focus": FOCUS},
     "beliefs page": {"type": "beliefs", "resident": RESIDENT, "after": "fact:5", "limit": 100},
     "explain page": {"type": "explain", "resident": RESIDENT, "root": "well:water", "limit": 100},
     "distribution": {"type": "distribution", "root": "festival:day"},

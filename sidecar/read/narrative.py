@@ -32,8 +32,9 @@ included); :func:`.items.classify` and :func:`.promises.own_items` place each me
 section; :func:`.ranking.rank` scores it for the focus; :func:`.phrasing.phrase` words it;
 :func:`.packing.pack` fits the lines into the budget; this module assembles the text and the
 wire form of each entry. For a big resident the same pipe may run on a bounded read
-(:func:`.recall.recall_bounded` → … → :func:`.packing.pack_bounded`), which answers only
-when it can tell it gives the same narrative as the full read; so may one of a big resident
+(:func:`.recall.recall_bounded` → … → :func:`.packing.pack_bounded`; with a focus, ranked for
+it in SQL by :func:`.ranking.row_matches`), which answers only when it can tell it gives the
+same narrative as the full read; so may one of a big resident
 with few doubts, whose plain facts and faded memories are only counted
 (:func:`.recall.recall_social` → … → :func:`.packing.pack_social`).
 
@@ -202,10 +203,7 @@ def project(
             sizes.get(s, 0) for s in ("doubts", "anomalies", "corrections")
         )
         if protected * BOUNDED_LINE > budget:  # else they will likely fit
-            # A focus moves memories up by what they match, which SQL does not rank: then
-            # every protected memory is read (and ranked here), the rest still only counted.
-            limits = (protected,) if focus else bounded_limits(budget)
-            for limit in limits:
+            for limit in bounded_limits(budget):
                 found = _project_bounded(reader, world, resident, budget, lang, limit, sizes, focus)
                 if found is not None:
                     return found
@@ -322,13 +320,13 @@ def _project_bounded(
 ) -> Narrative | None:
     """The narrative of a resident whose protected memories alone overflow the budget, from
     a bounded read (:func:`.recall.recall_bounded`): the same pipe on the best ``limit``
-    protected memories of each section (ranked in SQL, so without a ``focus``; with one,
-    ``limit`` must cover them all), every other memory only counted. None when the layout
-    would need more than was read (then the full read answers)."""
+    protected memories of each section for ``focus`` (ranked in SQL), every other memory
+    only counted. None when the layout would need more than was read (then the full read
+    answers)."""
     focus = focus or Focus()
     if sizes is None:
         sizes = section_sizes(reader, world, resident)[0]
-    found = recall_bounded(reader, world, resident, lang, limit, sizes)
+    found = recall_bounded(reader, world, resident, lang, limit, sizes, focus)
     if found is None:
         return None
     recalled, bounded = found

@@ -33,10 +33,11 @@ completed, nothing marked important) ranks with the plain facts.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..store.rows import load_json
 from .items import Item, tier_of
 from .registry import Registry
 
@@ -45,7 +46,9 @@ __all__ = [
     "HALF_LIFE_DAYS",
     "RELEVANCE_WEIGHT",
     "Focus",
+    "Terms",
     "rank",
+    "row_matches",
     "score_parts",
 ]
 
@@ -75,35 +78,101 @@ class Focus:
         }
 
 
-def _occurs(term: str, text: str) -> bool:
-    return bool(term) and term.casefold() in text.casefold()
+@dataclass(frozen=True, slots=True)
+class Terms:
+    """A focus prepared to match many memories: each person's registered names, and each
+    place and topic, casefolded once (the rules are :func:`matches`')."""
+
+    people: tuple[tuple[str, tuple[str, ...]], ...]
+    places: tuple[tuple[str, str], ...]
+    roots: tuple[str, ...]
+    topics: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def of(cls, focus: Focus, registry: Registry) -> Terms:
+        return cls(
+            people=tuple(
+                (p, tuple(n.casefold() for n in registry.all_names(p) if len(n) >= 2))
+                for p in focus.people
+            ),
+            places=tuple((p, p.casefold()) for p in focus.places),
+            roots=focus.roots,
+            topics=tuple((t, t.casefold()) for t in focus.topics),
+        )
+
+    def matched(
+        self,
+        root: str,
+        subject: str,
+        related: Collection[str],
+        places: Collection[str],
+        topics: Collection[str],
+    ) -> list[str]:
+        """The terms a memory with these fields matches, as ``kind:term`` strings, in focus
+        order (``related``: the people it names, who told it, who acted in it)."""
+        segments = root.split(":")
+        folded = subject.casefold()  # a term occurs in it when its casefold does
+        found: list[str] = []
+        for person, names in self.people:
+            hit = person in related or person in segments
+            for name in () if hit else names:
+                if name in folded:
+                    hit = True
+                    break
+            if hit:
+                found.append(f"person:{person}")
+        for place, term in self.places:
+            if place in places or place in segments or (place and term in folded):
+                found.append(f"place:{place}")
+        for prefix in self.roots:
+            if root.startswith(prefix):
+                found.append(f"root:{prefix}")
+        for topic, term in self.topics:
+            if topic in topics or topic in segments or (topic and term in folded):
+                found.append(f"topic:{topic}")
+        return found
 
 
-def matches(item: Item, focus: Focus, registry: Registry) -> list[str]:
+def matches(item: Item, focus: Focus | Terms, registry: Registry) -> list[str]:
     """The focus terms ``item`` matches, as ``kind:term`` strings, in focus order."""
+    terms = focus if isinstance(focus, Terms) else Terms.of(focus, registry)
     b = item.belief
-    segments = set(b.root.split(":"))
-    subject = b.subject or ""
     related = {*b.people, *b.heard_from, *(item.extra or {}).get("_people", ())}
-    found: list[str] = []
-    for person in focus.people:
-        names = registry.all_names(person)
-        if (
-            person in related
-            or person in segments
-            or any(_occurs(n, subject) for n in names if len(n) >= 2)
-        ):
-            found.append(f"person:{person}")
-    for place in focus.places:
-        if place in b.places or place in segments or _occurs(place, subject):
-            found.append(f"place:{place}")
-    for prefix in focus.roots:
-        if b.root.startswith(prefix):
-            found.append(f"root:{prefix}")
-    for topic in focus.topics:
-        if topic in b.topics or topic in segments or _occurs(topic, subject):
-            found.append(f"topic:{topic}")
-    return found
+    return terms.matched(b.root, b.subject or "", related, b.places, b.topics)
+
+
+def row_matches(focus: Focus, registry: Registry) -> Callable[..., int]:
+    """How many of ``focus``'s terms a belief row matches, from its stored ``root, subject,
+    people, places, topics, heard_from`` (the lists as stored JSON): the SQL function the
+    bounded read ranks a focused narrative with (:func:`.recall.recall_bounded`), by the very
+    rules :func:`rank` applies to the belief read from that row."""
+    terms = Terms.of(focus, registry)
+    named = tuple(f'"{person}"' for person, _ in terms.people)
+    listed = tuple(f'"{term}"' for term, _ in (*terms.places, *terms.topics))
+
+    def strings(text: str, wanted: tuple[str, ...]) -> tuple[str, ...]:
+        # Without a backslash every element is stored as itself between quotes: a list
+        # holding none of the wanted terms so is none of theirs, and is not parsed.
+        if text == "[]":
+            return ()
+        if "\\" not in text:
+            for quoted in wanted:
+                if quoted in text:
+                    break
+            else:
+                return ()
+        return tuple(load_json(text))
+
+    def count(
+        root: str, subject: str | None, people: str, places: str, topics: str, heard_from: str
+    ) -> int:
+        related = strings(people, named) + strings(heard_from, named)
+        found = terms.matched(
+            root, subject or "", related, strings(places, listed), strings(topics, listed)
+        )
+        return len(found)
+
+    return count
 
 
 def score_parts(item: Item, matched: Sequence[str], today: float) -> dict[str, float]:
@@ -127,8 +196,9 @@ def score_parts(item: Item, matched: Sequence[str], today: float) -> dict[str, f
 def rank(items: Iterable[Item], focus: Focus, today: float, registry: Registry) -> list[Item]:
     """Every item with its tier, score and ``why`` set for ``focus`` on day ``today``."""
     out = []
+    terms = Terms.of(focus, registry)
     for item in items:
-        matched = matches(item, focus, registry) if focus else []
+        matched = matches(item, terms, registry) if focus else []
         parts = score_parts(item, matched, today)
         tier = (
             tier_of(item.section, bool(matched), item.social) if item.lines is None else item.tier

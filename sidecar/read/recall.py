@@ -14,9 +14,9 @@ from __future__ import annotations
 import heapq
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -29,6 +29,9 @@ from ..store.schema import TRUST_MOVES
 from .queries import Contradiction, Correction, contradictions, corrections, latest_said
 from .registry import Registry, load_registry, load_root_texts
 from .sources import Sources, load_sources
+
+if TYPE_CHECKING:
+    from .ranking import Focus
 
 __all__ = [
     "GOALS_RECALLED",
@@ -381,6 +384,18 @@ _SCORE_SQL = (
 )
 
 
+#: The focus terms a belief row matches: a function only the focused bounded read registers,
+#: for its own queries (see :func:`_protected_rows`).
+MATCHED_SQL = "credence_matched(root, subject, people, places, topics, heard_from)"
+#: :data:`_TIER_SQL` for a focus: what matches it ranks two tiers up, as
+#: :func:`.items.tier_of` has it (contested, corrected and faded memories keep theirs).
+_FOCUSED_TIER_SQL = (
+    "CASE section WHEN 'doubts' THEN 0 WHEN 'anomalies' THEN 0 WHEN 'corrections' THEN 1 "
+    "WHEN 'faded' THEN 6 ELSE CASE WHEN section IN ('told', 'people') "
+    "OR coalesce(importance, 0.0) >= 0.5 THEN 4 ELSE 5 END - 2 * (matched > 0) END"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Cut:
     """A section whose protected items were read only up to the first ``read``, in rank
@@ -403,37 +418,68 @@ class Bounded:
 
 
 def _protected_rows(
-    reader: Reader, world: str, resident: str, today: float, limit: int
+    reader: Reader,
+    world: str,
+    resident: str,
+    today: float,
+    limit: int,
+    matched: Callable[..., int] | None = None,
 ) -> tuple[list[Belief], dict[str, Cut]]:
     """The best ``limit`` protected beliefs of each section, in rank order, and where each
     section was cut (the best one left unread bounds all the others): contested and
     corrected ones ranked per state on the covering partial index ``beliefs_shown`` (one tier
     each), those with an active intervention on the partial index ``beliefs_intervened``
-    (per section); then only the chosen rows are read, by primary key."""
+    (per section); then only the chosen rows are read, by primary key.
+
+    For a focus, ``matched`` counts the focus terms a row matches (:func:`.ranking.row_matches`);
+    it is registered as :data:`MATCHED_SQL`'s function for these queries, which then rank by
+    the focused tier and score (reading each protected row, no longer only its index entry)."""
     params = {"world": world, "resident": resident, "today": today, "limit": limit}
+    score, tampered, tier = _SCORE_SQL, "", _TIER_SQL
+    beliefs = (
+        "beliefs WHERE world = :world AND resident = :resident "
+        "AND intervention IN ('implanted', 'distorted') "
+        f"AND state NOT IN ('doubtful', 'anomalous', 'corrected') AND {_SHOWN}"
+    )
+    if matched is not None:
+        score = f"3.0 * (1 - pow(0.5, {MATCHED_SQL})) + {_SCORE_SQL}"
+        # the terms each tampered-with row matches, counted once (its tier and score use it)
+        tampered = (
+            f"WITH tampered AS MATERIALIZED (SELECT root, updated_day, importance, confidence, "
+            f"{SECTION_SQL} AS section, {MATCHED_SQL} AS matched FROM {beliefs}) "
+        )
+        beliefs, tier = "tampered", _FOCUSED_TIER_SQL
+        reader.conn.create_function(MATCHED_SQL.split("(")[0], 6, matched, deterministic=True)
+    inner = (
+        f"SELECT root, updated_day, importance, {SECTION_SQL} AS section, {score} AS score "
+        f"FROM {beliefs}"
+        if matched is None
+        else "SELECT root, updated_day, importance, section, matched, "
+        f"3.0 * (1 - pow(0.5, matched)) + {_SCORE_SQL} AS score FROM tampered"
+    )
     found: list[sqlite3.Row] = []
-    for state in ("doubtful", "anomalous", "corrected"):
+    try:
+        for state in ("doubtful", "anomalous", "corrected"):
+            found += _rows(
+                reader,
+                f"SELECT root, {SECTION_SQL} AS section, {score} AS score, "
+                f"CASE WHEN state = 'corrected' THEN 1 ELSE 0 END AS tier FROM beliefs "
+                f"WHERE world = :world AND resident = :resident AND state = '{state}' "
+                f"AND {_SHOWN} ORDER BY score DESC, updated_day DESC, root LIMIT :limit + 1",
+                params,
+            )
         found += _rows(
             reader,
-            f"SELECT root, {SECTION_SQL} AS section, {_SCORE_SQL} AS score, "
-            f"CASE WHEN state = 'corrected' THEN 1 ELSE 0 END AS tier FROM beliefs "
-            f"WHERE world = :world AND resident = :resident AND state = '{state}' AND {_SHOWN} "
-            "ORDER BY score DESC, updated_day DESC, root LIMIT :limit + 1",
+            f"{tampered}SELECT root, section, score, tier FROM (SELECT root, section, tier, score, "
+            "row_number() OVER (PARTITION BY section ORDER BY tier, score DESC, "
+            "updated_day DESC, root) AS n "
+            f"FROM (SELECT root, section, updated_day, score, {tier} AS tier FROM ({inner}))) "
+            "WHERE n <= :limit + 1 ORDER BY section, n",
             params,
         )
-    found += _rows(
-        reader,
-        "SELECT root, section, score, tier FROM (SELECT root, section, tier, score, "
-        "row_number() OVER (PARTITION BY section ORDER BY tier, score DESC, "
-        "updated_day DESC, root) AS n "
-        f"FROM (SELECT root, section, updated_day, score, {_TIER_SQL} AS tier FROM "
-        f"(SELECT root, updated_day, importance, {SECTION_SQL} AS section, "
-        f"{_SCORE_SQL} AS score FROM beliefs WHERE world = :world AND resident = :resident "
-        "AND intervention IN ('implanted', 'distorted') "
-        f"AND state NOT IN ('doubtful', 'anomalous', 'corrected') AND {_SHOWN}))) "
-        "WHERE n <= :limit + 1 ORDER BY section, n",
-        params,
-    )
+    finally:
+        if matched is not None:  # no closure left on the connection
+            reader.conn.create_function(MATCHED_SQL.split("(")[0], 6, None)
     chosen: list[str] = []
     cuts: dict[str, Cut] = {}
     taken: dict[str, int] = defaultdict(int)
@@ -546,27 +592,33 @@ def recall_bounded(
     lang: str,
     limit: int,
     sizes: Mapping[str, int],
+    focus: Focus | None = None,
 ) -> tuple[Recall, Bounded] | None:
-    """What an unfocused narrative of a big resident needs when its contested, corrected and
+    """What a narrative of a big resident needs when its contested, corrected and
     tampered-with memories alone overflow the budget (the rest are then only counted): the
-    best ``limit`` of those per section and its own words, promises and goals as
-    :func:`recall` reads them; every section's ``sizes`` (:func:`section_sizes`) with its
-    act and trust items counted in. The caller checks the layout stayed within what was
-    read (:func:`.packing.pack_bounded`) and falls back to :func:`recall` otherwise; None
-    when an act item would be protected."""
+    best ``limit`` of those per section, for ``focus`` (ranked in SQL by the rules of
+    :mod:`.ranking`), and its own words, promises and goals as :func:`recall` reads them;
+    every section's ``sizes`` (:func:`section_sizes`) with its act and trust items counted
+    in. The caller checks the layout stayed within what was read
+    (:func:`.packing.pack_bounded`) and falls back to :func:`recall` otherwise; None when an
+    act item would be protected."""
+    from .ranking import row_matches  # ranking reads this module's records (via items)
+
     counted = _counted_items(reader, world, resident)
     if counted is None:
         return None
     acts, sources = counted
     today = reader.world_day(world)
-    protected, cuts = _protected_rows(reader, world, resident, today, limit)
+    registry = load_registry(reader, world)
+    matched = row_matches(focus, registry) if focus else None
+    protected, cuts = _protected_rows(reader, world, resident, today, limit, matched)
     roots = [
         b.root for b in protected if b.state in (State.CORRECTED, State.DOUBTFUL, State.ANOMALOUS)
     ]
     recalled = Recall(
         resident=resident,
         day=today,
-        registry=load_registry(reader, world),
+        registry=registry,
         root_texts=load_root_texts(reader, world, lang),
         beliefs=tuple(protected),
         corrections=corrections(reader, world, resident, roots=roots),

@@ -1,0 +1,94 @@
+"""Ranking for a focus: the SQL function the bounded read ranks with matches as rank does."""
+
+from __future__ import annotations
+
+import itertools
+
+from sidecar.engine import Belief, SourceKind, State
+from sidecar.read import Focus
+from sidecar.read.items import classify_belief
+from sidecar.read.ranking import Terms, matches, rank, row_matches
+from sidecar.read.registry import Registry
+from sidecar.store.rows import dump_json
+
+REGISTRY = Registry(
+    names={
+        "bo": {"en": "Bo", "zh-Hant": "波"},
+        "kelvin": {"en": "KELVIN"},  # its subjects spell it with the Kelvin sign (K)
+        "x": {"en": "X"},  # a one-letter name never matches a subject
+        "strasse": {"en": "Straße"},  # casefolds to "strasse"
+    }
+)
+
+#: Beliefs whose fields exercise every rule: ids in lists (some stored with JSON escapes),
+#: root segments, names and terms in subjects under Unicode case folding, empty terms.
+BELIEFS = [
+    ("rumour:1", "bo said the well is dry", ("bo",), (), (), ()),
+    ("rumour:2", "the mill is fine", (), ("mill",), ("water",), ("tom",)),
+    ("relation:bo:3", "", (), (), (), ()),
+    ("fact:well:4", "THE STRASSE IS WET", (), (), (), ()),
+    ("fact:5", "Kelvin was here", (), (), (), ()),
+    ("fact:6", "x marks it", ("x",), (), (), ()),
+    ("odd:7", "波 saw gold", (), (), (), ()),
+    ("fact::8", "nothing", ('a"b', "c\\d"), ('pl"ace',), (), ("bo\\",)),
+    ("fact:9", "a ﬁre by the well", (), (), (), ("lena", "bo")),
+    ("doubt:10", "Water, Mill and Bo", (), (), ("mill",), ()),
+]
+FOCUSES = [
+    Focus(people=("bo",)),
+    Focus(people=("kelvin", "x", "strasse")),
+    Focus(people=('a"b', "c\\d", "bo\\"), places=('pl"ace',)),
+    Focus(places=("well", "MILL", "")),
+    Focus(topics=("fire", "water", "")),
+    Focus(roots=("fact:", "rumour:1", "")),
+    Focus(people=("tom", "lena"), places=("mill",), roots=("doubt",), topics=("gold",)),
+]
+
+
+def _belief(root: str, subject: str, people: tuple[str, ...], places: tuple[str, ...],
+            topics: tuple[str, ...], heard: tuple[str, ...]) -> Belief:  # fmt: skip
+    return Belief(
+        resident="mira", root=root, value=1, subject=subject, confidence=70,
+        state=State.INFLUENCING, source_kind=SourceKind.HEARSAY, source_resident_id="tom",
+        formed_day=1.0, updated_day=1.0, last_evidence_day=1.0,
+        people=people, places=places, topics=topics, heard_from=heard,
+    )  # fmt: skip
+
+
+def test_a_rows_match_count_is_what_rank_finds_for_its_belief() -> None:
+    """For every focus and belief: the SQL function, given the row as stored (lists as
+    JSON, escapes and all), counts exactly the terms :func:`matches` finds, and some
+    beliefs match each focus (so the agreement is not all zeros)."""
+    for focus in FOCUSES:
+        count = row_matches(focus, REGISTRY)
+        total = 0
+        for fields in BELIEFS:
+            root, subject, people, places, topics, heard = fields
+            expected = matches(classify_belief(_belief(*fields)), focus, REGISTRY)
+            stored = (root, subject, dump_json(list(people)), dump_json(list(places)),
+                      dump_json(list(topics)), dump_json(list(heard)))  # fmt: skip
+            assert count(*stored) == len(expected), (focus, root, expected)
+            total += len(expected)
+        assert total > 0, focus
+
+
+def test_the_matching_rules_hold_under_case_folding() -> None:
+    """A registered name or a place occurs in a subject whatever its case (Unicode case
+    folding: the Kelvin sign, ß); a one-letter name never does; an empty place or topic
+    matches only a root with an empty segment."""
+    terms = Terms.of(Focus(people=("kelvin", "strasse", "x"), places=("",)), REGISTRY)
+    assert terms.matched("fact:5", "\u212aelvin was here", (), (), ()) == ["person:kelvin"]
+    assert terms.matched("fact:4", "the strasse", (), (), ()) == ["person:strasse"]
+    assert terms.matched("fact:6", "x marks it", (), (), ()) == []
+    assert terms.matched("fact::8", "", (), (), ()) == ["place:"]
+
+
+def test_ranking_with_a_prepared_focus_is_ranking_with_the_focus() -> None:
+    """:func:`rank` prepares the focus once; each item's ``why`` lists what it matched, in
+    focus order, and a matching item ranks in the tier above its section's."""
+    items = [classify_belief(_belief(*fields)) for fields in BELIEFS]
+    focus = FOCUSES[-1]
+    ranked = rank(items, focus, 2.0, REGISTRY)
+    for item, was in itertools.zip_longest(ranked, items):
+        assert item.why is not None and item.why["matched"] == matches(was, focus, REGISTRY)
+        assert item.tier == (2 if item.why["matched"] else 4)
