@@ -22,7 +22,7 @@ from sidecar.read.narrative import _project_bounded, bounded_limits
 from sidecar.store import Reader
 
 TOWNSFOLK = ("bo", "tom", "lena", "kai", "ana")
-BUDGETS = (200, 450, 1000, 2000, 4000)
+BUDGETS = (200, 450, 1000, 2000, 4000, 8000, 20000, 50000)
 LANGS = ("en", "zh-Hant")
 
 
@@ -131,6 +131,43 @@ def test_a_focused_narrative_from_every_protected_memory_is_the_full_reads(
     assert _project_bounded(reader, WORLD, "mira", 200, "en", 10_000, focus=focus) is not None
 
 
+def _full_reads(reader: Reader, budget: int, lang: str) -> int:
+    """How many times :func:`project` reads every belief of Mira (the full read's query)."""
+    seen: list[str] = []
+    reader.conn.set_trace_callback(seen.append)
+    try:
+        project(reader, WORLD, "mira", budget=budget, lang=lang)
+    finally:
+        reader.conn.set_trace_callback(None)
+    return sum(1 for sql in seen if "ORDER BY root" in sql and "FROM beliefs WHERE" in sql
+               and "json_each" not in sql and "LIMIT" not in sql)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def doubtful(tmp_path_factory: pytest.TempPathFactory) -> Reader:
+    """The town of 1,500 steps: 632 protected memories, whose compact lines fill 20,000
+    characters though at 16 characters a line they would not."""
+    return Reader(build(tmp_path_factory.mktemp("doubtful") / "d.db", town(29, 1500)))
+
+
+def test_a_big_budget_whose_protected_lines_may_overflow_is_read_bounded(doubtful: Reader) -> None:
+    """Budget 20,000: the protected memories are too few to surely overflow it
+    (``BOUNDED_LINE``) but may (``BOUNDED_LONG``); the bounded read is tried and answers,
+    never reading all her beliefs, with the full read's narrative."""
+    from sidecar.read.narrative import BOUNDED_LINE, BOUNDED_LONG
+    from sidecar.read.recall import section_sizes
+
+    sizes, intervened = section_sizes(doubtful, WORLD, "mira")
+    protected = intervened + sizes["doubts"] + sizes["anomalies"] + sizes["corrections"]
+    assert protected * BOUNDED_LINE <= 20_000 < protected * BOUNDED_LONG
+    for lang in LANGS:
+        assert _full_reads(doubtful, 20_000, lang) == 0, lang
+        fast = project(doubtful, WORLD, "mira", budget=20_000, lang=lang)
+        full = project(doubtful, WORLD, "mira", budget=20_000, lang=lang, bounded=False)
+        assert fast.to_dict() == full.to_dict() and fast.compressed, lang
+    assert _full_reads(doubtful, 50_000, "en") == 1  # all fit: the full read answers
+
+
 def test_a_small_first_read_that_falls_short_is_not_used(reader: Reader) -> None:
     """Reading only two protected memories per section cannot cover a layout of many lines:
     the bounded read says so (None) rather than answering from too little."""
@@ -151,7 +188,7 @@ def test_the_query_benchmarks_resident_reads_the_same_both_ways(
     reader = Reader(path)
     try:
         for lang in LANGS:
-            for budget in (300, 2000, 6000):
+            for budget in (300, 2000, 6000, 20000, 50000):
                 fast = project(reader, WORLD, "mira", budget=budget, lang=lang)
                 full = project(reader, WORLD, "mira", budget=budget, lang=lang, bounded=False)
                 assert fast.to_dict() == full.to_dict(), (lang, budget)
@@ -162,7 +199,7 @@ def test_the_query_benchmarks_resident_reads_the_same_both_ways(
 
 # -- the social read: many plain facts, few doubts (recall.recall_social) -------------------
 
-SOCIAL_BUDGETS = (200, 450, 1000, 2000, 4000, 8000)
+SOCIAL_BUDGETS = (200, 450, 1000, 2000, 4000, 8000, 20000, 50000)
 
 
 def calm_town(

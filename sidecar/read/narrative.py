@@ -201,7 +201,8 @@ def project(
         protected = intervened + sum(
             sizes.get(s, 0) for s in ("doubts", "anomalies", "corrections")
         )
-        if protected * BOUNDED_LINE > budget:  # else they will likely fit
+        likely = protected * BOUNDED_LINE > budget  # else they will likely fit
+        if likely or (not focus and protected * BOUNDED_LONG > budget):  # or they may not
             # A focus moves memories up by what they match, which SQL does not rank: then
             # every protected memory is read (and ranked here), the rest still only counted.
             limits = (protected,) if focus else bounded_limits(budget)
@@ -209,10 +210,11 @@ def project(
                 found = _project_bounded(reader, world, resident, budget, lang, limit, sizes, focus)
                 if found is not None:
                     return found
-        elif (
-            not focus
+        if (
+            not likely
+            and not focus
             and not intervened
-            and budget <= SOCIAL_BUDGET
+            and (budget <= SOCIAL_BUDGET or social(sizes) * BOUNDED_LONG > budget)
             and plain(sizes) * BOUNDED_LINE > budget
         ):
             # Many plain facts, few doubts: read all but the plain facts, which are counted
@@ -236,14 +238,28 @@ def project(
 BOUNDED_LINE = 16
 
 
-#: Largest budget a social read (:func:`_project_social`) is tried for: beyond it the plain
-#: facts are likely to get lines (only a guess: the read checks itself either way).
+#: Most characters a protected line, or a social one, is taken to cost at most when deciding
+#: whether theirs might overflow the budget (only a guess: the read checks itself either way):
+#: up to it, a bounded read is tried even where :data:`BOUNDED_LINE` says they will likely
+#: fit, and a social read at budgets above :data:`SOCIAL_BUDGET` (a reply of 50,000
+#: characters from a resident whose doubts or rumours alone fill it costs what it shows).
+BOUNDED_LONG = 64
+
+
+#: Largest budget a social read (:func:`_project_social`) is always tried for: beyond it the
+#: plain facts are likely to get lines unless the other memories alone might fill the budget
+#: (:data:`BOUNDED_LONG`; only a guess: the read checks itself either way).
 SOCIAL_BUDGET = 8000
 
 
 def plain(sizes: Mapping[str, int]) -> int:
     """How many faded memories and sure or believed facts a resident holds."""
     return sum(sizes.get(s, 0) for s in ("sure", "believe", "faded"))
+
+
+def social(sizes: Mapping[str, int]) -> int:
+    """How many memories a social read (:func:`_project_social`) words: all but the plain."""
+    return sum(sizes.values()) - plain(sizes)
 
 
 def _project_social(
