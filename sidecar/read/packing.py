@@ -191,6 +191,13 @@ def _protected(
     of each section a bounded read left out (:func:`pack_bounded`).
     """
     trace = trace or Trace()
+    texts: dict[int, str] = {}  # each compact line worded once, whichever layout tries it
+
+    def compact(item: Phrased) -> str:
+        text = texts.get(id(item))
+        if text is None:
+            text = texts[id(item)] = item.compact()
+        return text
 
     def fitting(make: Callable[[Phrased], str], short: bool) -> Layout | None:
         # Costs only grow: the first line past the room settles it, and the lines after it
@@ -205,10 +212,10 @@ def _protected(
         return layout
 
     for heads in dict.fromkeys((short, True)):
-        found = fitting(Phrased.compact, heads)
+        found = fitting(compact, heads)
         if found is not None:
             return found
-    return _counted(items, words, room, extra or {}, trace)
+    return _counted(items, words, room, extra or {}, trace, compact)
 
 
 _COUNTED = ("doubts", "anomalies", "corrections")
@@ -237,7 +244,12 @@ def _round_robin(items: list[Phrased]) -> list[tuple[int, Phrased]]:
 
 
 def _counted(
-    items: list[Phrased], words: Words, room: int, extra: Mapping[str, int], trace: Trace
+    items: list[Phrased],
+    words: Words,
+    room: int,
+    extra: Mapping[str, int],
+    trace: Trace,
+    compact: Callable[[Phrased], str] = Phrased.compact,
 ) -> Layout:
     """Spell out whole lines in turn while they fit; count the rest of each section.
 
@@ -259,7 +271,7 @@ def _counted(
     trace.exhausted = True
     for turn, item in _round_robin(items):
         trace.turns = max(trace.turns, turn + 1)
-        text = item.compact()
+        text = compact(item)
         if not layout.fits(item.section, text, room):
             trace.exhausted = False
             break
@@ -380,10 +392,18 @@ def _cheapest(layout: Layout, kind: str, unit: list[Phrased], room: int) -> _Pla
     fit), remembering its full form for the detail pass; None when nothing fits."""
     words = layout.words
     first = unit[0]
+    if layout.used + layout.line_cost(first.section, "") > room:
+        return None  # not even an empty line fits: the unit is never worded
     if kind == "merge":
         assert first.group is not None
         most = min(len(unit), MERGE_MAX_ITEMS)
-        parts = [i.compact(MERGE_ITEM_SUBJECT) for i in unit[:most]]
+        parts = [first.compact(MERGE_ITEM_SUBJECT)]
+        # Every merged line of the unit starts with its first item: when that one alone
+        # does not fit, none does, and the others are never worded.
+        least = words.merged.format(k=words.name(first.group), items=parts[0])
+        if not layout.fits(first.section, least, room):
+            return None
+        parts += [i.compact(MERGE_ITEM_SUBJECT) for i in unit[1:most]]
         for shown in range(most, 0, -1):
             text = _merged_text(words, first.group, unit, shown, parts)
             if layout.fits(first.section, text, room):
