@@ -60,7 +60,16 @@ from .phrasing import narrative_words, phrase
 from .promises import own_items
 from .queries import NotFound, resident_known
 from .ranking import Focus, rank
-from .recall import Cut, recall, recall_bounded, recall_social, section_sizes
+from .recall import (
+    Cut,
+    Recall,
+    recall,
+    recall_bounded,
+    recall_social,
+    recall_told,
+    section_sizes,
+    told_ceiling,
+)
 from .wording import SECTIONS, Words, words_for
 
 __all__ = ["MIN_BUDGET", "Focus", "Narrative", "entry", "project", "ranked_items"]
@@ -263,15 +272,35 @@ def social(sizes: Mapping[str, int]) -> int:
 
 
 def _project_social(
-    reader: Reader, world: str, resident: str, budget: int, lang: str, sizes: Mapping[str, int]
-) -> Narrative | None:
+    reader: Reader, world: str, resident: str, budget: int, lang: str, sizes: Mapping[str, int],
+    *, told: bool = True,
+) -> Narrative | None:  # fmt: skip
     """The unfocused narrative of a big resident whose contested memories fit the budget,
     from a read of all but its plain facts and faded memories (:func:`.recall.recall_social`),
     which are only counted: the same pipe, and :func:`.packing.pack_social` answers only
-    when none of them could have had a line. None otherwise (then the full read answers)."""
-    recalled = recall_social(reader, world, resident, lang)
+    when none of them could have had a line. None otherwise (then the full read answers).
+    It first leaves the rumours unread too; ``told=False``: only that."""
+    recalled = recall_social(reader, world, resident, lang, told=False)
     if recalled is None:
         return None
+    unread = told_ceiling(reader, world, resident, recalled.day)
+    if unread is not None:
+        # First with the rumours unread too (often the acts, people and doubts already
+        # fill the budget before their rank), then with them read.
+        ahead = (unread.tier, round(unread.score, 4) + 1e-4)  # every one ranks at most here
+        found = _social(resident, budget, lang, sizes, recalled, ahead, unread.read)
+        if found is not None or not told:
+            return found
+        recalled = recall_told(reader, world, resident, recalled)
+    return _social(resident, budget, lang, sizes, recalled)
+
+
+def _social(
+    resident: str, budget: int, lang: str, sizes: Mapping[str, int], recalled: Recall,
+    ahead: tuple[int, float] | None = None, told: int = 0,
+) -> Narrative | None:  # fmt: skip
+    """The pipe of :func:`_project_social` on one read; ``told`` rumours were left unread,
+    ranking at most ``ahead``."""
     items = classify(recalled)
     items += own_items(resident, recalled.own)
     items = rank(items, Focus(), recalled.day, recalled.registry)
@@ -282,9 +311,11 @@ def _project_social(
     unread = {s: n - read[s] for s, n in sizes.items() if n != read[s]}
     if any(n < 0 for n in unread.values()):
         return None  # the counts and the read disagree: never answer from them
+    if ahead is not None and unread.get("told", 0) != told:
+        return None  # nor when they disagree on the rumours left unread
     words = narrative_words(lang, recalled)
     phrased = phrase(items, words, recalled.day)
-    layout = pack_social(phrased, words, budget, unread)
+    layout = pack_social(phrased, words, budget, unread, ahead)
     if layout is None:
         return None
     return _narrative(resident, lang, budget, layout, items, words, unread, Focus(), recalled.day)

@@ -458,13 +458,15 @@ def _compressed(
     room: int,
     short: bool,
     unread: Mapping[str, int] | None = None,
+    ahead: tuple[int, float] | None = None,
 ) -> Layout | None:
     """The compressed layout: breadth, then detail, then background (see :func:`pack`), of
     the ``protected`` items and the other items' ``units`` (:func:`_units`; both in priority
     order, computed once for both tries of :func:`pack`).
 
     ``unread`` counts, per section, background memories a bounded read left out
-    (:func:`pack_social`): None when one of them might have had a line."""
+    (:func:`pack_social`), and rumours when ``ahead`` bounds their rank (tier, highest
+    rounded score): None when one of them might have had a line."""
     layout = _protected(protected, words, room, short=short)
     if layout.summary is not None or layout.counts:
         return layout  # even the contested and corrected beliefs had to be counted
@@ -477,15 +479,24 @@ def _compressed(
     background = [u for u in units if not u[1][0].item.relevant and u[1][0].key[0] > BREADTH_TIER]
     # 1. breadth and detail for what bears on the focus (with a focus), then 2. for the rest
     # of what matters: every memory in its short form, then full sentences section by section
+    unread = unread or {}
+    social = {s: n for s, n in unread.items() if n and s not in _BULK_SECTIONS}
     for band in (focused, general):
         for kind, unit in band:
+            if band is general and ahead is not None and not _before(unit[0], ahead):
+                # The unread rumours would be tried from here on: only when
+                # not even their emptiest line fits do none of them ever get one.
+                if _closed(layout, social, room) is None:
+                    return None
+                ahead = None
             found = _cheapest(layout, kind, unit, room)
             if found is not None:
                 placed.append(found)
         if band is focused:
             _detail(layout, [p for p in placed if _relevant(p.line)], room)
+    if ahead is not None and _closed(layout, social, room) is None:
+        return None  # they come last, and one might still fit
     _detail(layout, placed, room)
-    unread = unread or {}
     closed = _closed(layout, unread, room)
     if closed is None:
         return None
@@ -496,6 +507,13 @@ def _compressed(
     if closed != {s for s in unread if unread[s] and s in layout._sections}:
         return None  # never happens: only an unread memory could open their sections
     return layout
+
+
+def _before(item: Phrased, ahead: tuple[int, float]) -> bool:
+    """Whether ``item`` ranks before every item of tier ``ahead[0]`` scoring at most
+    ``ahead[1]`` (so it is laid out before any of them)."""
+    tier, score = ahead
+    return item.key[0] < tier or (item.key[0] == tier and -item.key[1] > score)
 
 
 def _closed(layout: Layout, unread: Mapping[str, int], room: int) -> set[str] | None:
@@ -637,7 +655,11 @@ def pack(items: list[Phrased], words: Words, budget: int) -> tuple[Layout, bool]
 
 
 def pack_social(
-    items: list[Phrased], words: Words, budget: int, unread: Mapping[str, int]
+    items: list[Phrased],
+    words: Words,
+    budget: int,
+    unread: Mapping[str, int],
+    ahead: tuple[int, float] | None = None,
 ) -> Layout | None:
     """What :func:`pack` gives for ``items`` plus ``unread`` background memories per section
     (faded ones, plain sure and believed facts: :func:`.recall.recall_social`), when that can
@@ -645,14 +667,21 @@ def pack_social(
     sections alone pass the budget), the unread memories are all background, never in a
     family or merged line with a read one, and no room is left for even the emptiest line
     of theirs when the background pass starts (:func:`_closed`); then they are only counted.
-    None otherwise."""
+    None otherwise.
+
+    With ``ahead`` (the tier and highest rounded score of any of them), unread rumours
+    (section ``told``) are counted too, when no read one could share a line with them and no
+    room is left for even the emptiest line of theirs where the breadth pass reaches their
+    rank."""
     if budget < MIN_BUDGET:
         raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")
-    if any(n and s not in _BULK_SECTIONS for s, n in unread.items()):
+    counted = _BULK_SECTIONS if ahead is None else _BULK_SECTIONS | {"told"}
+    if any(n and s not in counted for s, n in unread.items()):
         return None
     ordered = sorted(items, key=lambda i: i.key)
     if any(
-        i.section in _BULK_SECTIONS and not i.protected and unread.get(i.section) for i in ordered
+        i.section in counted and not i.protected and i.item.from_belief and unread.get(i.section)
+        for i in ordered
     ):
         return None  # a read memory that could share a family or a line with unread ones
     if not _longer(ordered, budget):
@@ -661,11 +690,11 @@ def pack_social(
     room = budget - (len(words.omitted(max(total, 2))) + 2)
     protected = [i for i in ordered if i.protected]
     units = _units([i for i in ordered if not i.protected])
-    best = _compressed(protected, units, words, room, short=False, unread=unread)
+    best = _compressed(protected, units, words, room, short=False, unread=unread, ahead=ahead)
     if best is None:
         return None
     if len(best.included()) < total and not best.short:
-        short = _compressed(protected, units, words, room, short=True, unread=unread)
+        short = _compressed(protected, units, words, room, short=True, unread=unread, ahead=ahead)
         if short is None:
             return None
         if (len(short.included()), _fuller(short)) > (len(best.included()), _fuller(best)):

@@ -15,7 +15,7 @@ import heapq
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -42,7 +42,10 @@ __all__ = [
     "recall",
     "recall_bounded",
     "recall_own",
+    "recall_social",
+    "recall_told",
     "section_sizes",
+    "told_ceiling",
 ]
 
 
@@ -598,12 +601,32 @@ _SOCIAL = (
 )
 
 
-def recall_social(reader: Reader, world: str, resident: str, lang: str) -> Recall | None:
+#: :data:`_SOCIAL` but for the rumours still held (``told=False`` of :func:`recall_social`;
+#: :func:`recall_told` reads them).
+_SOCIAL_FEW = (
+    "(state IN ('doubtful', 'anomalous', 'corrected') "
+    "OR intervention IN ('implanted', 'distorted') "
+    "OR (root >= 'action:' AND root < 'action;') "
+    "OR (state = 'influencing' AND root >= 'relation:' AND root < 'relation;'))"
+)
+#: The rumours still held that :data:`_SOCIAL_FEW` leaves out (section ``told``, neither
+#: about people nor tampered with): a range of the covering index ``beliefs_shown``.
+_TOLD = (
+    f"{_SHOWN} AND state = 'influencing' AND source_kind = 'hearsay' "
+    "AND NOT (root >= 'relation:' AND root < 'relation;') "
+    "AND (intervention IS NULL OR intervention NOT IN ('implanted', 'distorted'))"
+)
+
+
+def recall_social(
+    reader: Reader, world: str, resident: str, lang: str, *, told: bool = True
+) -> Recall | None:
     """What an unfocused narrative of a big resident needs when its plain facts and faded
     memories are only to be counted (:func:`.packing.pack_social` checks they could never
     have had a line): :func:`recall` but for those beliefs. None when a plain fact is
     notable (it would rank with what the resident was told, in a family or a merged line
-    with unread ones)."""
+    with unread ones). ``told=False``: the rumours it holds are left unread too
+    (:func:`told_ceiling` bounds their rank, :func:`recall_told` reads them)."""
     from .items import NOTABLE_AT  # items reads this module's records
 
     ((notable,),) = _rows(
@@ -618,13 +641,42 @@ def recall_social(reader: Reader, world: str, resident: str, lang: str) -> Recal
         return None
     # Beliefs told by several people are candidates for their sources (sources._chosen, the
     # most recent first) whatever their section: read too, so the same ones get them.
+    social = _SOCIAL if told else _SOCIAL_FEW
     rows = _rows(
         reader,
-        f"SELECT {_BELIEF_COLUMNS}, {_SOCIAL} FROM beliefs WHERE world = ? AND resident = ? "
-        f"AND (root < 'believes:' OR root >= 'believes;') AND ({_SOCIAL} "
+        f"SELECT {_BELIEF_COLUMNS}, {social} FROM beliefs WHERE world = ? AND resident = ? "
+        f"AND (root < 'believes:' OR root >= 'believes;') AND ({social} "
         "OR (heard_from <> '[]' AND json_array_length(heard_from) > 1)) ORDER BY root",
         (world, resident),
     )
     read = _from_rows(rows)
     beliefs = tuple(b for b, r in zip(read, rows, strict=True) if r[-1])
     return _recalled(reader, world, resident, lang, beliefs, read)
+
+
+def told_ceiling(reader: Reader, world: str, resident: str, today: float) -> Cut | None:
+    """How many rumours :func:`recall_social` left unread with ``told=False`` (``read``, their
+    number) and the best unrounded score among them (all rank in tier 4 without a focus);
+    None when there are none. Counted and ranked on a range of ``beliefs_shown`` alone."""
+    ((count, best),) = _rows(
+        reader,
+        f"SELECT count(*), max({_SCORE_SQL}) FROM beliefs "
+        f"WHERE world = :world AND resident = :resident AND {_TOLD}",
+        {"world": world, "resident": resident, "today": today},
+    )
+    return Cut(count, 4, best) if count else None
+
+
+def recall_told(reader: Reader, world: str, resident: str, recalled: Recall) -> Recall:
+    """``recalled`` (:func:`recall_social` with ``told=False``) with the rumours it left
+    unread: what :func:`recall_social` reads with ``told=True``, but for suppressed memories
+    (which no section shows)."""
+    added = _from_rows(
+        _rows(
+            reader,
+            f"SELECT {_BELIEF_COLUMNS} FROM beliefs WHERE world = ? AND resident = ? AND {_TOLD}",
+            (world, resident),
+        )
+    )
+    beliefs = tuple(sorted((*recalled.beliefs, *added), key=lambda b: b.root))
+    return replace(recalled, beliefs=beliefs)
