@@ -322,7 +322,7 @@ def test_a_calm_residents_rumours_are_counted_and_ranked_on_an_index_range(db: P
         recalled = recall_social(reader, WORLD, "alice", "en", told=False)
         assert recalled is not None
         told_ceiling(reader, WORLD, "alice", recalled.day)
-        recall_told(reader, WORLD, "alice", recalled)
+        recall_told(reader, WORLD, "alice")
     finally:
         reader.conn.set_trace_callback(None)
         reader.close()

@@ -46,15 +46,17 @@ rules are in :mod:`.packing`.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from protocol import TAGS_SHOWN
 
+from ..engine import Belief
 from ..engine.texts import wire_text
 from ..store import Reader
-from .items import Item, classify
+from .items import Item, belief_items, classify
 from .packing import MIN_BUDGET, Horizon, Layout, pack, pack_bounded, pack_social
 from .phrasing import narrative_words, phrase
 from .promises import own_items
@@ -283,27 +285,40 @@ def _project_social(
     recalled = recall_social(reader, world, resident, lang, told=False)
     if recalled is None:
         return None
+    items = classify(recalled)
+    items += own_items(resident, recalled.own)
+    items = rank(items, Focus(), recalled.day, recalled.registry)
     unread = told_ceiling(reader, world, resident, recalled.day)
     if unread is not None:
         # First with the rumours unread too (often the acts, people and doubts already
         # fill the budget before their rank), then with them read.
         ahead = (unread.tier, round(unread.score, 4) + 1e-4)  # every one ranks at most here
-        found = _social(resident, budget, lang, sizes, recalled, ahead, unread.read)
+        found = _social(resident, budget, lang, sizes, recalled, items, ahead, unread.read)
         if found is not None or not told:
             return found
-        recalled = recall_told(reader, world, resident, recalled)
-    return _social(resident, budget, lang, sizes, recalled)
+        recalled, items = _with_told(recalled, items, recall_told(reader, world, resident))
+    return _social(resident, budget, lang, sizes, recalled, items)
+
+
+def _with_told(
+    recalled: Recall, items: list[Item], told: tuple[Belief, ...]
+) -> tuple[Recall, list[Item]]:
+    """``recalled`` and its ranked ``items`` with the ``told`` beliefs added: what the read
+    and the pipe up to wording give with them, only the added ones classified and ranked
+    (the items of beliefs come first, in root order; each is ranked on its own)."""
+    n = sum(1 for i in items if i.from_belief)  # the items of beliefs come first
+    added = rank(belief_items(recalled, told), Focus(), recalled.day, recalled.registry)
+    merged = list(heapq.merge(items[:n], added, key=lambda i: i.belief.root))
+    beliefs = tuple(heapq.merge(recalled.beliefs, told, key=lambda b: b.root))
+    return replace(recalled, beliefs=beliefs), merged + items[n:]
 
 
 def _social(
     resident: str, budget: int, lang: str, sizes: Mapping[str, int], recalled: Recall,
-    ahead: tuple[int, float] | None = None, told: int = 0,
+    items: list[Item], ahead: tuple[int, float] | None = None, told: int = 0,
 ) -> Narrative | None:  # fmt: skip
-    """The pipe of :func:`_project_social` on one read; ``told`` rumours were left unread,
-    ranking at most ``ahead``."""
-    items = classify(recalled)
-    items += own_items(resident, recalled.own)
-    items = rank(items, Focus(), recalled.day, recalled.registry)
+    """The pipe of :func:`_project_social` from the ranked ``items`` of one read; ``told``
+    rumours were left unread, ranking at most ``ahead``."""
     read = dict.fromkeys(SECTIONS, 0)
     for item in items:
         if item.from_belief:

@@ -518,18 +518,62 @@ def _before(item: Phrased, ahead: tuple[int, float]) -> bool:
 
 def _closed(layout: Layout, unread: Mapping[str, int], room: int) -> set[str] | None:
     """Which sections of the ``unread`` memories already have a heading, when not even the
-    emptiest line of any of them ("- ", a newline, and its heading if new) fits what is
-    left; None when one might. The background pass only adds to what is used, so then none
-    of them ever gets a line, whatever it says."""
+    emptiest line of any of them ("- ", a newline, its heading if new, and the words of its
+    templates, :func:`_least`) fits what is left; None when one might. The background pass
+    only adds to what is used, so then none of them ever gets a line, whatever it says."""
     opened = {s for s in unread if unread[s] and s in layout._sections}
     for section, n in unread.items():
-        if (
-            n
-            and layout.used + (0 if section in opened else len(layout.heading(section)) + 2) + 3
-            <= room
-        ):
+        heading = 0 if section in opened else len(layout.heading(section)) + 2
+        if n and layout.used + heading + 3 + _least(layout.words, section) <= room:
             return None
     return opened
+
+
+class _Blank(dict[str, str]):
+    """Every field of a template empty."""
+
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def _bare(template: str) -> int:
+    """How long ``template`` is with every field empty."""
+    return len(template.format_map(_Blank()))
+
+
+def _least(words: Words, section: str) -> int:
+    """The fewest characters the text of a line of an unprotected sure, believed or faded
+    memory, or a rumour, of ``section`` can have (0 for any other): what its templates say
+    around the subject, whatever the subject, in each form :func:`_cheapest` may choose —
+    its full sentence (with its day and full stop) or its compact form, a merged line, a
+    bulk line."""
+    dated = min(_bare(words.dated), _bare(words.dated_unconfirmed)) + len(words.stop)
+    singles = {
+        "sure": [_bare(words.sure) + dated, 0],  # the compact form is the bare subject
+        "believe": [
+            n
+            for full, compact in (
+                (words.think, words.c_think),
+                (words.unsure, words.c_unsure),
+                (words.implanted, words.c_implanted),
+            )
+            for n in (_bare(full) + dated, _bare(compact))
+        ],
+        "faded": [
+            _bare(t) for t in (words.faded, words.faded_told, words.c_faded, words.c_faded_told)
+        ],
+        "told": [
+            _bare(words.told) + dated,
+            _bare(words.c_told),
+            _bare(words.c_told_unconfirmed),
+        ],
+    }.get(section)
+    if singles is None:
+        return 0
+    least = min(*singles, _bare(words.merged))
+    if section in _BULK_SECTIONS:
+        least = min(least, _bare(words.bulk), _bare(words.c_bulk))
+    return least
 
 
 def _relevant(line: Line) -> bool:

@@ -15,7 +15,7 @@ import heapq
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -667,16 +667,13 @@ def told_ceiling(reader: Reader, world: str, resident: str, today: float) -> Cut
     return Cut(count, 4, best) if count else None
 
 
-def recall_told(reader: Reader, world: str, resident: str, recalled: Recall) -> Recall:
-    """``recalled`` (:func:`recall_social` with ``told=False``) with the rumours it left
-    unread: what :func:`recall_social` reads with ``told=True``, but for suppressed memories
-    (which no section shows)."""
-    added = _from_rows(
-        _rows(
-            reader,
-            f"SELECT {_BELIEF_COLUMNS} FROM beliefs WHERE world = ? AND resident = ? AND {_TOLD}",
-            (world, resident),
-        )
+def recall_told(reader: Reader, world: str, resident: str) -> tuple[Belief, ...]:
+    """The rumours :func:`recall_social` with ``told=False`` left unread, in root order: with
+    them its read is what it reads with ``told=True``, but for suppressed memories (which no
+    section shows)."""
+    found = _rows(
+        reader,
+        f"SELECT {_BELIEF_COLUMNS} FROM beliefs WHERE world = ? AND resident = ? AND {_TOLD}",
+        (world, resident),
     )
-    beliefs = tuple(sorted((*recalled.beliefs, *added), key=lambda b: b.root))
-    return replace(recalled, beliefs=beliefs)
+    return tuple(sorted(_from_rows(found), key=lambda b: b.root))
