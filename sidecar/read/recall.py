@@ -563,17 +563,17 @@ def recall_bounded(
     acts, sources = counted
     today = reader.world_day(world)
     protected, cuts = _protected_rows(reader, world, resident, today, limit)
-    roots = [
-        b.root for b in protected if b.state in (State.CORRECTED, State.DOUBTFUL, State.ANOMALOUS)
-    ]
+    # A correction words only a corrected belief, a contradiction only a contested one.
+    corrected = [b.root for b in protected if b.state is State.CORRECTED]
+    contested = [b.root for b in protected if b.state in (State.DOUBTFUL, State.ANOMALOUS)]
     recalled = Recall(
         resident=resident,
         day=today,
         registry=load_registry(reader, world),
         root_texts=load_root_texts(reader, world, lang),
         beliefs=tuple(protected),
-        corrections=corrections(reader, world, resident, roots=roots),
-        contradictions=contradictions(reader, world, resident, roots=roots),
+        corrections=corrections(reader, world, resident, roots=corrected),
+        contradictions=contradictions(reader, world, resident, roots=contested),
         acts={},
         trust=(),
         said=_said(reader, world, resident),
