@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -327,10 +327,11 @@ def recall(reader: Reader, world: str, resident: str, lang: str) -> Recall:
 
 def _recalled(
     reader: Reader, world: str, resident: str, lang: str,
-    beliefs: tuple[Belief, ...], told: Sequence[Belief],
+    beliefs: tuple[Belief, ...], told: Sequence[Belief], wanted: Collection[str] | None = None,
 ) -> Recall:  # fmt: skip
     """The rest of a recall around its ``beliefs``; ``told`` are the beliefs whose tellers
-    are looked up (the beliefs themselves, or a wider read of them)."""
+    are looked up (the beliefs themselves, or a wider read of them), of the roots ``wanted``
+    (None: all)."""
     found_corrections = corrections(reader, world, resident)
     return Recall(
         resident=resident,
@@ -343,7 +344,7 @@ def _recalled(
         acts=_acts(reader, world, resident),
         trust=_trust(reader, world, resident),
         said=_said(reader, world, resident),
-        sources=load_sources(reader, world, resident, told, found_corrections),
+        sources=load_sources(reader, world, resident, told, found_corrections, wanted),
         own=recall_own(reader, world, resident),
     )
 
@@ -644,14 +645,17 @@ def recall_social(
     social = _SOCIAL if told else _SOCIAL_FEW
     rows = _rows(
         reader,
-        f"SELECT {_BELIEF_COLUMNS}, {social} FROM beliefs WHERE world = ? AND resident = ? "
-        f"AND (root < 'believes:' OR root >= 'believes;') AND ({social} "
+        f"SELECT {_BELIEF_COLUMNS}, {_SOCIAL}, {social} FROM beliefs WHERE world = ? "
+        f"AND resident = ? AND (root < 'believes:' OR root >= 'believes;') AND ({_SOCIAL} "
         "OR (heard_from <> '[]' AND json_array_length(heard_from) > 1)) ORDER BY root",
         (world, resident),
     )
     read = _from_rows(rows)
     beliefs = tuple(b for b, r in zip(read, rows, strict=True) if r[-1])
-    return _recalled(reader, world, resident, lang, beliefs, read)
+    # A plain fact told by several still takes its place among those whose tellers are
+    # named, but no line of this read is ever its own: its tellers are not looked up.
+    wanted = {b.root for b, r in zip(read, rows, strict=True) if r[-2]}
+    return _recalled(reader, world, resident, lang, beliefs, read, wanted)
 
 
 def told_ceiling(reader: Reader, world: str, resident: str, today: float) -> Cut | None:
