@@ -391,3 +391,37 @@ def test_an_explain_page_reads_a_day_range_of_the_belief_evidence(db: Path) -> N
     assert len(ranged) == 1 and ranged[0][0] == (
         "SEARCH ev USING INDEX evidence_by_belief (world=? AND resident=? AND root=? AND day>?)"
     ), plans
+
+
+def test_a_calm_residents_rumours_are_counted_and_ranked_on_an_index_range(db: Path) -> None:
+    """The social read that leaves her rumours unread (``recall_social`` with
+    ``told=False``) counts them and finds the best one's score on a range of the covering
+    index ``beliefs_shown`` (no row read), and reads them, when it must, on that range."""
+    from sidecar.read.recall import recall_social, recall_told, told_ceiling
+
+    reader = Reader(db)
+    seen: list[str] = []
+    reader.conn.set_trace_callback(seen.append)
+    try:
+        recalled = recall_social(reader, WORLD, "alice", "en", told=False)
+        assert recalled is not None
+        told_ceiling(reader, WORLD, "alice", recalled.day)
+        recall_told(reader, WORLD, "alice")
+    finally:
+        reader.conn.set_trace_callback(None)
+        reader.close()
+    conn = sqlite3.connect(db)
+    try:
+
+        def plan(*markers: str) -> str:
+            (found,) = [s for s in seen if all(m in s for m in markers)]
+            return " ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + found))
+
+        rumours = "AND source_kind = 'hearsay' AND NOT (root >= 'relation:'"
+        rank = "(world=? AND resident=? AND state=? AND source_kind=?)"
+        assert f"COVERING INDEX beliefs_shown {rank}" in plan("count(*), max(pow(", rumours)
+        assert f"INDEX beliefs_shown {rank}" in plan("SELECT resident, root", rumours)
+        read = plan("OR (state = 'influencing' AND root >= 'relation:'")
+        assert "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=?" in read, read
+    finally:
+        conn.close()

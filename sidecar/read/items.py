@@ -9,7 +9,7 @@ wording happens here (that is :mod:`.phrasing`), no ranking (:mod:`.ranking`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -33,6 +33,7 @@ __all__ = [
     "Acts",
     "Item",
     "Trust",
+    "belief_items",
     "classify",
     "classify_belief",
     "tier_of",
@@ -337,16 +338,7 @@ def classify(recalled: Recall) -> list[Item]:
     action it did or saw done (acts whose belief is gone are left out), one per source in its
     trust table."""
     resident = recalled.resident
-    items = [
-        classify_belief(
-            b,
-            recalled.corrections.get((resident, b.root)),
-            recalled.contradictions.get((resident, b.root)),
-            recalled.sources.get(b.root),
-        )
-        for b in recalled.beliefs
-        if not b.root.startswith(_NOT_PHRASED) and b.intervention is not Intervention.SUPPRESSED
-    ]
+    items = belief_items(recalled, recalled.beliefs)
     by_root = {b.root: b for b in recalled.beliefs if b.root.startswith("action:")}
     items += [
         _act_item(resident, by_root[root], acts)
@@ -356,6 +348,22 @@ def classify(recalled: Recall) -> list[Item]:
     items += [_trust_item(resident, record) for record in recalled.trust]
     items += _said_items(recalled)
     return items
+
+
+def belief_items(recalled: Recall, beliefs: Iterable[Belief]) -> list[Item]:
+    """The items :func:`classify` makes of ``beliefs`` (the first of its items, in the same
+    order), with their records from ``recalled``."""
+    resident = recalled.resident
+    return [
+        classify_belief(
+            b,
+            recalled.corrections.get((resident, b.root)),
+            recalled.contradictions.get((resident, b.root)),
+            recalled.sources.get(b.root),
+        )
+        for b in beliefs
+        if not b.root.startswith(_NOT_PHRASED) and b.intervention is not Intervention.SUPPRESSED
+    ]
 
 
 def _said_items(recalled: Recall) -> list[Item]:

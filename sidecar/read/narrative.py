@@ -47,21 +47,32 @@ rules are in :mod:`.packing`.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from protocol import TAGS_SHOWN
 
+from ..engine import Belief
 from ..engine.texts import wire_text
 from ..store import Reader
-from .items import Item, classify
+from .items import Item, belief_items, classify
 from .packing import MIN_BUDGET, Horizon, Layout, pack, pack_bounded, pack_social
 from .phrasing import narrative_words, phrase
 from .promises import own_items
 from .queries import NotFound, resident_known
 from .ranking import Focus, rank
-from .recall import Cut, recall, recall_bounded, recall_social, section_sizes
+from .recall import (
+    Cut,
+    Recall,
+    recall,
+    recall_bounded,
+    recall_social,
+    recall_told,
+    section_sizes,
+    told_ceiling,
+)
 from .wording import SECTIONS, Words, words_for
 
 __all__ = ["MIN_BUDGET", "Focus", "Narrative", "entry", "project", "ranked_items"]
@@ -202,15 +213,18 @@ def project(
         protected = intervened + sum(
             sizes.get(s, 0) for s in ("doubts", "anomalies", "corrections")
         )
-        if protected * BOUNDED_LINE > budget:  # else they will likely fit
+        likely = protected * BOUNDED_LINE > budget  # else they will likely fit
+        if likely or protected * BOUNDED_LONG > budget:  # or they may not
+            # (a focus too: SQL ranks the protected memories for it, recall_bounded)
             for limit in bounded_limits(budget):
                 found = _project_bounded(reader, world, resident, budget, lang, limit, sizes, focus)
                 if found is not None:
                     return found
-        elif (
-            not focus
+        if (
+            not likely
+            and not focus
             and not intervened
-            and budget <= SOCIAL_BUDGET
+            and (budget <= SOCIAL_BUDGET or social(sizes) * BOUNDED_LONG > budget)
             and plain(sizes) * BOUNDED_LINE > budget
         ):
             # Many plain facts, few doubts: read all but the plain facts, which are counted
@@ -234,8 +248,17 @@ def project(
 BOUNDED_LINE = 16
 
 
-#: Largest budget a social read (:func:`_project_social`) is tried for: beyond it the plain
-#: facts are likely to get lines (only a guess: the read checks itself either way).
+#: Most characters a protected line, or a social one, is taken to cost at most when deciding
+#: whether theirs might overflow the budget (only a guess: the read checks itself either way):
+#: up to it, a bounded read is tried even where :data:`BOUNDED_LINE` says they will likely
+#: fit, and a social read at budgets above :data:`SOCIAL_BUDGET` (a reply of 50,000
+#: characters from a resident whose doubts or rumours alone fill it costs what it shows).
+BOUNDED_LONG = 64
+
+
+#: Largest budget a social read (:func:`_project_social`) is always tried for: beyond it the
+#: plain facts are likely to get lines unless the other memories alone might fill the budget
+#: (:data:`BOUNDED_LONG`; only a guess: the read checks itself either way).
 SOCIAL_BUDGET = 8000
 
 
@@ -244,19 +267,57 @@ def plain(sizes: Mapping[str, int]) -> int:
     return sum(sizes.get(s, 0) for s in ("sure", "believe", "faded"))
 
 
+def social(sizes: Mapping[str, int]) -> int:
+    """How many memories a social read (:func:`_project_social`) words: all but the plain."""
+    return sum(sizes.values()) - plain(sizes)
+
+
 def _project_social(
-    reader: Reader, world: str, resident: str, budget: int, lang: str, sizes: Mapping[str, int]
-) -> Narrative | None:
+    reader: Reader, world: str, resident: str, budget: int, lang: str, sizes: Mapping[str, int],
+    *, told: bool = True,
+) -> Narrative | None:  # fmt: skip
     """The unfocused narrative of a big resident whose contested memories fit the budget,
     from a read of all but its plain facts and faded memories (:func:`.recall.recall_social`),
     which are only counted: the same pipe, and :func:`.packing.pack_social` answers only
-    when none of them could have had a line. None otherwise (then the full read answers)."""
-    recalled = recall_social(reader, world, resident, lang)
+    when none of them could have had a line. None otherwise (then the full read answers).
+    It first leaves the rumours unread too; ``told=False``: only that."""
+    recalled = recall_social(reader, world, resident, lang, told=False)
     if recalled is None:
         return None
     items = classify(recalled)
     items += own_items(resident, recalled.own)
     items = rank(items, Focus(), recalled.day, recalled.registry)
+    unread = told_ceiling(reader, world, resident, recalled.day)
+    if unread is not None:
+        # First with the rumours unread too (often the acts, people and doubts already
+        # fill the budget before their rank), then with them read.
+        ahead = (unread.tier, round(unread.score, 4) + 1e-4)  # every one ranks at most here
+        found = _social(resident, budget, lang, sizes, recalled, items, ahead, unread.read)
+        if found is not None or not told:
+            return found
+        recalled, items = _with_told(recalled, items, recall_told(reader, world, resident))
+    return _social(resident, budget, lang, sizes, recalled, items)
+
+
+def _with_told(
+    recalled: Recall, items: list[Item], told: tuple[Belief, ...]
+) -> tuple[Recall, list[Item]]:
+    """``recalled`` and its ranked ``items`` with the ``told`` beliefs added: what the read
+    and the pipe up to wording give with them, only the added ones classified and ranked
+    (the items of beliefs come first, in root order; each is ranked on its own)."""
+    n = sum(1 for i in items if i.from_belief)  # the items of beliefs come first
+    added = rank(belief_items(recalled, told), Focus(), recalled.day, recalled.registry)
+    merged = list(heapq.merge(items[:n], added, key=lambda i: i.belief.root))
+    beliefs = tuple(heapq.merge(recalled.beliefs, told, key=lambda b: b.root))
+    return replace(recalled, beliefs=beliefs), merged + items[n:]
+
+
+def _social(
+    resident: str, budget: int, lang: str, sizes: Mapping[str, int], recalled: Recall,
+    items: list[Item], ahead: tuple[int, float] | None = None, told: int = 0,
+) -> Narrative | None:  # fmt: skip
+    """The pipe of :func:`_project_social` from the ranked ``items`` of one read; ``told``
+    rumours were left unread, ranking at most ``ahead``."""
     read = dict.fromkeys(SECTIONS, 0)
     for item in items:
         if item.from_belief:
@@ -264,9 +325,11 @@ def _project_social(
     unread = {s: n - read[s] for s, n in sizes.items() if n != read[s]}
     if any(n < 0 for n in unread.values()):
         return None  # the counts and the read disagree: never answer from them
+    if ahead is not None and unread.get("told", 0) != told:
+        return None  # nor when they disagree on the rumours left unread
     words = narrative_words(lang, recalled)
     phrased = phrase(items, words, recalled.day)
-    layout = pack_social(phrased, words, budget, unread)
+    layout = pack_social(phrased, words, budget, unread, ahead)
     if layout is None:
         return None
     return _narrative(resident, lang, budget, layout, items, words, unread, Focus(), recalled.day)

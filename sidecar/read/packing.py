@@ -191,6 +191,13 @@ def _protected(
     of each section a bounded read left out (:func:`pack_bounded`).
     """
     trace = trace or Trace()
+    texts: dict[int, str] = {}  # each compact line worded once, whichever layout tries it
+
+    def compact(item: Phrased) -> str:
+        text = texts.get(id(item))
+        if text is None:
+            text = texts[id(item)] = item.compact()
+        return text
 
     def fitting(make: Callable[[Phrased], str], short: bool) -> Layout | None:
         # Costs only grow: the first line past the room settles it, and the lines after it
@@ -205,10 +212,10 @@ def _protected(
         return layout
 
     for heads in dict.fromkeys((short, True)):
-        found = fitting(Phrased.compact, heads)
+        found = fitting(compact, heads)
         if found is not None:
             return found
-    return _counted(items, words, room, extra or {}, trace)
+    return _counted(items, words, room, extra or {}, trace, compact)
 
 
 _COUNTED = ("doubts", "anomalies", "corrections")
@@ -237,7 +244,12 @@ def _round_robin(items: list[Phrased]) -> list[tuple[int, Phrased]]:
 
 
 def _counted(
-    items: list[Phrased], words: Words, room: int, extra: Mapping[str, int], trace: Trace
+    items: list[Phrased],
+    words: Words,
+    room: int,
+    extra: Mapping[str, int],
+    trace: Trace,
+    compact: Callable[[Phrased], str] = Phrased.compact,
 ) -> Layout:
     """Spell out whole lines in turn while they fit; count the rest of each section.
 
@@ -259,7 +271,7 @@ def _counted(
     trace.exhausted = True
     for turn, item in _round_robin(items):
         trace.turns = max(trace.turns, turn + 1)
-        text = item.compact()
+        text = compact(item)
         if not layout.fits(item.section, text, room):
             trace.exhausted = False
             break
@@ -380,10 +392,18 @@ def _cheapest(layout: Layout, kind: str, unit: list[Phrased], room: int) -> _Pla
     fit), remembering its full form for the detail pass; None when nothing fits."""
     words = layout.words
     first = unit[0]
+    if layout.used + layout.line_cost(first.section, "") > room:
+        return None  # not even an empty line fits: the unit is never worded
     if kind == "merge":
         assert first.group is not None
         most = min(len(unit), MERGE_MAX_ITEMS)
-        parts = [i.compact(MERGE_ITEM_SUBJECT) for i in unit[:most]]
+        parts = [first.compact(MERGE_ITEM_SUBJECT)]
+        # Every merged line of the unit starts with its first item: when that one alone
+        # does not fit, none does, and the others are never worded.
+        least = words.merged.format(k=words.name(first.group), items=parts[0])
+        if not layout.fits(first.section, least, room):
+            return None
+        parts += [i.compact(MERGE_ITEM_SUBJECT) for i in unit[1:most]]
         for shown in range(most, 0, -1):
             text = _merged_text(words, first.group, unit, shown, parts)
             if layout.fits(first.section, text, room):
@@ -438,13 +458,15 @@ def _compressed(
     room: int,
     short: bool,
     unread: Mapping[str, int] | None = None,
+    ahead: tuple[int, float] | None = None,
 ) -> Layout | None:
     """The compressed layout: breadth, then detail, then background (see :func:`pack`), of
     the ``protected`` items and the other items' ``units`` (:func:`_units`; both in priority
     order, computed once for both tries of :func:`pack`).
 
     ``unread`` counts, per section, background memories a bounded read left out
-    (:func:`pack_social`): None when one of them might have had a line."""
+    (:func:`pack_social`), and rumours when ``ahead`` bounds their rank (tier, highest
+    rounded score): None when one of them might have had a line."""
     layout = _protected(protected, words, room, short=short)
     if layout.summary is not None or layout.counts:
         return layout  # even the contested and corrected beliefs had to be counted
@@ -457,15 +479,24 @@ def _compressed(
     background = [u for u in units if not u[1][0].item.relevant and u[1][0].key[0] > BREADTH_TIER]
     # 1. breadth and detail for what bears on the focus (with a focus), then 2. for the rest
     # of what matters: every memory in its short form, then full sentences section by section
+    unread = unread or {}
+    social = {s: n for s, n in unread.items() if n and s not in _BULK_SECTIONS}
     for band in (focused, general):
         for kind, unit in band:
+            if band is general and ahead is not None and not _before(unit[0], ahead):
+                # The unread rumours would be tried from here on: only when
+                # not even their emptiest line fits do none of them ever get one.
+                if _closed(layout, social, room) is None:
+                    return None
+                ahead = None
             found = _cheapest(layout, kind, unit, room)
             if found is not None:
                 placed.append(found)
         if band is focused:
             _detail(layout, [p for p in placed if _relevant(p.line)], room)
+    if ahead is not None and _closed(layout, social, room) is None:
+        return None  # they come last, and one might still fit
     _detail(layout, placed, room)
-    unread = unread or {}
     closed = _closed(layout, unread, room)
     if closed is None:
         return None
@@ -478,20 +509,71 @@ def _compressed(
     return layout
 
 
+def _before(item: Phrased, ahead: tuple[int, float]) -> bool:
+    """Whether ``item`` ranks before every item of tier ``ahead[0]`` scoring at most
+    ``ahead[1]`` (so it is laid out before any of them)."""
+    tier, score = ahead
+    return item.key[0] < tier or (item.key[0] == tier and -item.key[1] > score)
+
+
 def _closed(layout: Layout, unread: Mapping[str, int], room: int) -> set[str] | None:
     """Which sections of the ``unread`` memories already have a heading, when not even the
-    emptiest line of any of them ("- ", a newline, and its heading if new) fits what is
-    left; None when one might. The background pass only adds to what is used, so then none
-    of them ever gets a line, whatever it says."""
+    emptiest line of any of them ("- ", a newline, its heading if new, and the words of its
+    templates, :func:`_least`) fits what is left; None when one might. The background pass
+    only adds to what is used, so then none of them ever gets a line, whatever it says."""
     opened = {s for s in unread if unread[s] and s in layout._sections}
     for section, n in unread.items():
-        if (
-            n
-            and layout.used + (0 if section in opened else len(layout.heading(section)) + 2) + 3
-            <= room
-        ):
+        heading = 0 if section in opened else len(layout.heading(section)) + 2
+        if n and layout.used + heading + 3 + _least(layout.words, section) <= room:
             return None
     return opened
+
+
+class _Blank(dict[str, str]):
+    """Every field of a template empty."""
+
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def _bare(template: str) -> int:
+    """How long ``template`` is with every field empty."""
+    return len(template.format_map(_Blank()))
+
+
+def _least(words: Words, section: str) -> int:
+    """The fewest characters the text of a line of an unprotected sure, believed or faded
+    memory, or a rumour, of ``section`` can have (0 for any other): what its templates say
+    around the subject, whatever the subject, in each form :func:`_cheapest` may choose —
+    its full sentence (with its day and full stop) or its compact form, a merged line, a
+    bulk line."""
+    dated = min(_bare(words.dated), _bare(words.dated_unconfirmed)) + len(words.stop)
+    singles = {
+        "sure": [_bare(words.sure) + dated, 0],  # the compact form is the bare subject
+        "believe": [
+            n
+            for full, compact in (
+                (words.think, words.c_think),
+                (words.unsure, words.c_unsure),
+                (words.implanted, words.c_implanted),
+            )
+            for n in (_bare(full) + dated, _bare(compact))
+        ],
+        "faded": [
+            _bare(t) for t in (words.faded, words.faded_told, words.c_faded, words.c_faded_told)
+        ],
+        "told": [
+            _bare(words.told) + dated,
+            _bare(words.c_told),
+            _bare(words.c_told_unconfirmed),
+        ],
+    }.get(section)
+    if singles is None:
+        return 0
+    least = min(*singles, _bare(words.merged))
+    if section in _BULK_SECTIONS:
+        least = min(least, _bare(words.bulk), _bare(words.c_bulk))
+    return least
 
 
 def _relevant(line: Line) -> bool:
@@ -617,7 +699,11 @@ def pack(items: list[Phrased], words: Words, budget: int) -> tuple[Layout, bool]
 
 
 def pack_social(
-    items: list[Phrased], words: Words, budget: int, unread: Mapping[str, int]
+    items: list[Phrased],
+    words: Words,
+    budget: int,
+    unread: Mapping[str, int],
+    ahead: tuple[int, float] | None = None,
 ) -> Layout | None:
     """What :func:`pack` gives for ``items`` plus ``unread`` background memories per section
     (faded ones, plain sure and believed facts: :func:`.recall.recall_social`), when that can
@@ -625,14 +711,21 @@ def pack_social(
     sections alone pass the budget), the unread memories are all background, never in a
     family or merged line with a read one, and no room is left for even the emptiest line
     of theirs when the background pass starts (:func:`_closed`); then they are only counted.
-    None otherwise."""
+    None otherwise.
+
+    With ``ahead`` (the tier and highest rounded score of any of them), unread rumours
+    (section ``told``) are counted too, when no read one could share a line with them and no
+    room is left for even the emptiest line of theirs where the breadth pass reaches their
+    rank."""
     if budget < MIN_BUDGET:
         raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")
-    if any(n and s not in _BULK_SECTIONS for s, n in unread.items()):
+    counted = _BULK_SECTIONS if ahead is None else _BULK_SECTIONS | {"told"}
+    if any(n and s not in counted for s, n in unread.items()):
         return None
     ordered = sorted(items, key=lambda i: i.key)
     if any(
-        i.section in _BULK_SECTIONS and not i.protected and unread.get(i.section) for i in ordered
+        i.section in counted and not i.protected and i.item.from_belief and unread.get(i.section)
+        for i in ordered
     ):
         return None  # a read memory that could share a family or a line with unread ones
     if not _longer(ordered, budget):
@@ -641,11 +734,11 @@ def pack_social(
     room = budget - (len(words.omitted(max(total, 2))) + 2)
     protected = [i for i in ordered if i.protected]
     units = _units([i for i in ordered if not i.protected])
-    best = _compressed(protected, units, words, room, short=False, unread=unread)
+    best = _compressed(protected, units, words, room, short=False, unread=unread, ahead=ahead)
     if best is None:
         return None
     if len(best.included()) < total and not best.short:
-        short = _compressed(protected, units, words, room, short=True, unread=unread)
+        short = _compressed(protected, units, words, room, short=True, unread=unread, ahead=ahead)
         if short is None:
             return None
         if (len(short.included()), _fuller(short)) > (len(best.included()), _fuller(best)):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 import sqlite3
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +45,10 @@ __all__ = [
     "recall",
     "recall_bounded",
     "recall_own",
+    "recall_social",
+    "recall_told",
     "section_sizes",
+    "told_ceiling",
 ]
 
 
@@ -327,10 +330,11 @@ def recall(reader: Reader, world: str, resident: str, lang: str) -> Recall:
 
 def _recalled(
     reader: Reader, world: str, resident: str, lang: str,
-    beliefs: tuple[Belief, ...], told: Sequence[Belief],
+    beliefs: tuple[Belief, ...], told: Sequence[Belief], wanted: Collection[str] | None = None,
 ) -> Recall:  # fmt: skip
     """The rest of a recall around its ``beliefs``; ``told`` are the beliefs whose tellers
-    are looked up (the beliefs themselves, or a wider read of them)."""
+    are looked up (the beliefs themselves, or a wider read of them), of the roots ``wanted``
+    (None: all)."""
     found_corrections = corrections(reader, world, resident)
     return Recall(
         resident=resident,
@@ -343,7 +347,7 @@ def _recalled(
         acts=_acts(reader, world, resident),
         trust=_trust(reader, world, resident),
         said=_said(reader, world, resident),
-        sources=load_sources(reader, world, resident, told, found_corrections),
+        sources=load_sources(reader, world, resident, told, found_corrections, wanted),
         own=recall_own(reader, world, resident),
     )
 
@@ -612,17 +616,17 @@ def recall_bounded(
     registry = load_registry(reader, world)
     matched = row_matches(focus, registry) if focus else None
     protected, cuts = _protected_rows(reader, world, resident, today, limit, matched)
-    roots = [
-        b.root for b in protected if b.state in (State.CORRECTED, State.DOUBTFUL, State.ANOMALOUS)
-    ]
+    # A correction words only a corrected belief, a contradiction only a contested one.
+    corrected = [b.root for b in protected if b.state is State.CORRECTED]
+    contested = [b.root for b in protected if b.state in (State.DOUBTFUL, State.ANOMALOUS)]
     recalled = Recall(
         resident=resident,
         day=today,
         registry=registry,
         root_texts=load_root_texts(reader, world, lang),
         beliefs=tuple(protected),
-        corrections=corrections(reader, world, resident, roots=roots),
-        contradictions=contradictions(reader, world, resident, roots=roots),
+        corrections=corrections(reader, world, resident, roots=corrected),
+        contradictions=contradictions(reader, world, resident, roots=contested),
         acts={},
         trust=(),
         said=_said(reader, world, resident),
@@ -650,12 +654,32 @@ _SOCIAL = (
 )
 
 
-def recall_social(reader: Reader, world: str, resident: str, lang: str) -> Recall | None:
+#: :data:`_SOCIAL` but for the rumours still held (``told=False`` of :func:`recall_social`;
+#: :func:`recall_told` reads them).
+_SOCIAL_FEW = (
+    "(state IN ('doubtful', 'anomalous', 'corrected') "
+    "OR intervention IN ('implanted', 'distorted') "
+    "OR (root >= 'action:' AND root < 'action;') "
+    "OR (state = 'influencing' AND root >= 'relation:' AND root < 'relation;'))"
+)
+#: The rumours still held that :data:`_SOCIAL_FEW` leaves out (section ``told``, neither
+#: about people nor tampered with): a range of the covering index ``beliefs_shown``.
+_TOLD = (
+    f"{_SHOWN} AND state = 'influencing' AND source_kind = 'hearsay' "
+    "AND NOT (root >= 'relation:' AND root < 'relation;') "
+    "AND (intervention IS NULL OR intervention NOT IN ('implanted', 'distorted'))"
+)
+
+
+def recall_social(
+    reader: Reader, world: str, resident: str, lang: str, *, told: bool = True
+) -> Recall | None:
     """What an unfocused narrative of a big resident needs when its plain facts and faded
     memories are only to be counted (:func:`.packing.pack_social` checks they could never
     have had a line): :func:`recall` but for those beliefs. None when a plain fact is
     notable (it would rank with what the resident was told, in a family or a merged line
-    with unread ones)."""
+    with unread ones). ``told=False``: the rumours it holds are left unread too
+    (:func:`told_ceiling` bounds their rank, :func:`recall_told` reads them)."""
     from .items import NOTABLE_AT  # items reads this module's records
 
     ((notable,),) = _rows(
@@ -670,13 +694,42 @@ def recall_social(reader: Reader, world: str, resident: str, lang: str) -> Recal
         return None
     # Beliefs told by several people are candidates for their sources (sources._chosen, the
     # most recent first) whatever their section: read too, so the same ones get them.
+    social = _SOCIAL if told else _SOCIAL_FEW
     rows = _rows(
         reader,
-        f"SELECT {_BELIEF_COLUMNS}, {_SOCIAL} FROM beliefs WHERE world = ? AND resident = ? "
-        f"AND (root < 'believes:' OR root >= 'believes;') AND ({_SOCIAL} "
+        f"SELECT {_BELIEF_COLUMNS}, {_SOCIAL}, {social} FROM beliefs WHERE world = ? "
+        f"AND resident = ? AND (root < 'believes:' OR root >= 'believes;') AND ({_SOCIAL} "
         "OR (heard_from <> '[]' AND json_array_length(heard_from) > 1)) ORDER BY root",
         (world, resident),
     )
     read = _from_rows(rows)
     beliefs = tuple(b for b, r in zip(read, rows, strict=True) if r[-1])
-    return _recalled(reader, world, resident, lang, beliefs, read)
+    # A plain fact told by several still takes its place among those whose tellers are
+    # named, but no line of this read is ever its own: its tellers are not looked up.
+    wanted = {b.root for b, r in zip(read, rows, strict=True) if r[-2]}
+    return _recalled(reader, world, resident, lang, beliefs, read, wanted)
+
+
+def told_ceiling(reader: Reader, world: str, resident: str, today: float) -> Cut | None:
+    """How many rumours :func:`recall_social` left unread with ``told=False`` (``read``, their
+    number) and the best unrounded score among them (all rank in tier 4 without a focus);
+    None when there are none. Counted and ranked on a range of ``beliefs_shown`` alone."""
+    ((count, best),) = _rows(
+        reader,
+        f"SELECT count(*), max({_SCORE_SQL}) FROM beliefs "
+        f"WHERE world = :world AND resident = :resident AND {_TOLD}",
+        {"world": world, "resident": resident, "today": today},
+    )
+    return Cut(count, 4, best) if count else None
+
+
+def recall_told(reader: Reader, world: str, resident: str) -> tuple[Belief, ...]:
+    """The rumours :func:`recall_social` with ``told=False`` left unread, in root order: with
+    them its read is what it reads with ``told=True``, but for suppressed memories (which no
+    section shows)."""
+    found = _rows(
+        reader,
+        f"SELECT {_BELIEF_COLUMNS} FROM beliefs WHERE world = ? AND resident = ? AND {_TOLD}",
+        (world, resident),
+    )
+    return tuple(sorted(_from_rows(found), key=lambda b: b.root))

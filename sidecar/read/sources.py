@@ -15,7 +15,7 @@ told by several people, each the most recently updated first), and at most
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import orjson
@@ -88,10 +88,15 @@ def load_sources(
     resident: str,
     beliefs: Sequence[Belief],
     corrections: Mapping[tuple[str, str], Correction],
+    wanted: Collection[str] | None = None,
 ) -> dict[str, Sources]:
-    """Per root, the tellers of the value told and the first contradiction (see the module)."""
+    """Per root, the tellers of the value told and the first contradiction (see the module);
+    of the chosen roots only those ``wanted`` (None: all), the others still taking their
+    place among the chosen."""
     out: dict[str, Sources] = {}
     for b in _chosen(beliefs):
+        if wanted is not None and b.root not in wanted:
+            continue
         correction = corrections.get((resident, b.root))
         told = b.value if correction is None else correction.value_before
         tellings = _rows(
