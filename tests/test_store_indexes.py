@@ -166,6 +166,9 @@ def _schema(tmp: Path) -> sqlite3.Connection:
     migrate(other)
     other.close()
     conn.execute("ATTACH DATABASE ? AS save", (str(tmp / "save.db"),))
+    # A focused narrative's ranking calls the reader's focus function (sidecar/read/recall.py):
+    # a stand-in of the same name plans the same way.
+    conn.create_function("credence_matched", 6, lambda *row: 0, deterministic=True)
     return conn
 
 
