@@ -309,3 +309,28 @@ async def test_other_worlds_acks_keep_their_latency_while_a_long_world_is_delete
     )
     assert len(during) >= 5, (len(during), took)
     assert p99(during) <= bound
+
+
+async def test_a_save_slot_deleted_and_forked_into_at_once_waits_for_the_old_rows(
+    tmp_path: Path,
+) -> None:
+    """One file: `delete` of a 2,000-event world then, at once, a `fork` into its id (a save
+    slot overwritten): the fork waits for the old rows to go instead of being refused, and
+    the slot then holds the fork's log only."""
+    seed_town(tmp_path, "db")
+    async with running(tmp_path, db=tmp_path / "x.db") as sc, WsClient(sc.url, "other") as other:
+        for i in range(3):
+            await one_ack(other, 1.0 + i)
+        await other.send({"type": "delete", "world": "town", "rid": "d"})
+        await other.send({"type": "fork", "into": "town", "rid": "f"})
+        deleted = await other.next_where(lambda f: f.get("rid") == "d", guard(60))
+        assert deleted["type"] == "deleted" and deleted["events"] == EVENTS, deleted
+        forked = await other.next_where(lambda f: f.get("rid") == "f", guard(120))
+        assert forked["type"] == "forked" and forked["events"] == 3, forked
+        assert not sc.writer.saving
+    assert world_rows(tmp_path / "x.db", "town") > 0
+    conn = sqlite3.connect(tmp_path / "x.db")
+    try:
+        assert conn.execute("SELECT count(*) FROM events WHERE world = 'town'").fetchone() == (3,)
+    finally:
+        conn.close()

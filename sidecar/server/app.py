@@ -367,6 +367,7 @@ class Sidecar:
             return await fork_reply(
                 self.store, conn.world, frame, role=conn.role, role_for=role_for,
                 save=self.writer.save, saving=self.writer.saving,
+                removing=self.writer.removing,
             )  # fmt: skip
 
         if isinstance(frame, DeleteWorld):

@@ -78,13 +78,14 @@ async def fork_reply(
     role_for: RoleFor,
     save: Callable[[str, Callable[[], Build]], Awaitable[WorldInfo]],
     saving: set[str],
+    removing: set[str] | frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
     """The server's answer to ``fork``: the checks of :func:`world_reply`, then the new world
     built by ``save`` (the writer service): replayed in a worker process, switched in on the
     writer's thread (see :meth:`~sidecar.store.SingleFile.begin_fork`)."""
     rid = frame.rid
     _check_writer(role, rid)
-    _check_fork(world, frame, role_for, saving)
+    _check_fork(world, frame, role_for, saving, removing)
     try:
         info = await save(frame.into, lambda: store.begin_fork(world, frame.into, frame.at))
     except NotStored as exc:
@@ -154,14 +155,19 @@ def _check_writer(role: Role, rid: object) -> None:
 
 
 def _check_fork(
-    world: str, frame: ForkWorld, role_for: RoleFor, saving: set[str] | frozenset[str]
+    world: str,
+    frame: ForkWorld,
+    role_for: RoleFor,
+    saving: set[str] | frozenset[str],
+    removing: set[str] | frozenset[str] = frozenset(),
 ) -> None:
     if role_for(frame.into) is not Role.WRITER:
         raise ProtocolError(
             ErrorCode.FORBIDDEN, f"this token cannot write world {frame.into!r}", rid=frame.rid
         )
     for busy in (world, frame.into):
-        if busy in saving:
+        # A fork into a deleted world's id (a save slot overwritten) waits for its rows to go.
+        if busy in saving and not (busy == frame.into and busy in removing):
             raise _busy(busy, frame.rid)
 
 

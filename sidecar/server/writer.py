@@ -220,8 +220,8 @@ class WriterService:
         self._check()
         if self.deadline is not None or self._closing:
             raise NotStored(ErrorCode.SHUTTING_DOWN, _SAVE_STOPPED)
-        if world in self.saving:
-            raise world_busy(world)
+        if world in self.saving and world not in self.removing:
+            raise world_busy(world)  # (a deleted world's id: the save waits for its rows to go)
         future: asyncio.Future[WorldInfo] = asyncio.get_running_loop().create_future()
         self._saves.append(_Save(world, begin, future))
         self.saving.add(world)
@@ -365,8 +365,9 @@ class WriterService:
 
     def _end_save(self, job: _Save) -> None:
         self._saves.remove(job)
-        self.saving.discard(job.world)
         self.removing.discard(job.world)
+        if not any(other.world == job.world for other in self._saves):
+            self.saving.discard(job.world)
 
     async def _abort_saves(self) -> None:
         """Stopping: every save not yet whole is refused and what it built removed."""
