@@ -143,14 +143,23 @@ async def test_other_worlds_acks_keep_their_latency_while_a_long_world_forks(
         took = time.perf_counter() - started
         forked = await town.next_where(lambda f: f.get("rid") == "f", guard(120))
         assert forked["type"] == "forked" and forked["events"] == EVENTS, forked
+    assert_not_held(f"{mode}: fork of {EVENTS} events", baseline, during, took, least=20)
+
+
+def assert_not_held(
+    what: str, baseline: list[float], during: list[float], took: float, *, least: int
+) -> None:
+    """Another world's acks during a save: at least ``least`` of them, p99 within
+    max(100 ms, 3 × the same client's baseline p99) (robust on a loaded machine, failed by a
+    stall); the figures are printed."""
     bound = max(0.100, 3 * p99(baseline))
     print(
-        f"{mode}: fork of {EVENTS} events {took:.2f} s; other world's acks: baseline "
+        f"{what} {took:.2f} s; other world's acks: baseline "
         f"p50 {statistics.median(baseline) * 1e3:.1f} p99 {p99(baseline) * 1e3:.1f} ms; "
-        f"during the fork n={len(during)} p50 {statistics.median(during) * 1e3:.1f} "
+        f"during n={len(during)} p50 {statistics.median(during) * 1e3:.1f} "
         f"p99 {p99(during) * 1e3:.1f} max {max(during) * 1e3:.1f} ms (bound {bound * 1e3:.0f})"
     )
-    assert len(during) >= 20, (len(during), took)
+    assert len(during) >= least, (len(during), took)
     assert p99(during) <= bound
 
 
@@ -301,14 +310,7 @@ async def test_other_worlds_acks_keep_their_latency_while_a_long_world_is_delete
             assert fresh.welcome and fresh.welcome["seq"] == 0, fresh.hello_error
             ack = await fresh.event("observe", 1, event_id="n1", **observe(["ann"], "k", 1))
             assert ack["type"] == "ack" and ack["seq"] == 1, ack
-    bound = max(0.100, 3 * p99(baseline))
-    print(
-        f"delete of {2 * EVENTS} events: rows gone in {took:.2f} s; other world's acks: "
-        f"baseline p99 {p99(baseline) * 1e3:.1f} ms; during n={len(during)} "
-        f"p99 {p99(during) * 1e3:.1f} max {max(during) * 1e3:.1f} ms (bound {bound * 1e3:.0f})"
-    )
-    assert len(during) >= 5, (len(during), took)
-    assert p99(during) <= bound
+    assert_not_held(f"delete of {2 * EVENTS} events: rows gone in", baseline, during, took, least=5)
 
 
 async def test_a_save_slot_deleted_and_forked_into_at_once_waits_for_the_old_rows(
