@@ -29,20 +29,6 @@ def _told(db: Path) -> None:
     writer.close()
 
 
-async def _walk(c: WsClient, query: dict[str, Any]) -> list[list[dict[str, Any]]]:
-    """Every page of one graph query (each page's frames), following next."""
-    pages, after = [], None
-    while True:
-        frames = await c.request_all({**query} | ({"after": after} if after else {}))
-        assert all(f["type"] == "graph" for f in frames), frames[0]
-        pages.append(frames)
-        after = frames[-1]["next"]
-        assert all(f["next"] == after for f in frames)  # next is a head field: on every part
-        if after is None:
-            return pages
-        assert len(pages) < 100
-
-
 def _nodes(frames: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [n for f in frames for n in f["nodes"] if n["type"] == kind]
 
@@ -58,7 +44,7 @@ async def test_a_much_told_belief_comes_a_bounded_page_at_a_time(tmp_path: Path)
         events = _nodes(first, "event")
         assert [e["event_id"] for e in events] == [f"s{n}" for n in range(1, 101)]
         assert first[0]["next"] is not None and first[0]["root"] == "water:well"
-        pages = await _walk(c, {"type": "graph", "resident": "mira", "root": "water:well",
+        pages = await c.request_pages({"type": "graph", "resident": "mira", "root": "water:well",
                                 "limit": 1000})  # fmt: skip
         assert [len(_nodes(p, "event")) for p in pages] == [1000, 250]
         seen = [e["event_id"] for p in pages for e in _nodes(p, "event")]
@@ -69,7 +55,7 @@ async def test_a_much_told_belief_comes_a_bounded_page_at_a_time(tmp_path: Path)
             assert all(e["source"] in ids and e["target"] in ids for f in page for e in f["edges"])
             assert len(_nodes(page, "person")) == len(_nodes(page, "event"))  # one teller each
         # Root alone pages by resident: kai's one telling follows mira's 1,250.
-        across = await _walk(c, {"type": "graph", "root": "water:well", "limit": 1000})
+        across = await c.request_pages({"type": "graph", "root": "water:well", "limit": 1000})
         holders = [[n["resident"] for n in _nodes(p, "claim")] for p in across]
         assert holders == [["kai", "mira"], ["mira"]]
         # 1,000 pieces of evidence on the first page: kai's s1 and mira's s1 to s999 (s1 is

@@ -58,20 +58,6 @@ def _whole_table(db: Path, source: str | None = None) -> list[Any]:
     return list(msgpack.unpackb(msgpack.packb(entries), raw=False))
 
 
-async def _walk(c: WsClient, query: dict[str, Any]) -> list[list[dict[str, Any]]]:
-    """Every page of one trust query (each page's frames), following next."""
-    pages, after = [], None
-    while True:
-        frames = await c.request_all({**query} | ({"after": after} if after else {}))
-        assert all(f["type"] == "trust" for f in frames), frames[0]
-        pages.append(frames)
-        after = frames[-1]["next"]
-        assert all(f["next"] == after for f in frames)  # next is a head field: on every part
-        if after is None:
-            return pages
-        assert len(pages) < 100
-
-
 def _entries(pages: list[list[dict[str, Any]]]) -> list[Any]:
     return [e for page in pages for f in page for e in f["entries"]]
 
@@ -95,7 +81,7 @@ async def test_a_long_trust_table_comes_a_bounded_page_at_a_time(tmp_path: Path)
                 assert first[0]["next"] == "s0051:well"  # … 88 of s0000 to s0051
                 for limit in (None, 1000):
                     query = {"type": "trust", "resident": "kai"}
-                    pages = await _walk(c, query | ({"limit": limit} if limit else {}))
+                    pages = await c.request_pages(query | ({"limit": limit} if limit else {}))
                     assert [len(_entries([p])) for p in pages][:-1] == [limit or 100] * (
                         len(pages) - 1
                     )
@@ -103,7 +89,7 @@ async def test_a_long_trust_table_comes_a_bounded_page_at_a_time(tmp_path: Path)
                     assert all(len(f) < MAX_OUTBOUND for p in pages for f in map(_wire, p))
                 # The odd ids: a's, a%b's, a:b's and a:b:c's entries, each source on its own.
                 for source in ODD:
-                    pages = await _walk(c, {"type": "trust", "resident": "kai", "source": source,
+                    pages = await c.request_pages({"type": "trust", "resident": "kai", "source": source,
                                             "limit": 1})  # fmt: skip
                     got = _entries(pages)
                     assert [(e["source"], e["topic"]) for e in got] == [

@@ -280,6 +280,22 @@ class WsClient:
             parts.append(await self.next_where(lambda f: f.get("rid") == first["rid"]))
         return parts
 
+    async def request_pages(self, query: Frame, *, most: int = 100) -> list[list[Frame]]:
+        """Every page of a query paged by a cursor (each page's frames, in order), following
+        ``next`` as the following query's ``after`` (SPEC §11): each frame answers with the
+        query's own type and carries the same ``next`` (a head field)."""
+        pages: list[list[Frame]] = []
+        after = None
+        while True:
+            frames = await self.request_all({**query} | ({"after": after} if after else {}))
+            assert all(f["type"] == query["type"] for f in frames), frames[0]
+            pages.append(frames)
+            after = frames[-1]["next"]
+            assert all(f["next"] == after for f in frames)  # next is a head field: on every part
+            if after is None:
+                return pages
+            assert len(pages) < most
+
     # ------------------------------------------------------------------ receiving
 
     def _find(self, pred: Callable[[Frame], bool]) -> int | None:

@@ -527,7 +527,11 @@ class _Purge:
         )
         _ACTIVE.add(self.key)
         store.writer.forget_world(world)
-        self.tables = _world_tables(conn)
+        self.tables = [  # (each with its primary key: a chunk is a range of it)
+            (table, ", ".join(f'"{c[1]}"' for c in sorted(info, key=lambda c: c[5]) if c[5]))
+            for table in _world_tables(conn)
+            for info in [conn.execute(f"PRAGMA table_info({table})").fetchall()]
+        ]
         self.rows = 500
         self.finished = False
 
@@ -535,9 +539,7 @@ class _Purge:
         if not self.tables:
             return True
         conn = self.store.writer.conn
-        table = self.tables[0]
-        info = conn.execute(f"PRAGMA table_info({table})").fetchall()
-        keys = ", ".join(f'"{c[1]}"' for c in sorted(info, key=lambda c: c[5]) if c[5])
+        table, keys = self.tables[0]
         start = time.perf_counter()
         conn.execute("PRAGMA synchronous = NORMAL")  # (hidden rows: as _RowsBuild.step)
         try:
