@@ -404,6 +404,66 @@ def test_the_social_read_gives_the_full_reads_narrative(
         reader.close()
 
 
+#: Focuses on a calm resident: a place many facts are at, a teller, a word of many subjects
+#: (so facts at every place match, each sharing its merged line with unread ones), a root
+#: prefix, and all of it at once.
+SOCIAL_FOCUSES = (
+    Focus(places=("mill",)),
+    Focus(people=(TOWNSFOLK[0],)),
+    Focus(topics=("red",)),
+    Focus(roots=("fact:3",)),
+    Focus(people=(TOWNSFOLK[1],), places=("inn",), topics=("cow", "old")),
+)
+FOCUSED_SOCIAL_BUDGETS = (200, 450, 2000, 4000, 20000)
+
+
+@pytest.mark.parametrize(("seed", "steps"), [(5, 1200), (13, 2500)], ids=str)
+def test_a_focused_social_read_gives_the_full_reads_narrative(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, steps: int
+) -> None:
+    """A big resident with few doubts and a focus: the social read also reads the plain
+    facts and faded memories that match it (a SQL prefilter, then the focus function), and
+    answers only when no line could list an unread one. At every budget, in both languages
+    and for each focus, the same text, sections, counts and flags both ways; the social
+    read answers many of them, and leaves out only plain facts and faded memories that do
+    not match the focus."""
+    from sidecar.read.items import classify_belief
+    from sidecar.read.narrative import _project_social
+    from sidecar.read.ranking import rank
+    from sidecar.read.recall import recall, recall_social, section_sizes
+
+    path = build(tmp_path_factory.mktemp("focused") / "f.db", calm_town(seed, steps))
+    reader = Reader(path)
+    try:
+        sizes = section_sizes(reader, WORLD, "mira")[0]
+        answered = 0
+        for focus in SOCIAL_FOCUSES:
+            for lang in LANGS:
+                for budget in FOCUSED_SOCIAL_BUDGETS:
+                    fast = project(reader, WORLD, "mira", budget=budget, lang=lang, focus=focus)
+                    full = project(
+                        reader, WORLD, "mira", budget=budget, lang=lang, focus=focus,
+                        bounded=False,
+                    )  # fmt: skip
+                    assert fast.to_dict() == full.to_dict(), (focus, lang, budget)
+                    answered += (
+                        _project_social(reader, WORLD, "mira", budget, lang, sizes, focus=focus)
+                        is not None
+                    )
+            # what it leaves out: plain facts and faded memories, none of which the focus matches
+            read = recall_social(reader, WORLD, "mira", "en", focus=focus)
+            whole = recall(reader, WORLD, "mira", "en")
+            assert read is not None and set(read.beliefs) < set(whole.beliefs)
+            left = [classify_belief(b) for b in set(whole.beliefs) - set(read.beliefs)]
+            assert {i.section for i in left if not i.belief.root.startswith("action:")} <= {
+                "sure", "believe", "faded",
+            }  # fmt: skip
+            assert not any(i.relevant for i in rank(left, focus, whole.day, whole.registry))
+        assert answered >= len(SOCIAL_FOCUSES) * len(LANGS) * 2, answered
+    finally:
+        reader.close()
+
+
 def test_a_notable_plain_fact_sends_the_narrative_to_the_full_read(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
@@ -427,9 +487,10 @@ def test_the_calm_benchmark_resident_reads_the_same_both_ways(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """The resident ``python -m tools.querybench --calm`` times, at 3,000 beliefs: the same
-    narrative both ways at ordinary budgets in both languages."""
-    from tools.querybench import story
+    narrative both ways at ordinary budgets in both languages, unfocused and focused."""
+    from tools.querybench import FOCUS, story
 
+    focus = Focus(people=tuple(FOCUS["people"]), places=tuple(FOCUS["places"]))
     path = build(tmp_path_factory.mktemp("calm") / "c.db", list(story(3000, 100, calm=True)))
     reader = Reader(path)
     try:
@@ -440,6 +501,12 @@ def test_the_calm_benchmark_resident_reads_the_same_both_ways(
                 full = project(reader, WORLD, "mira", budget=budget, lang=lang, bounded=False)
                 assert fast.to_dict() == full.to_dict(), (lang, budget)
                 answered += _social_answers(reader, budget, lang)
+                # and focused as the benchmark asks (a teller and one of her places)
+                fast = project(reader, WORLD, "mira", budget=budget, lang=lang, focus=focus)
+                full = project(
+                    reader, WORLD, "mira", budget=budget, lang=lang, focus=focus, bounded=False
+                )
+                assert fast.to_dict() == full.to_dict(), (lang, budget, focus)
         assert answered >= 4, answered
     finally:
         reader.close()

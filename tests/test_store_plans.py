@@ -301,21 +301,29 @@ def test_a_big_residents_narrative_reads_sections_on_their_indexes(
         conn.close()
 
 
-def test_a_calm_residents_narrative_reads_all_but_its_plain_facts_on_indexes(db: Path) -> None:
+@pytest.mark.parametrize("focused", [False, True], ids=["unfocused", "focused"])
+def test_a_calm_residents_narrative_reads_all_but_its_plain_facts_on_indexes(
+    db: Path, focused: bool
+) -> None:
     """The social read of a big resident with few doubts (``recall.recall_social``) counts
     notable plain facts on the covering index ``beliefs_shown`` (no row read) and reads the
-    other beliefs on the resident's primary-key range, never the world's."""
+    other beliefs on the resident's primary-key range, never the world's; with a focus, in
+    the same range, the plain facts that match it too."""
+    from sidecar.read import Focus
     from sidecar.read.recall import recall_social
 
     reader = Reader(db)
     seen: list[str] = []
     reader.conn.set_trace_callback(seen.append)
     try:
-        recall_social(reader, WORLD, "alice", "en")
+        focus = Focus(people=("bob",), places=("market",)) if focused else None
+        recall_social(reader, WORLD, "alice", "en", focus=focus)
     finally:
         reader.conn.set_trace_callback(None)
         reader.close()
+    assert any("credence_matched(" in s for s in seen) == focused
     conn = sqlite3.connect(db)
+    conn.create_function("credence_matched", 6, lambda *row: 0, deterministic=True)
     try:
 
         def plan(marker: str) -> str:

@@ -222,14 +222,14 @@ def project(
                     return found
         if (
             not likely
-            and not focus
             and not intervened
             and (budget <= SOCIAL_BUDGET or social(sizes) * BOUNDED_LONG > budget)
             and plain(sizes) * BOUNDED_LINE > budget
         ):
-            # Many plain facts, few doubts: read all but the plain facts, which are counted
-            # (a tampered-with plain fact would open their section: then it rarely answers).
-            found = _project_social(reader, world, resident, budget, lang, sizes)
+            # Many plain facts, few doubts: read all but the plain facts (with a focus, but
+            # those that match it), which are counted (a tampered-with plain fact would open
+            # their section: then it rarely answers).
+            found = _project_social(reader, world, resident, budget, lang, sizes, focus=focus)
             if found is not None:
                 return found
     recalled = recall(reader, world, resident, lang)  # 1. read once
@@ -274,13 +274,22 @@ def social(sizes: Mapping[str, int]) -> int:
 
 def _project_social(
     reader: Reader, world: str, resident: str, budget: int, lang: str, sizes: Mapping[str, int],
-    *, told: bool = True,
+    *, told: bool = True, focus: Focus | None = None,
 ) -> Narrative | None:  # fmt: skip
-    """The unfocused narrative of a big resident whose contested memories fit the budget,
-    from a read of all but its plain facts and faded memories (:func:`.recall.recall_social`),
-    which are only counted: the same pipe, and :func:`.packing.pack_social` answers only
-    when none of them could have had a line. None otherwise (then the full read answers).
-    It first leaves the rumours unread too; ``told=False``: only that."""
+    """The narrative of a big resident whose contested memories fit the budget, from a read
+    of all but its plain facts and faded memories (:func:`.recall.recall_social`; with a
+    ``focus``, but those that match it), which are only counted: the same pipe, and
+    :func:`.packing.pack_social` answers only when none of them could have had a line.
+    None otherwise (then the full read answers). Unfocused, it first leaves the rumours
+    unread too; ``told=False``: only that."""
+    focus = focus or Focus()
+    if focus:  # rumours that match the focus rank two tiers up: always read
+        recalled = recall_social(reader, world, resident, lang, focus=focus)
+        if recalled is None:
+            return None
+        items = classify(recalled) + own_items(resident, recalled.own)
+        items = rank(items, focus, recalled.day, recalled.registry)
+        return _social(resident, budget, lang, sizes, recalled, items, focus=focus)
     recalled = recall_social(reader, world, resident, lang, told=False)
     if recalled is None:
         return None
@@ -315,9 +324,10 @@ def _with_told(
 def _social(
     resident: str, budget: int, lang: str, sizes: Mapping[str, int], recalled: Recall,
     items: list[Item], ahead: tuple[int, float] | None = None, told: int = 0,
+    focus: Focus | None = None,
 ) -> Narrative | None:  # fmt: skip
-    """The pipe of :func:`_project_social` from the ranked ``items`` of one read; ``told``
-    rumours were left unread, ranking at most ``ahead``."""
+    """The pipe of :func:`_project_social` from the ``items`` of one read, ranked for
+    ``focus``; ``told`` rumours were left unread, ranking at most ``ahead``."""
     read = dict.fromkeys(SECTIONS, 0)
     for item in items:
         if item.from_belief:
@@ -332,7 +342,9 @@ def _social(
     layout = pack_social(phrased, words, budget, unread, ahead)
     if layout is None:
         return None
-    return _narrative(resident, lang, budget, layout, items, words, unread, Focus(), recalled.day)
+    return _narrative(
+        resident, lang, budget, layout, items, words, unread, focus or Focus(), recalled.day
+    )
 
 
 def bounded_limits(budget: int) -> tuple[int, ...]:

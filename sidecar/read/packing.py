@@ -39,7 +39,7 @@ rendered text is never longer than the plan.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -459,6 +459,7 @@ def _compressed(
     short: bool,
     unread: Mapping[str, int] | None = None,
     ahead: tuple[int, float] | None = None,
+    uncertain: Collection[int] = (),
 ) -> Layout | None:
     """The compressed layout: breadth, then detail, then background (see :func:`pack`), of
     the ``protected`` items and the other items' ``units`` (:func:`_units`; both in priority
@@ -466,7 +467,9 @@ def _compressed(
 
     ``unread`` counts, per section, background memories a bounded read left out
     (:func:`pack_social`), and rumours when ``ahead`` bounds their rank (tier, highest
-    rounded score): None when one of them might have had a line."""
+    rounded score): None when one of them might have had a line; so does a unit of an
+    ``uncertain`` item (by ``id``: one whose merged line may list unread ones too) whose
+    shortest form might fit."""
     layout = _protected(protected, words, room, short=short)
     if layout.summary is not None or layout.counts:
         return layout  # even the contested and corrected beliefs had to be counted
@@ -489,6 +492,10 @@ def _compressed(
                 if _closed(layout, social, room) is None:
                     return None
                 ahead = None
+            if uncertain and id(unit[0]) in uncertain:
+                if _may_fit(layout, unit[0], room):
+                    return None  # its line might list unread memories too
+                continue
             found = _cheapest(layout, kind, unit, room)
             if found is not None:
                 placed.append(found)
@@ -507,6 +514,18 @@ def _compressed(
     if closed != {s for s in unread if unread[s] and s in layout._sections}:
         return None  # never happens: only an unread memory could open their sections
     return layout
+
+
+def _may_fit(layout: Layout, first: Phrased, room: int) -> bool:
+    """Whether any line :func:`_cheapest` may make of a unit led by ``first`` fits: its
+    full or compact sentence, or the shortest merged line (``first`` alone, whatever else
+    the line lists or counts after it)."""
+    words = layout.words
+    forms = [first.full(MAX_SUBJECT), first.compact(MAX_SUBJECT)]
+    if first.group is not None:
+        least = first.compact(MERGE_ITEM_SUBJECT)
+        forms.append(words.merged.format(k=words.name(first.group), items=least))
+    return any(layout.fits(first.section, text, room) for text in forms)
 
 
 def _before(item: Phrased, ahead: tuple[int, float]) -> bool:
@@ -716,29 +735,38 @@ def pack_social(
     With ``ahead`` (the tier and highest rounded score of any of them), unread rumours
     (section ``told``) are counted too, when no read one could share a line with them and no
     room is left for even the emptiest line of theirs where the breadth pass reaches their
-    rank."""
+    rank.
+
+    With a focus, the read memories of those sections are the ones that bear on it (every
+    one of them: the unread ones do not, so no family holds a read one), and one may share
+    a merged line (its place or person) with unread ones: such a line is left out only
+    when not even its shortest form fits where the breadth pass reaches it, whatever else
+    it would list; else None."""
     if budget < MIN_BUDGET:
         raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")
     counted = _BULK_SECTIONS if ahead is None else _BULK_SECTIONS | {"told"}
     if any(n and s not in counted for s, n in unread.items()):
         return None
     ordered = sorted(items, key=lambda i: i.key)
-    if any(
-        i.section in counted and not i.protected and i.item.from_belief and unread.get(i.section)
+    shared = [
+        i
         for i in ordered
-    ):
+        if i.section in counted and not i.protected and i.item.from_belief and unread.get(i.section)
+    ]
+    if any(not i.item.relevant for i in shared):
         return None  # a read memory that could share a family or a line with unread ones
+    uncertain = {id(i) for i in shared if i.group is not None}
     if not _longer(ordered, budget):
         return None
     total = len(items) + sum(unread.values())
     room = budget - (len(words.omitted(max(total, 2))) + 2)
     protected = [i for i in ordered if i.protected]
     units = _units([i for i in ordered if not i.protected])
-    best = _compressed(protected, units, words, room, short=False, unread=unread, ahead=ahead)
+    best = _compressed(protected, units, words, room, False, unread, ahead, uncertain)
     if best is None:
         return None
     if len(best.included()) < total and not best.short:
-        short = _compressed(protected, units, words, room, short=True, unread=unread, ahead=ahead)
+        short = _compressed(protected, units, words, room, True, unread, ahead, uncertain)
         if short is None:
             return None
         if (len(short.included()), _fuller(short)) > (len(best.included()), _fuller(best)):

@@ -49,6 +49,7 @@ __all__ = [
     "Terms",
     "rank",
     "row_matches",
+    "row_prefilter",
     "score_parts",
 ]
 
@@ -173,6 +174,67 @@ def row_matches(focus: Focus, registry: Registry) -> Callable[..., int]:
         return len(found)
 
     return count
+
+
+#: Whether a stored text has a character outside ASCII (its length in characters is not its
+#: length in bytes): only then can its casefold differ from SQLite's ``lower()`` or ``LIKE``.
+_WIDE = "length(subject) <> length(CAST(subject AS BLOB))"
+
+
+def row_prefilter(focus: Focus, registry: Registry) -> tuple[str, dict[str, str]]:
+    """A SQL condition on a belief row's ``root, subject, people, places, topics,
+    heard_from`` that every row :func:`row_matches` counts a term of satisfies (it may hold
+    for others too), and its named parameters: evaluated in SQLite, it spares the Python
+    function the rows that cannot match, as a focused narrative of thousands of plain
+    facts asks (:func:`.recall.recall_social`).
+
+    Each rule of :meth:`Terms.matched` widened to a substring test: a term in a stored list
+    occurs in its JSON text between quotes (or the text has an escape); a segment of the root occurs in
+    the root; a casefolded name or term in the casefolded subject occurs in it under
+    ``LIKE`` (ASCII case-insensitive; ``%``, ``_`` and ``\\`` escaped) unless the subject
+    holds a character beyond ASCII (then it is kept)."""
+    terms = Terms.of(focus, registry)
+    params: dict[str, str] = {}
+    tests: list[str] = []
+
+    def param(value: str) -> str:
+        name = f"pre{len(params)}"
+        params[name] = value
+        return f":{name}"
+
+    def listed(column: str, term: str) -> None:  # an element, stored between quotes
+        quoted = param('"' + term + '"')
+        tests.append(f"instr({column}, {quoted}) > 0")
+
+    def segment(term: str) -> None:
+        if term:
+            tests.append(f"instr(root, {param(term)}) > 0")
+        else:  # an empty segment: the root is empty, or starts, ends or doubles a colon
+            tests.append("(root = '' OR root LIKE ':%' OR root LIKE '%:' OR instr(root, '::') > 0)")
+
+    def said(term: str) -> None:
+        escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        tests.append(f"subject LIKE {param(f'%{escaped}%')} ESCAPE '\\'")
+
+    for person, names in terms.people:
+        listed("people", person)
+        listed("heard_from", person)
+        segment(person)
+        for name in names:
+            said(name)
+    for column, pairs in (("places", terms.places), ("topics", terms.topics)):
+        for term, folded in pairs:
+            listed(column, term)
+            segment(term)
+            if term:
+                said(folded)
+    for prefix in terms.roots:
+        tests.append(f"instr(root, {param(prefix)}) = 1")
+    if not tests:
+        return "0", params
+    tests += [f"instr({c}, '\\') > 0" for c in ("people", "heard_from", "places", "topics")]
+    tests.append(_WIDE)
+    return "(" + " OR ".join(tests) + ")", params
 
 
 def score_parts(item: Item, matched: Sequence[str], today: float) -> dict[str, float]:

@@ -672,15 +672,22 @@ _TOLD = (
 
 
 def recall_social(
-    reader: Reader, world: str, resident: str, lang: str, *, told: bool = True
-) -> Recall | None:
-    """What an unfocused narrative of a big resident needs when its plain facts and faded
-    memories are only to be counted (:func:`.packing.pack_social` checks they could never
-    have had a line): :func:`recall` but for those beliefs. None when a plain fact is
-    notable (it would rank with what the resident was told, in a family or a merged line
-    with unread ones). ``told=False``: the rumours it holds are left unread too
-    (:func:`told_ceiling` bounds their rank, :func:`recall_told` reads them)."""
+    reader: Reader, world: str, resident: str, lang: str, *, told: bool = True,
+    focus: Focus | None = None,
+) -> Recall | None:  # fmt: skip
+    """What a narrative of a big resident needs when its plain facts and faded memories are
+    only to be counted (:func:`.packing.pack_social` checks they could never have had a
+    line): :func:`recall` but for those beliefs. None when a plain fact is notable (it
+    would rank with what the resident was told, in a family or a merged line with unread
+    ones). ``told=False``: the rumours it holds are left unread too (:func:`told_ceiling`
+    bounds their rank, :func:`recall_told` reads them).
+
+    With a ``focus``, the plain facts and faded memories that match it are read too (they
+    rank with it, two tiers up): in the same pass over the resident's rows, a SQL
+    prefilter (:func:`.ranking.row_prefilter`) keeps the rows that may match, and the
+    focus function (:func:`.ranking.row_matches`) counts their terms."""
     from .items import NOTABLE_AT  # items reads this module's records
+    from .ranking import row_matches, row_prefilter
 
     ((notable,),) = _rows(
         reader,
@@ -695,18 +702,33 @@ def recall_social(
     # Beliefs told by several people are candidates for their sources (sources._chosen, the
     # most recent first) whatever their section: read too, so the same ones get them.
     social = _SOCIAL if told else _SOCIAL_FEW
-    rows = _rows(
-        reader,
-        f"SELECT {_BELIEF_COLUMNS}, {_SOCIAL}, {social} FROM beliefs WHERE world = ? "
-        f"AND resident = ? AND (root < 'believes:' OR root >= 'believes;') AND ({_SOCIAL} "
-        "OR (heard_from <> '[]' AND json_array_length(heard_from) > 1)) ORDER BY root",
-        (world, resident),
-    )
+    params: dict[str, Any] = {"world": world, "resident": resident}
+    matching = "0"
+    if focus:
+        registry = load_registry(reader, world)
+        prefilter, found = row_prefilter(focus, registry)
+        params.update(found)
+        matching = f"CASE WHEN {_SOCIAL} THEN 0 WHEN {prefilter} THEN {MATCHED_SQL} ELSE 0 END"
+        count = row_matches(focus, registry)
+        reader.conn.create_function(MATCHED_SQL.split("(")[0], 6, count, deterministic=True)
+    try:
+        rows = _rows(
+            reader,
+            f"SELECT {_BELIEF_COLUMNS}, {_SOCIAL}, {social}, matched FROM (SELECT *, "
+            f"{matching} AS matched FROM beliefs WHERE world = :world AND resident = :resident "
+            "AND (root < 'believes:' OR root >= 'believes;')) "
+            f"WHERE {_SOCIAL} OR (heard_from <> '[]' AND json_array_length(heard_from) > 1) "
+            "OR matched > 0 ORDER BY root",
+            params,
+        )
+    finally:
+        if focus:  # no closure left on the connection
+            reader.conn.create_function(MATCHED_SQL.split("(")[0], 6, None)
     read = _from_rows(rows)
-    beliefs = tuple(b for b, r in zip(read, rows, strict=True) if r[-1])
+    beliefs = tuple(b for b, r in zip(read, rows, strict=True) if r[-2] or r[-1])
     # A plain fact told by several still takes its place among those whose tellers are
     # named, but no line of this read is ever its own: its tellers are not looked up.
-    wanted = {b.root for b, r in zip(read, rows, strict=True) if r[-2]}
+    wanted = {b.root for b, r in zip(read, rows, strict=True) if r[-3] or r[-1]}
     return _recalled(reader, world, resident, lang, beliefs, read, wanted)
 
 
