@@ -189,7 +189,8 @@ def row_prefilter(focus: Focus, registry: Registry) -> tuple[str, dict[str, str]
     facts asks (:func:`.recall.recall_social`).
 
     Each rule of :meth:`Terms.matched` widened to a substring test: a term in a stored list
-    occurs in its JSON text between quotes (or the text has an escape); a segment of the root occurs in
+    occurs in its JSON text between quotes (or, for a term JSON may escape, the text has an
+    escape); a segment of the root occurs in
     the root; a casefolded name or term in the casefolded subject occurs in it under
     ``LIKE`` (ASCII case-insensitive; ``%``, ``_`` and ``\\`` escaped) unless the subject
     holds a character beyond ASCII (then it is kept)."""
@@ -202,9 +203,13 @@ def row_prefilter(focus: Focus, registry: Registry) -> tuple[str, dict[str, str]
         params[name] = value
         return f":{name}"
 
+    escaped: set[str] = set()  # lists whose terms may be stored escaped
+
     def listed(column: str, term: str) -> None:  # an element, stored between quotes
         quoted = param('"' + term + '"')
         tests.append(f"instr({column}, {quoted}) > 0")
+        if not term.isascii() or any(c in '"\\' or c < " " for c in term):
+            escaped.add(column)
 
     def segment(term: str) -> None:
         if term:
@@ -232,7 +237,7 @@ def row_prefilter(focus: Focus, registry: Registry) -> tuple[str, dict[str, str]
         tests.append(f"instr(root, {param(prefix)}) = 1")
     if not tests:
         return "0", params
-    tests += [f"instr({c}, '\\') > 0" for c in ("people", "heard_from", "places", "topics")]
+    tests += [f"instr({c}, '\\') > 0" for c in sorted(escaped)]
     tests.append(_WIDE)
     return "(" + " OR ".join(tests) + ")", params
 

@@ -144,6 +144,10 @@ _BELIEF_COLUMNS = (
 )
 
 
+#: Where :data:`MATCHED_SQL`'s arguments are among :data:`_BELIEF_COLUMNS`.
+_MATCHED = (1, 3, 8, 9, 10, 11)
+
+
 def _strings(text: str) -> tuple[str, ...]:
     """A stored list of ids; most are empty, and those need no parsing."""
     return () if text == "[]" else tuple(load_json(text))
@@ -703,32 +707,36 @@ def recall_social(
     # most recent first) whatever their section: read too, so the same ones get them.
     social = _SOCIAL if told else _SOCIAL_FEW
     params: dict[str, Any] = {"world": world, "resident": resident}
-    matching = "0"
+    matching, count = "", None
     if focus:
         registry = load_registry(reader, world)
         prefilter, found = row_prefilter(focus, registry)
         params.update(found)
-        matching = f"CASE WHEN {_SOCIAL} THEN 0 WHEN {prefilter} THEN {MATCHED_SQL} ELSE 0 END"
+        matching = f"OR ({prefilter} AND {MATCHED_SQL} > 0) "
         count = row_matches(focus, registry)
         reader.conn.create_function(MATCHED_SQL.split("(")[0], 6, count, deterministic=True)
     try:
         rows = _rows(
             reader,
-            f"SELECT {_BELIEF_COLUMNS}, {_SOCIAL}, {social}, matched FROM (SELECT *, "
-            f"{matching} AS matched FROM beliefs WHERE world = :world AND resident = :resident "
-            "AND (root < 'believes:' OR root >= 'believes;')) "
-            f"WHERE {_SOCIAL} OR (heard_from <> '[]' AND json_array_length(heard_from) > 1) "
-            "OR matched > 0 ORDER BY root",
+            f"SELECT {_BELIEF_COLUMNS}, {_SOCIAL}, {social} FROM beliefs "
+            "WHERE world = :world AND resident = :resident "
+            f"AND (root < 'believes:' OR root >= 'believes;') AND ({_SOCIAL} "
+            f"OR (heard_from <> '[]' AND json_array_length(heard_from) > 1) {matching}) "
+            "ORDER BY root",
             params,
         )
     finally:
         if focus:  # no closure left on the connection
             reader.conn.create_function(MATCHED_SQL.split("(")[0], 6, None)
     read = _from_rows(rows)
-    beliefs = tuple(b for b, r in zip(read, rows, strict=True) if r[-2] or r[-1])
-    # A plain fact told by several still takes its place among those whose tellers are
-    # named, but no line of this read is ever its own: its tellers are not looked up.
-    wanted = {b.root for b, r in zip(read, rows, strict=True) if r[-3] or r[-1]}
+    # A plain fact that matches the focus is read to be worded; one told by several (and
+    # not matching it) still takes its place among those whose tellers are named, but no
+    # line of this read is ever its own: its tellers are not looked up.
+    matched = {
+        r[1] for r in rows if count is not None and not r[-2] and count(*(r[i] for i in _MATCHED))
+    }
+    beliefs = tuple(b for b, r in zip(read, rows, strict=True) if r[-1] or b.root in matched)
+    wanted = {b.root for b, r in zip(read, rows, strict=True) if r[-2] or b.root in matched}
     return _recalled(reader, world, resident, lang, beliefs, read, wanted)
 
 
