@@ -245,6 +245,28 @@ def test_independent_sightings_are_two_origins() -> None:
     assert (cai.confidence, len(cai.origins), cai.heard_from) == (66, 2, ("ann", "ben"))
 
 
+def test_a_belief_seen_a_thousand_times_counts_its_own_origins_and_still_knows_its_echoes() -> None:
+    """ann sees the well 1,000 times: one origin listed (her first sighting), 999 counted,
+    so revising it costs the same at the thousandth sighting as at the second. Told back to
+    her, her own sighting is still an echo (recorded, not counted); bo, who saw it at one of
+    those sightings, is an origin of his own: his telling counts."""
+    sightings = [observe(1 + i / 100, ["ann"], "well", "clean", eid=f"o{i}") for i in range(1000)]
+    sightings[500] = observe(6, ["ann", "bo"], "well", "clean", eid="o500")
+    world = world_of(
+        *sightings,
+        say(20, "ann", ["cai"], "well", "clean", eid="told"),
+        say(21, "cai", ["ann"], "well", "clean", eid="echo"),
+    )
+    ann = world.beliefs[("ann", "well")]
+    assert (ann.origins, ann.own_origins, ann.evidence_count) == (("o0/ann",), 999, 1001)
+    assert world.beliefs[("cai", "well")].origins == ("o0/ann",)
+    assert ann.heard_from == ()  # cai's telling was her own sighting coming back: not counted
+    world.apply(parse_event(say(22, "bo", ["ann"], "well", "clean", eid="bo")))
+    after = world.beliefs[("ann", "well")]
+    assert after.origins == ("o0/ann", "o500/bo") and after.own_origins == 999
+    assert after.heard_from == ("bo",) and after.evidence_count == 1002
+
+
 # --------------------------------------------------------------------------- mutable roots, facts
 
 

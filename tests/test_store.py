@@ -28,7 +28,7 @@ from sidecar.store import (
     schema_version,
 )
 from sidecar.store.connection import connect
-from sidecar.store.rows import dump_json_list
+from sidecar.store.rows import dump_json_list, load_json
 
 TABLES = ("worlds", "events", "residents", "evidence", "beliefs", "changes", "trust", "facts")
 
@@ -594,6 +594,74 @@ def test_a_belief_keeps_its_first_and_latest_refs_and_counts_all(db_path: Path) 
     assert belief is not None and belief.evidence_refs == (*every[:5], *every[-5:])
 
 
+def _list_own_origins(conn: sqlite3.Connection) -> int:
+    """Rewrite every belief row as the writer wrote it before 0020 (its own sightings and
+    implants listed among its origins, not counted), then drop the count; how many rows
+    changed. The migration keeps the other origins' order and only removes the own ones, so
+    where they sit in the list does not change what it gives."""
+    changed = conn.execute(
+        "SELECT world, resident, root, origins, own_origins FROM beliefs WHERE own_origins > 0"
+    ).fetchall()
+    for world, resident, root, text, n in changed:
+        first, *rest = load_json(text)
+        own = [
+            r[0]
+            for r in conn.execute(
+                "SELECT evidence_id FROM evidence WHERE world = ? AND resident = ? AND root = ? "
+                "AND origin = evidence_id AND evidence_id <> ? ORDER BY day DESC LIMIT ?",
+                (world, resident, root, first, n),
+            )
+        ]
+        assert len(own) == n
+        conn.execute(
+            "UPDATE beliefs SET origins = ? WHERE world = ? AND resident = ? AND root = ?",
+            (dump_json_list((first, *own, *rest)), world, resident, root),
+        )
+    conn.execute("ALTER TABLE beliefs DROP COLUMN own_origins")
+    conn.execute("DELETE FROM _migrations WHERE name = '0020_i17_own_origins'")
+    return len(changed)
+
+
+def test_own_origins_migration_counts_an_old_databases_listed_sightings(db_path: Path) -> None:
+    """0020 on a database with 0019's schema whose belief rows list every sighting among
+    their origins (and rumours' origins between them): each own one after the first moves
+    to the count, the rest keep their order; the rows are then byte for byte what the
+    writer writes, and a rebuild checks exact."""
+    from wsclient import rebuild_check
+
+    w = Writer(db_path, synchronous="OFF")
+    put(w, *(observe(1 + i, ["mira", "bo"], "well", "clean", eid=f"s{i}") for i in range(30)))
+    put(w, say(40, "bo", ["kai"], "well", "clean"), say(41, "kai", ["mira"], "well", "clean"))
+    put(w, say(42, "ann", ["mira"], "well", "clean"), observe(43, ["mira"], "well", "clean"))
+    w.close()
+    written = dump(db_path)
+    ours = [name for name, _ in MIGRATIONS].index("0020_i17_own_origins")
+    old = db_path.with_name("old.db")
+    conn = sqlite3.connect(old, isolation_level=None)
+    migrate(conn, upto=ours)
+    old_beliefs = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'beliefs'").fetchone()[0]
+    conn.close()
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    ((mira,),) = conn.execute(
+        "SELECT origins FROM beliefs WHERE resident = 'mira' AND root = 'well'"
+    ).fetchall()
+    # her first sighting, bo's (kai heard it from bo) and ann's rumour; 30 more counted
+    assert len(load_json(mira)) == 3
+    assert _list_own_origins(conn) >= 2
+    assert conn.execute("SELECT sql FROM sqlite_master WHERE name = 'beliefs'").fetchone()[0] == (
+        old_beliefs
+    )
+    ((longest,),) = conn.execute("SELECT max(json_array_length(origins)) FROM beliefs").fetchall()
+    assert longest == 33  # as the old writer listed hers
+    conn.close()
+    assert dump(db_path) != written
+    w = Writer(db_path)
+    assert w.migrations_applied == ["0020_i17_own_origins"]
+    w.close()
+    assert dump(db_path) == written
+    rebuild_check(db_path)
+
+
 def test_bounded_refs_migration_counts_and_trims_an_old_database(db_path: Path) -> None:
     """0018 on a database with 0017's schema whose belief rows list every evidence id: the
     count is filled, long lists are trimmed to the first and latest 5, short ones kept; the
@@ -614,6 +682,7 @@ def test_bounded_refs_migration_counts_and_trims_an_old_database(db_path: Path) 
     old_beliefs = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'beliefs'").fetchone()[0]
     conn.close()
     conn = sqlite3.connect(db_path, isolation_level=None)
+    _list_own_origins(conn)
     keys = conn.execute("SELECT resident, root FROM beliefs").fetchall()
     for resident, root in keys:  # as the old writer wrote it: every id, in log order
         conn.execute(
@@ -631,7 +700,7 @@ def test_bounded_refs_migration_counts_and_trims_an_old_database(db_path: Path) 
     conn.close()
     assert dump(db_path) != written
     w = Writer(db_path)
-    assert w.migrations_applied == ["0019_i17refs_bounded_refs"]
+    assert w.migrations_applied == ["0019_i17refs_bounded_refs", "0020_i17_own_origins"]
     w.close()
     assert dump(db_path) == written
     rebuild_check(db_path)

@@ -327,6 +327,11 @@ class Belief:
     #: The day the resident remembers the belief from, once misremembering has moved it
     #: (``None``: the day it formed). Never provenance: ``formed_day`` keeps the truth.
     remembered_day: float | None = None
+    #: Further origins of the current value that are the resident's own (each sighting or
+    #: implant after the first origin), counted rather than listed in ``origins``: a rumour's
+    #: origin is always some belief's *first* origin, so none of these can come back as one
+    #: (nothing to check an echo against), and a belief seen 10,000 times keeps a short list.
+    own_origins: int = 0
 
     def __post_init__(self) -> None:
         if isinstance(self.confidence, bool) or not isinstance(self.confidence, int):

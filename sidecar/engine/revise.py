@@ -118,7 +118,7 @@ _new_belief = positional(Belief, (
     "people", "places", "topics", "intervention", "evidence_refs", "evidence_count",
     "heard_from",
     "next_decay_day", "origins", "hops", "decay_period", "value_since", "importance",
-    "remembered_day",
+    "remembered_day", "own_origins",
 ))  # fmt: skip
 
 
@@ -208,7 +208,7 @@ def _form(ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
         (ev.evidence_id,), 1, heard_from,  # refs, count
         day + (period or rules.decay_period_days) if scheduled else None,  # next decay
         (ev.origin,) if ev.origin else (), ev.hops, period, day,  # value since
-        ev.importance, None,  # remembered day
+        ev.importance, None, 0,  # remembered day, own origins
     )  # fmt: skip
     return belief, _change(None, belief, _FORMED, ev)
 
@@ -261,6 +261,14 @@ def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change
         (*belief.heard_from, ev.source_resident_id) if ev.source_resident_id else belief.heard_from
     )
     last_evidence_day = max(belief.last_evidence_day, ev.day)
+    # A sighting or implant is its own origin: after the first origin it is counted, not
+    # listed (no rumour can carry it: see Belief.own_origins).
+    origins, own = belief.origins, belief.own_origins
+    if ev.origin:
+        if ev.origin == ev.evidence_id and origins:
+            own += 1
+        else:
+            origins = (*origins, ev.origin)
     # Rescheduled in the same copy (decay_due of the result, without a second copy).
     due = (
         last_evidence_day + (belief.decay_period or rules.decay_period_days)
@@ -276,9 +284,8 @@ def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change
         unique((*belief.topics, *ev.topics)), belief.intervention,
         with_ref(belief.evidence_refs, ev.evidence_id), belief.evidence_count + 1,
         heard_from, due,  # next decay day
-        (*belief.origins, ev.origin) if ev.origin else belief.origins, hops,
-        belief.decay_period, belief.value_since,
-        _importance(belief.importance, ev.importance), belief.remembered_day,
+        origins, hops, belief.decay_period, belief.value_since,
+        _importance(belief.importance, ev.importance), belief.remembered_day, own,
     )  # fmt: skip
     return after, _change(belief, after, _REINFORCED, ev)
 
@@ -340,6 +347,7 @@ def _seen_anew(belief: Belief, ev: Evidence, **fields: object) -> Belief:
         intervention=None,
         heard_from=(),
         origins=(ev.origin,) if ev.origin else (),
+        own_origins=0,
         hops=(),
         value_since=ev.day,
         decay_period=None,
@@ -423,6 +431,7 @@ def _intervene(belief: Belief | None, ev: Evidence, rules: Rules) -> tuple[Belie
             origins=belief.origins
             if same_value(belief.value, ev.claim.value)
             else (ev.origin or "",),
+            own_origins=belief.own_origins if same_value(belief.value, ev.claim.value) else 0,
             value_since=belief.value_since if same_value(belief.value, ev.claim.value) else ev.day,
             next_decay_day=None,
         )

@@ -220,7 +220,8 @@ def _distribution(reader: Reader, world: str, q: DistributionQuery) -> list[dict
                 s: sum(1 for b in group if str(b.state) == s)
                 for s in sorted({str(b.state) for b in group})
             },
-            "independent_origins": len({o for b in group for o in b.origins}),
+            "independent_origins": len({o for b in group for o in b.origins})
+            + sum(b.own_origins for b in group),  # (each one resident's own: never shared)
         }
         for key, group in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     ]

@@ -44,7 +44,7 @@ def _as_read(b: Belief) -> bool:
     (Called for every belief the writer stores: kept to plain type tests.)"""
     if type(b.confidence) is not int or type(b.state) is not State:
         return False
-    if type(b.evidence_count) is not int:
+    if type(b.evidence_count) is not int or type(b.own_origins) is not int:
         return False
     if type(b.source_kind) is not SourceKind or type(b.subject) is not str:
         return False

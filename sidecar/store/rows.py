@@ -60,7 +60,7 @@ BELIEF_COLUMNS = (
     "topics", "confidence", "state", "source_kind", "source_resident", "intervention",
     "evidence_refs", "heard_from", "formed_day", "updated_day", "last_evidence_day",
     "next_decay_day", "origins", "hops", "decay_period", "value_since", "importance",
-    "remembered_day", "evidence_count",
+    "remembered_day", "evidence_count", "own_origins",
 )  # fmt: skip
 
 CHANGE_COLUMNS = (
@@ -88,7 +88,7 @@ def belief_to_row(world: str, b: Belief) -> tuple[Any, ...]:
         b.formed_day, b.updated_day, b.last_evidence_day,
         b.next_decay_day, d(origins).decode() if origins else "[]",
         d(hops).decode() if hops else "[]", b.decay_period, b.value_since,
-        b.importance, b.remembered_day, b.evidence_count,
+        b.importance, b.remembered_day, b.evidence_count, b.own_origins,
     )  # fmt: skip
 
 
@@ -126,6 +126,7 @@ def belief_from_row(row: sqlite3.Row | Mapping[str, Any]) -> Belief:
         value_since=r["value_since"],
         importance=r.get("importance"),
         remembered_day=r.get("remembered_day"),
+        own_origins=r["own_origins"],
     )
 
 

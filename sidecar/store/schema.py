@@ -695,6 +695,41 @@ def _bounded_refs(conn: sqlite3.Connection) -> None:
         )
 
 
+#: 0020 (issue 17): a belief lists its first origin and those of the rumours that counted,
+#: and counts its own sightings and implants after the first (``own_origins``): no rumour
+#: can carry one of those (a rumour's origin is some belief's first), so listing them only
+#: grew the row and the fold by one id per sighting (a belief seen 20,000 times: 20,000 ids
+#: copied, searched and written at every event). Each listed origin after the first that is
+#: the id of the resident's own evidence (its evidence row's origin is itself; another's
+#: sighting, passed on by a rumour, stays listed) moves to the count, as the engine now
+#: folds it, so a rebuild reproduces the row.
+def _own_origins(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "ALTER TABLE beliefs ADD COLUMN own_origins INTEGER NOT NULL DEFAULT 0 "
+        "CHECK (own_origins >= 0)"
+    )
+    listed = conn.execute(
+        "SELECT world, resident, root, origins FROM beliefs WHERE json_array_length(origins) > 1"
+    ).fetchall()
+    for world, resident, root, text in listed:
+        first, *rest = load_json(text)
+        own = {
+            row[0]
+            for row in conn.execute(
+                "SELECT evidence_id FROM evidence WHERE world = ? AND evidence_id IN "
+                "(SELECT value FROM json_each(?)) AND origin = evidence_id AND resident = ?",
+                (world, dump_json_list(tuple(rest)), resident),
+            )
+        }
+        if own:
+            kept = (first, *(o for o in rest if o not in own))
+            conn.execute(
+                "UPDATE beliefs SET origins = ?, own_origins = ? "
+                "WHERE world = ? AND resident = ? AND root = ?",
+                (dump_json_list(kept), len(own), world, resident, root),
+            )
+
+
 Migration = str | Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -717,6 +752,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0017_i17_trust_moves", _TRUST_MOVES_INDEX),
     ("0018_i17trust_trust_history", _trust_history),
     ("0019_i17refs_bounded_refs", _bounded_refs),
+    ("0020_i17_own_origins", _own_origins),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
