@@ -34,6 +34,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     language-map subjects, implanted and distorted (a map subject replaced by a plain one),
     and a boolean value replaced by a number."""
     frames = [_trust(i, "bo", round(0.1 + (i % 9) / 10, 2)) for i in range(30)]
+    # (a's trust on b and a:b's general trust share the root trust:a:b, and its records)
     frames += [_trust(30 + i, s, 0.4, t) for i, (s, t) in enumerate(
         [("bo", "well"), ("a:b", None), ("a:b", "x:y"), ("a", "b"), ("ann", None)]
     )]  # fmt: skip
@@ -147,3 +148,21 @@ def test_a_file_without_the_trust_counter_counts_on_the_index(db: Path, tmp_path
     finally:
         reader.close()
         before.close()
+
+
+def test_a_page_reads_each_entrys_history_as_its_own_query_would(db: Path) -> None:
+    """The page's one history query gives each entry what :meth:`Reader.history` of its root
+    gives: every record (no ``latest``), or the latest few, oldest first."""
+    reader = Reader(db)
+    try:
+        for latest in (None, 1, 3, TRUST_HISTORY_SHOWN):
+            table = reader.trust(WORLD, "kai", latest=latest)
+            assert len(table) == 7
+            for e in table:
+                root = f"trust:{e['source']}" + (f":{e['topic']}" if e["topic"] else "")
+                assert e["history"] == reader.history(WORLD, "kai", root, latest=latest)
+                assert [c.seq for c in e["history"]] == sorted(c.seq for c in e["history"])
+        (bo,) = reader.trust(WORLD, "kai", "bo", latest=None)[:1]
+        assert len(bo["history"]) > TRUST_HISTORY_SHOWN
+    finally:
+        reader.close()

@@ -29,6 +29,7 @@ from .rows import (
     belief_from_row,
     change_from_row,
     change_summary_from_row,
+    dump_json,
     load_json,
     stored_rules,
 )
@@ -36,7 +37,7 @@ from .schema import unknown_migrations
 
 __all__ = ["BeliefFilter", "Reader"]
 
-_SUMMARY_COLUMNS = ", ".join(CHANGE_SUMMARY_COLUMNS)
+_SUMMARY_COLUMNS = ", ".join(f"c.{c}" for c in CHANGE_SUMMARY_COLUMNS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -243,18 +244,50 @@ class Reader(PromiseQueries):
         )
         return [change_from_row(r) for r in reversed(rows)]
 
-    def history_summaries(
-        self, world: str, resident: str, root: str, *, latest: int | None = None
-    ) -> list[dict[str, Any]]:
-        """:meth:`history` in wire form: each record the dict ``protocol.change_summary``
-        gives, built from only the columns it needs (:func:`change_summary_from_row`), as
-        plain tuples, with no :class:`Change` in between (what a ``trust`` reply sends)."""
-        rows = self._tuples(
-            f"SELECT {_SUMMARY_COLUMNS} FROM changes WHERE world = ? AND resident = ? "
-            "AND root = ? ORDER BY seq DESC LIMIT ?",
-            (world, resident, root, -1 if latest is None else latest),
+    def latest_histories(
+        self,
+        world: str,
+        resident: str,
+        roots: list[str],
+        *,
+        latest: int | None = None,
+        wire: bool = False,
+    ) -> list[list[Any]]:
+        """:meth:`history` of each of ``roots`` (in their order), in one query: a trust page's
+        entries' records. With ``wire`` each record is its wire dict (the one
+        ``protocol.change_summary`` gives, built by :func:`change_summary_from_row` from the
+        columns it needs, with no :class:`Change` in between), else a :class:`Change`.
+
+        Each root's ``latest`` records are one range of ``changes_by_belief``: from the seq of
+        its ``latest``-th latest record (a walk of ``latest`` entries back on the same index)
+        on. A query per root cost a statement per entry; a window over the roots' records
+        would read every one of them (thousands per root over a long game).
+        """
+        if not roots or (latest is not None and latest < 1):
+            return [[] for _ in roots]
+        bound = (
+            "AND c.seq >= IFNULL((SELECT l.seq FROM changes l WHERE l.world = ? "
+            "AND l.resident = ? AND l.root = json_each.value ORDER BY l.seq DESC "
+            "LIMIT 1 OFFSET ?), -1) "
+            if latest is not None
+            else ""
         )
-        return [change_summary_from_row(r) for r in reversed(rows)]
+        params: list[Any] = [dump_json(roots), world, resident]
+        if latest is not None:
+            params += [world, resident, latest - 1]
+        sql = (
+            f"SELECT json_each.key, {_SUMMARY_COLUMNS if wire else 'c.*'} FROM json_each(?) "
+            "CROSS JOIN changes c ON c.world = ? AND c.resident = ? "
+            f"AND c.root = json_each.value {bound}ORDER BY json_each.key, c.seq"
+        )
+        out: list[list[Any]] = [[] for _ in roots]
+        if wire:
+            for row in self._tuples(sql, params):
+                out[row[0]].append(change_summary_from_row(row[1:]))
+        else:
+            for full in self._rows(sql, params):
+                out[full[0]].append(change_from_row(full))
+        return out
 
     def history_count(self, world: str, resident: str, root: str) -> int:
         """How many change records one belief has (an index count)."""
@@ -302,9 +335,9 @@ class Reader(PromiseQueries):
         (source, topic) order after ``after`` (topic ``""``: general trust): one range of the
         trust primary key, whatever the size of the table (the ``trust`` query, SPEC §10.6).
 
-        Each entry carries its change records, read backwards on ``changes_by_belief`` (the
-        ``latest`` ones): :class:`Change` objects, or with ``wire`` each record's wire dict
-        (:meth:`history_summaries`, what the reply sends). With ``latest``, its
+        Each entry carries its change records (the ``latest`` ones), all the page's in one
+        query (:meth:`latest_histories`): :class:`Change` objects, or with ``wire`` each
+        record's wire dict (what the reply sends). With ``latest``, its
         ``history_total`` too: the counter of migration 0018, read with the page in the same
         query (one key lookup per entry), used only when there are more records than were
         read; on a file from before 0018, counted on the index for those entries only.
@@ -333,11 +366,10 @@ class Reader(PromiseQueries):
             f"SELECT t.source, t.topic, t.value, {totals}{where}ORDER BY t.source, t.topic LIMIT ?",
             (*args, limit),
         )
-        read = self.history_summaries if wire else self.history
+        roots = [f"trust:{src}" + (f":{topic}" if topic else "") for src, topic, _, _ in rows]
+        histories = self.latest_histories(world, resident, roots, latest=latest, wire=wire)
         out = []
-        for src, topic, value, total in rows:
-            root = f"trust:{src}" + (f":{topic}" if topic else "")
-            history: list[Any] = read(world, resident, root, latest=latest)
+        for (src, topic, value, total), root, history in zip(rows, roots, histories, strict=True):
             entry = {"source": src, "topic": topic or None, "value": value, "history": history}
             if latest is not None:
                 entry["history_total"] = (
