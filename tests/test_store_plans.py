@@ -340,9 +340,11 @@ def test_a_calm_residents_narrative_reads_all_but_its_plain_facts_on_indexes(
 
 def test_a_trust_page_is_one_primary_key_range_from_its_cursor(db: Path) -> None:
     """A trust page reads the table as a range of its primary key from the cursor (source,
-    topic), or within one source from its topic, in key order (no sort); each entry's latest
-    changes backwards on ``changes_by_belief`` and its history_total by the key of
-    ``trust_history`` (migration 0018): no entry's whole history is walked."""
+    topic), or within one source from its topic, in key order (no sort), each entry's
+    history_total by the key of ``trust_history`` (migration 0018) joined to it; then every
+    entry's latest changes in one query, each root's one range of ``changes_by_belief`` from
+    its 20th latest seq (found walking back 20 entries of the same index): no entry's whole
+    history is walked."""
     statements = _traced(db, {"type": "trust", "resident": "alice", "after": "bob:well"})
     statements += _traced(db, {"type": "trust", "resident": "alice", "source": "bob",
                                "after": "bob", "limit": 1})  # fmt: skip
@@ -355,20 +357,24 @@ def test_a_trust_page_is_one_primary_key_range_from_its_cursor(db: Path) -> None
             ]
 
         pages = [plan(s) for s in statements if " FROM trust " in s]
+        total = "SEARCH h USING PRIMARY KEY (world=? AND resident=? AND root=?) LEFT-JOIN"
         assert pages == [
-            ["SEARCH trust USING PRIMARY KEY (world=? AND resident=? AND (source,topic)>(?,?))"],
-            ["SEARCH trust USING PRIMARY KEY (world=? AND resident=? AND source=? AND topic>?)"],
-        ], pages
-        history = plan("SELECT * FROM changes WHERE world = ? AND resident = ? AND root = ? "
-                       "ORDER BY seq DESC LIMIT ?")  # fmt: skip
-        assert history == [
-            "SEARCH changes USING INDEX changes_by_belief (world=? AND resident=? AND root=?)"
-        ], history
-        total = plan("SELECT total FROM trust_history WHERE world = ? AND resident = ? "
-                     "AND root = ?")  # fmt: skip
-        assert total == [
-            "SEARCH trust_history USING PRIMARY KEY (world=? AND resident=? AND root=?)"
-        ], total
+            ["SEARCH t USING PRIMARY KEY (world=? AND resident=? AND (source,topic)>(?,?))",
+             total],
+            ["SEARCH t USING PRIMARY KEY (world=? AND resident=? AND source=? AND topic>?)",
+             total],
+        ], pages  # fmt: skip
+        first = _traced(db, {"type": "trust", "resident": "alice"})  # (her one entry: bob)
+        (histories,) = [plan(s) for s in first if " changes c " in s]
+        # The page's roots in their order; each root's latest records one range of the
+        # index, from the seq found walking back ``latest`` entries of it (no other scan).
+        walk = "SEARCH l USING COVERING INDEX changes_by_belief (world=? AND resident=? AND root=?)"
+        seek = (
+            "SEARCH c USING INDEX changes_by_belief (world=? AND resident=? AND root=? AND seq>?)"
+        )
+        assert seek in histories and walk in histories, histories
+        scans = [s for s in histories if s.startswith("SCAN")]
+        assert len(scans) == 1 and scans[0].startswith("SCAN json_each "), histories
     finally:
         conn.close()
 

@@ -8,7 +8,13 @@ import sys
 
 import pytest
 
-from tools.longgame import QUERY_KINDS, TARGET_GROWTH, SoakConfig, register_frame
+from tools.longgame import (
+    GROWING_KINDS,
+    QUERY_KINDS,
+    TARGET_GROWTH,
+    SoakConfig,
+    register_frame,
+)
 from tools.town import Town
 
 NUMBER = r"(-?\d+(?:\.\d+)?)"
@@ -27,7 +33,8 @@ def test_register_names_every_resident_once() -> None:
 def test_quick_soak_prints_consistent_figures() -> None:
     """python -m tools.longgame --quick: each checkpoint's events add up to the log, nothing is
     refused, sizes and memory are positive, percentiles ordered, rebuild matches, every query
-    kind has its samples and no error, and each printed ratio is its two p99s' quotient."""
+    kind has its samples and no error, and each printed ratio is its two p99s' quotient (the
+    ``trust table``, which grows with the table, labelled so instead of judged)."""
     config = SoakConfig.quick_config()
     done = subprocess.run(
         [sys.executable, "-m", "tools.longgame", "--quick"],
@@ -85,7 +92,11 @@ def test_quick_soak_prints_consistent_figures() -> None:
         assert a == pytest.approx(p99s[0][kind], abs=0.006)
         assert b == pytest.approx(p99s[-1][kind], abs=0.006)
         assert ratio == pytest.approx(b / a, abs=0.006 + 0.01 * ratio)
-        verdict = "ok" if ratio <= TARGET_GROWTH else "missed"
+        verdict = (
+            r"grows with the table \(not a page" if kind in GROWING_KINDS
+            else "ok" if ratio <= TARGET_GROWTH
+            else "missed"
+        )  # fmt: skip
         assert re.search(rf"\n  {kind}\s.*ratio\s+{NUMBER}  {verdict}", tail), kind
     assert re.search(r"\(longgame took \d+ s\)", tail)
 

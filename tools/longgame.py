@@ -15,10 +15,17 @@ At each checkpoint (day 30, 90 and 365; ``--quick``: a smaller town over fewer d
 sending and prints: the events in the world's log, the database size (file + WAL), the
 sidecar's RSS, the ack latency since the last checkpoint, p50/p99 of every query kind for a
 seeded sample of residents (``narrative``, one ``beliefs`` page, one ``explain`` page,
-``distribution``, one ``trust`` page, one ``graph`` page, ``worlds``; a page is the first frame of a reply, and
-every reply is read to its end before the next request), and how long ``credence rebuild
---check`` takes on the live file. At the end, per query kind, the p99 at the last checkpoint
-over the p99 at the first: the goal is at most 2. Figures are printed, never asserted.
+``distribution``, one ``trust`` page of 10 entries, the ``trust table``, one ``graph`` page,
+``worlds``; a page is the first frame of a reply, and every reply is read to its end before
+the next request), and how long ``credence rebuild --check`` takes on the live file. At the
+end, per query kind, the p99 at the last checkpoint over the p99 at the first: the goal is at
+most 2. Figures are printed, never asserted.
+
+A page compares like with like: the ``beliefs`` page is 100 entries of tables far larger
+than 100 at every checkpoint, and the ``trust`` page 10 entries (an inspector's page; a
+resident of the town trusts ~10 sources by day 30 and ~45 by day 365). The ``trust table``
+is the default trust page (up to 100 entries), which holds the whole of such a table: it
+grows with the table, so it is printed but not held to the goal (``GROWING_KINDS``).
 
 Everything is seeded (the town, the sample, the roots asked about) and bounded: a fixed
 number of events and requests, every wait with a timeout, loopback only.
@@ -48,12 +55,31 @@ from .harness import ServerProcess, percentiles
 from .load import ClockedSource, DriveResult, drive, open_client, world_clock
 from .town import Town
 
-__all__ = ["QUERY_KINDS", "Checkpoint", "SoakConfig", "main", "render", "run_soak"]
+__all__ = [
+    "GROWING_KINDS",
+    "QUERY_KINDS",
+    "TRUST_PAGE",
+    "Checkpoint",
+    "SoakConfig",
+    "main",
+    "render",
+    "run_soak",
+]
 
 WORLD = "longgame"
 
 #: The query kinds measured, in the order printed.
-QUERY_KINDS = ("narrative", "beliefs", "explain", "distribution", "trust", "graph", "worlds")
+QUERY_KINDS = (
+    "narrative", "beliefs", "explain", "distribution", "trust", "trust table", "graph", "worlds",
+)  # fmt: skip
+
+#: Kinds whose reply grows with what the world holds (not a fixed-size page): their ratio
+#: is printed, not judged against the goal. ``trust table`` is a resident's whole table
+#: (the default trust page holds every entry of the town's tables).
+GROWING_KINDS = frozenset({"trust table"})
+
+#: Entries of the ``trust`` page measured: a fixed size, full at every checkpoint.
+TRUST_PAGE = 10
 
 #: How long a late reply is waited out (untimed) before the next question.
 DRAIN_TIMEOUT = 600.0
@@ -246,8 +272,11 @@ async def measure_queries(
                 root = rng.choice(roots)
                 await ask("explain", {"type": "explain", "resident": resident, "root": root})
                 await ask("distribution", {"type": "distribution", "root": root})
-                # One page of the resident's trust table (the default 100 entries).
-                await ask("trust", {"type": "trust", "resident": resident})
+                # One page of the resident's trust table, as an inspector pages it (a fixed
+                # size, like the beliefs page), and the whole table (the default page of 100
+                # holds all of it in this town: it grows with the table).
+                await ask("trust", {"type": "trust", "resident": resident, "limit": TRUST_PAGE})
+                await ask("trust table", {"type": "trust", "resident": resident})
                 # One page of the resident's graph (100 event nodes), as a viewer asks it.
                 await ask("graph", {"type": "graph", "resident": resident, "limit": 100})
                 await ask("worlds", {"type": "worlds"})
@@ -364,7 +393,8 @@ def render_checkpoint(cp: Checkpoint, timeout: float) -> str:
 
 def render(config: SoakConfig, checkpoints: list[Checkpoint], seconds: float) -> str:
     """The closing table: p99 at the last checkpoint over the first, per query kind (a
-    timeout at the last makes the ratio a lower bound: ≥)."""
+    timeout at the last makes the ratio a lower bound: ≥); a kind of ``GROWING_KINDS`` is
+    labelled as growing with what it reads instead of judged against the goal."""
     first, last = checkpoints[0], checkpoints[-1]
     timeout = config.query_timeout
     lines = [f"p99 at day {last.day:g} / day {first.day:g} (goal ≤ {TARGET_GROWTH:g})"]
@@ -373,7 +403,12 @@ def render(config: SoakConfig, checkpoints: list[Checkpoint], seconds: float) ->
         b = _p(_effective(last, kind, timeout), "p99")
         bound = last.query_timeouts.get(kind, 0) > 0
         ratio = b / a if a > 0 else float("inf")
-        verdict = "missed" if ratio > TARGET_GROWTH else ("ok" if not bound else "unknown")
+        verdict = (
+            "grows with the table (not a page; not held to the goal)" if kind in GROWING_KINDS
+            else "missed" if ratio > TARGET_GROWTH
+            else "ok" if not bound
+            else "unknown"
+        )  # fmt: skip
         lines.append(
             f"  {kind:<16}{_ms(a, first.query_timeouts.get(kind, 0) > 0):>10} → "
             f"{_ms(b, bound):>10} ms  ratio {_ms(ratio, bound):>7}  {verdict}"

@@ -288,8 +288,9 @@ def _trust(reader: Reader, world: str, q: TrustQuery) -> list[dict[str, Any]]:
     # One page of the trust table; one entry more than asked says whether another follows
     # (``next``, the cursor naming the page's last entry: pass as ``after``; SPEC §10.6).
     rows = reader.trust_page(
-        world, q.resident, q.source, after=q.after, limit=q.limit + 1, latest=TRUST_HISTORY_SHOWN
-    )
+        world, q.resident, q.source, after=q.after, limit=q.limit + 1,
+        latest=TRUST_HISTORY_SHOWN, wire=True,
+    )  # fmt: skip
     if not rows and not reader.is_resident(world, q.resident):
         raise _not_found(f"resident {q.resident!r} is unknown in world {world!r}", q.rid)
     more = len(rows) > q.limit
@@ -299,8 +300,7 @@ def _trust(reader: Reader, world: str, q: TrustQuery) -> list[dict[str, Any]]:
         "default": reader.rules(world).trust_default,  # for every source not listed
         "next": trust_cursor(rows[-1]["source"], rows[-1]["topic"]) if more else None,
     }  # fmt: skip
-    entries = [{**row, "history": [change_summary(c) for c in row["history"]]} for row in rows]
-    return paginate(head, {"entries": entries})
+    return paginate(head, {"entries": rows})  # (each history already in wire form)
 
 
 def _residents(reader: Reader, world: str, q: ResidentsQuery) -> list[dict[str, Any]]:

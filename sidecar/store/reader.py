@@ -24,10 +24,20 @@ from ..engine import (
 from .connection import _open
 from .errors import CannotOpen, SchemaTooNew, StoreError
 from .promises import PromiseQueries
-from .rows import belief_from_row, change_from_row, load_json, stored_rules
+from .rows import (
+    CHANGE_SUMMARY_COLUMNS,
+    belief_from_row,
+    change_from_row,
+    change_summary_from_row,
+    dump_json,
+    load_json,
+    stored_rules,
+)
 from .schema import unknown_migrations
 
 __all__ = ["BeliefFilter", "Reader"]
+
+_SUMMARY_COLUMNS = ", ".join(f"c.{c}" for c in CHANGE_SUMMARY_COLUMNS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,6 +121,18 @@ class Reader(PromiseQueries):
             return self.conn.execute(sql, tuple(params)).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"query failed: {exc}") from exc
+
+    def _tuples(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+        """:meth:`_rows` as plain tuples: no :class:`sqlite3.Row` per row, for the reads that
+        turn hundreds of rows straight into reply dicts."""
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        try:
+            return cursor.execute(sql, tuple(params)).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"query failed: {exc}") from exc
+        finally:
+            cursor.close()
 
     def worlds(self) -> list[str]:
         return [r[0] for r in self._rows("SELECT world FROM worlds ORDER BY world")]
@@ -222,6 +244,51 @@ class Reader(PromiseQueries):
         )
         return [change_from_row(r) for r in reversed(rows)]
 
+    def latest_histories(
+        self,
+        world: str,
+        resident: str,
+        roots: list[str],
+        *,
+        latest: int | None = None,
+        wire: bool = False,
+    ) -> list[list[Any]]:
+        """:meth:`history` of each of ``roots`` (in their order), in one query: a trust page's
+        entries' records. With ``wire`` each record is its wire dict (the one
+        ``protocol.change_summary`` gives, built by :func:`change_summary_from_row` from the
+        columns it needs, with no :class:`Change` in between), else a :class:`Change`.
+
+        Each root's ``latest`` records are one range of ``changes_by_belief``: from the seq of
+        its ``latest``-th latest record (a walk of ``latest`` entries back on the same index)
+        on. A query per root cost a statement per entry; a window over the roots' records
+        would read every one of them (thousands per root over a long game).
+        """
+        if not roots or (latest is not None and latest < 1):
+            return [[] for _ in roots]
+        bound = (
+            "AND c.seq >= IFNULL((SELECT l.seq FROM changes l WHERE l.world = ? "
+            "AND l.resident = ? AND l.root = json_each.value ORDER BY l.seq DESC "
+            "LIMIT 1 OFFSET ?), -1) "
+            if latest is not None
+            else ""
+        )
+        params: list[Any] = [dump_json(roots), world, resident]
+        if latest is not None:
+            params += [world, resident, latest - 1]
+        sql = (
+            f"SELECT json_each.key, {_SUMMARY_COLUMNS if wire else 'c.*'} FROM json_each(?) "
+            "CROSS JOIN changes c ON c.world = ? AND c.resident = ? "
+            f"AND c.root = json_each.value {bound}ORDER BY json_each.key, c.seq"
+        )
+        out: list[list[Any]] = [[] for _ in roots]
+        if wire:
+            for row in self._tuples(sql, params):
+                out[row[0]].append(change_summary_from_row(row[1:]))
+        else:
+            for full in self._rows(sql, params):
+                out[full[0]].append(change_from_row(full))
+        return out
+
     def history_count(self, world: str, resident: str, root: str) -> int:
         """How many change records one belief has (an index count)."""
         sql = "SELECT count(*) FROM changes WHERE world = ? AND resident = ? AND root = ?"
@@ -262,61 +329,64 @@ class Reader(PromiseQueries):
         after: tuple[str, str] | None = None,
         limit: int = 100,
         latest: int | None = None,
+        wire: bool = False,
     ) -> list[dict[str, Any]]:
         """Up to ``limit`` entries of a resident's trust table (of ``source``'s, if given) in
         (source, topic) order after ``after`` (topic ``""``: general trust): one range of the
         trust primary key, whatever the size of the table (the ``trust`` query, SPEC §10.6).
 
-        Each entry carries its change records, read backwards on ``changes_by_belief`` (the
-        ``latest`` ones), and with ``latest`` their ``history_total``: counted on the same
-        index only when there are more than were read.
+        Each entry carries its change records (the ``latest`` ones), all the page's in one
+        query (:meth:`latest_histories`): :class:`Change` objects, or with ``wire`` each
+        record's wire dict (what the reply sends). With ``latest``, its
+        ``history_total`` too: the counter of migration 0018, read with the page in the same
+        query (one key lookup per entry), used only when there are more records than were
+        read; on a file from before 0018, counted on the index for those entries only.
         """
-        where, args = "WHERE world = ? AND resident = ? ", [world, resident]
+        counted = latest is not None and self._has_trust_history()
+        where, args = "WHERE t.world = ? AND t.resident = ? ", [world, resident]
         if source is not None:
-            where += "AND source = ? "
+            where += "AND t.source = ? "
             args.append(source)
             if after is not None:  # the range within the source's entries (no row value:
                 if after[0] != source:  # SQLite would then walk the source's from its first)
                     raise ValueError(f"trust cursor {after!r} is not of source {source!r}")
-                where += "AND topic > ? "
+                where += "AND t.topic > ? "
                 args.append(after[1])
         elif after is not None:
-            where += "AND (source, topic) > (?, ?) "
+            where += "AND (t.source, t.topic) > (?, ?) "
             args += after
+        totals = (
+            "h.total FROM trust t LEFT JOIN trust_history h ON h.world = t.world "
+            "AND h.resident = t.resident AND h.root = 'trust:' || t.source "
+            "|| CASE t.topic WHEN '' THEN '' ELSE ':' || t.topic END "
+            if counted
+            else "NULL FROM trust t "
+        )
         rows = self._rows(
-            f"SELECT source, topic, value FROM trust {where}ORDER BY source, topic LIMIT ?",
+            f"SELECT t.source, t.topic, t.value, {totals}{where}ORDER BY t.source, t.topic LIMIT ?",
             (*args, limit),
         )
+        roots = [f"trust:{src}" + (f":{topic}" if topic else "") for src, topic, _, _ in rows]
+        histories = self.latest_histories(world, resident, roots, latest=latest, wire=wire)
         out = []
-        for r in rows:
-            root = f"trust:{r['source']}" + (f":{r['topic']}" if r["topic"] else "")
-            history = self.history(world, resident, root, latest=latest)
-            entry = {
-                "source": r["source"], "topic": r["topic"] or None, "value": r["value"],
-                "history": history,
-            }  # fmt: skip
+        for (src, topic, value, total), root, history in zip(rows, roots, histories, strict=True):
+            entry = {"source": src, "topic": topic or None, "value": value, "history": history}
             if latest is not None:
                 entry["history_total"] = (
                     len(history) if len(history) < latest
-                    else self.trust_history_total(world, resident, root)
+                    else (total or 0) if counted
+                    else self.history_count(world, resident, root)
                 )  # fmt: skip
             out.append(entry)
         return out
 
-    def trust_history_total(self, world: str, resident: str, root: str) -> int:
-        """How many ``trust`` change records a trust root has: the counter migration 0018
-        keeps, read by key (a count on an index in a file from before it)."""
+    def _has_trust_history(self) -> bool:
+        """Whether the file has the ``trust_history`` counter (migration 0018); asked once."""
         if self._counted is None:
             self._counted = bool(self._rows(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'trust_history'"
             ))  # fmt: skip
-        if not self._counted:
-            return self.history_count(world, resident, root)
-        rows = self._rows(
-            "SELECT total FROM trust_history WHERE world = ? AND resident = ? AND root = ?",
-            (world, resident, root),
-        )
-        return int(rows[0][0]) if rows else 0
+        return self._counted
 
     def registry(self, world: str) -> dict[str, dict[str, Any]]:
         """The world's registry: ``{"residents": {id: {lang: name}}, "actions": {...}}``

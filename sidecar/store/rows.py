@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -23,14 +23,17 @@ from ..engine import (
     WorldEvent,
     rules_from_stored,
 )
+from ..engine.texts import wire_text
 from .errors import WorldRulesInvalid
 
 __all__ = [
     "BELIEF_COLUMNS",
     "CHANGE_COLUMNS",
+    "CHANGE_SUMMARY_COLUMNS",
     "belief_from_row",
     "belief_to_row",
     "change_from_row",
+    "change_summary_from_row",
     "change_to_row",
     "dump_json",
     "dump_json_list",
@@ -163,6 +166,51 @@ def change_from_row(row: sqlite3.Row | Mapping[str, Any]) -> Change:
         subject_before=r.get("subject_before"),
         subject_after=r.get("subject_after"),
     )
+
+
+#: The ``changes`` columns :func:`change_summary_from_row` reads, in its order.
+CHANGE_SUMMARY_COLUMNS = (
+    "seq", "kind", "confidence_after", "confidence_before", "state_after", "state_before",
+    "value_after", "value_before", "subject_after", "subject_before", "source_kind",
+    "source_resident", "event_id", "evidence_id", "day", "detail",
+)  # fmt: skip
+
+_loads = orjson.loads
+
+
+def change_summary_from_row(row: Sequence[Any]) -> dict[str, Any]:
+    """A change record in its wire form, straight from a row of ``CHANGE_SUMMARY_COLUMNS``:
+    the dict :func:`protocol.change_summary` gives for :func:`change_from_row` of the row.
+
+    A ``trust`` reply sends the latest change records of every entry of its page (hundreds
+    per reply); building each as a :class:`~sidecar.engine.Change` (four enums, a frozen
+    dataclass) only to read it back into this dict was most of the reply's cost. The enum
+    columns are already their wire strings (the table's CHECKs hold them to the enums'
+    values), so only the JSON values and the subjects (a language map is sent as the map)
+    are decoded. ``tests/test_store_trust_rows.py`` holds the two ways equal.
+    """
+    (
+        seq, kind, confidence, prev_confidence, state, prev_state, value, prev_value,
+        subject, prev_subject, source_kind, source, event_id, evidence_id, day, detail,
+    ) = row  # fmt: skip
+    return {
+        "seq": seq,
+        "change": kind,
+        "confidence": confidence,
+        "prev_confidence": prev_confidence,
+        "state": state,
+        "prev_state": prev_state,
+        "value": _loads(value),
+        "prev_value": None if prev_value is None else _loads(prev_value),
+        "subject": wire_text(subject),
+        "prev_subject": wire_text(prev_subject),
+        "source_kind": source_kind,
+        "source": source,
+        "event_id": event_id,
+        "evidence_id": evidence_id,
+        "day": day,
+        "detail": detail,
+    }
 
 
 def stored_rules(world: str, text: str | bytes) -> Rules:
