@@ -16,6 +16,7 @@ from typing import Any
 from protocol import TAGS_SHOWN
 
 from ..engine import Belief, Intervention, SourceKind, State, same_value
+from ..engine.model import positional
 from ..engine.said import SAID_TO_SHOWN
 from .own_words import OwnWords, said_beliefs
 from .queries import Contradiction, Correction
@@ -147,6 +148,15 @@ class Item:
         return mark is not None and mark.active
 
 
+#: :class:`Item` built positionally (:func:`~sidecar.engine.model.positional`): classify and
+#: rank build one per memory, tens of thousands per narrative of a big resident, and the
+#: keyword call of a frozen dataclass costs several times more.
+new_item = positional(Item, (
+    "belief", "section", "band", "tier", "group", "correction", "counter", "score", "why",
+    "relevant", "acts", "trust", "extra", "said", "sources", "lines", "social",
+))  # fmt: skip
+
+
 def tier_of(section: str, relevant: bool, social: bool | None = None) -> int:
     """The priority tier of a section's item, given whether it bears on the focus and, where
     the item says so, whether it ranks with the social tier (``social``: a notable firsthand
@@ -224,17 +234,11 @@ def classify_belief(
         if section in ("sure", "believe") and (belief.importance or 0.0) >= NOTABLE_AT
         else None
     )
-    return Item(
-        belief=belief,
-        section=section,
-        band=_band(belief, section),
-        tier=tier_of(section, False, social),
-        group=_group(belief, section),
-        correction=correction,
-        counter=counter,
-        sources=sources,
-        social=social,
-    )
+    return new_item(
+        belief, section, _band(belief, section), tier_of(section, False, social),
+        _group(belief, section), correction, counter, 0.0, None, False, None, None, None,
+        None, sources, None, social,
+    )  # fmt: skip
 
 
 #: Importance of the resident's own acts (what I did matters more than what I saw done),

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..store.rows import load_json
-from .items import Item, tier_of
+from .items import Item, new_item, tier_of
 from .registry import Registry
 
 __all__ = [
@@ -266,34 +266,15 @@ def rank(items: Iterable[Item], focus: Focus, today: float, registry: Registry) 
     terms = Terms.of(focus, registry)
     for item in items:
         matched = matches(item, terms, registry) if focus else []
-        parts = score_parts(item, matched, today)
+        why: dict[str, Any] = score_parts(item, matched, today)
         tier = (
             tier_of(item.section, bool(matched), item.social) if item.lines is None else item.tier
         )
-        why = {**parts, "tier": tier, "matched": matched}
-        out.append(_ranked(item, parts["score"], why, bool(matched), tier))
+        why["tier"], why["matched"] = tier, matched
+        # (built positionally: a long game ranks tens of thousands of items per narrative)
+        out.append(new_item(
+            item.belief, item.section, item.band, tier, item.group, item.correction,
+            item.counter, why["score"], why, bool(matched), item.acts, item.trust, item.extra,
+            item.said, item.sources, item.lines, item.social,
+        ))  # fmt: skip
     return out
-
-
-def _ranked(item: Item, score: float, why: dict[str, Any], relevant: bool, tier: int) -> Item:
-    """``item`` with its rank set (spelled out: :func:`dataclasses.replace` costs several
-    times more, and a long game ranks tens of thousands of items per narrative)."""
-    return Item(
-        belief=item.belief,
-        section=item.section,
-        band=item.band,
-        tier=tier,
-        group=item.group,
-        correction=item.correction,
-        counter=item.counter,
-        score=score,
-        why=why,
-        relevant=relevant,
-        acts=item.acts,
-        trust=item.trust,
-        extra=item.extra,
-        said=item.said,
-        sources=item.sources,
-        lines=item.lines,
-        social=item.social,
-    )

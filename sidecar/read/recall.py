@@ -507,51 +507,39 @@ def _protected_rows(
 
 
 def _sizes(reader: Reader, world: str, resident: str) -> dict[str, int]:
-    """How many items each section makes of the resident's beliefs, counted on the partial
-    index ``beliefs_shown`` (which holds exactly the beliefs a section can show, ordered by
-    state, source and confidence): per state and source, the sure ones (a range of it), and
-    the few ``relation:`` roots (a range of the primary key)."""
-    where = f"world = ? AND resident = ? AND {_SHOWN}"
+    """How many items each section makes of the resident's beliefs, counted in one pass over
+    the partial index ``beliefs_shown`` (which holds exactly the beliefs a section can show,
+    with their state, source, confidence and root): per state and source, and within those
+    still held the sure ones and the ``relation:`` roots (people, whatever their source)."""
     grouped = _rows(
         reader,
-        f"SELECT state, source_kind, count(*) FROM beliefs WHERE {where} "
-        "GROUP BY state, source_kind",
-        (world, resident),
-    )
-    ((sure,),) = _rows(
-        reader,
-        f"SELECT count(*) FROM beliefs WHERE {where} AND state = 'influencing' "
-        "AND source_kind = 'firsthand' AND confidence >= 85",
-        (world, resident),
-    )
-    people = _rows(
-        reader,
-        f"SELECT source_kind, count(*), sum(confidence >= 85) FROM beliefs WHERE {where} "
-        "AND state = 'influencing' AND root >= 'relation:' AND root < 'relation;' "
-        "GROUP BY source_kind",
+        "SELECT state, source_kind, count(*), "
+        "sum(source_kind = 'firsthand' AND confidence >= 85), "
+        "sum(root >= 'relation:' AND root < 'relation;'), "
+        "sum(root >= 'relation:' AND root < 'relation;' AND confidence >= 85) "
+        f"FROM beliefs WHERE world = ? AND resident = ? AND {_SHOWN} GROUP BY state, source_kind",
         (world, resident),
     )
     sizes: dict[str, int] = defaultdict(int)
     fixed = {"past": "faded", "doubtful": "doubts", "anomalous": "anomalies"}
     fixed["corrected"] = "corrections"
-    for state, kind, n in grouped:
+    for state, kind, n, sure, people, confident in grouped:
         if state in fixed:
             sizes[fixed[state]] += n
-        elif kind == "hearsay":
-            sizes["told"] += n
-        else:
-            sizes["believe"] += n
-    sizes["sure"] = sure
-    sizes["believe"] -= sure
-    for kind, n, confident in people:  # relation: roots are people, whatever their source
-        sizes["people"] += n
+            continue
+        sizes["told" if kind == "hearsay" else "believe"] += n
+        if state != "influencing":
+            continue
+        sizes["sure"] += sure
+        sizes["believe"] -= sure
+        sizes["people"] += people  # relation: roots are people, whatever their source
         if kind == "hearsay":
-            sizes["told"] -= n
+            sizes["told"] -= people
         elif kind == "firsthand":
             sizes["sure"] -= confident
-            sizes["believe"] -= n - confident
+            sizes["believe"] -= people - confident
         else:
-            sizes["believe"] -= n
+            sizes["believe"] -= people
     return {k: v for k, v in sizes.items() if v}
 
 
