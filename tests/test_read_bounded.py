@@ -100,6 +100,14 @@ def reader(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     return Reader(path)
 
 
+def same_both_ways(reader: Reader, budget: int, lang: str, focus: Focus | None = None) -> None:
+    """The narrative of mira is the same, text, sections, counts and flags, whether the
+    projection may take a fast read or must take the full one."""
+    fast = project(reader, WORLD, "mira", budget=budget, lang=lang, focus=focus)
+    full = project(reader, WORLD, "mira", budget=budget, lang=lang, focus=focus, bounded=False)
+    assert fast.to_dict() == full.to_dict(), (focus, lang, budget)
+
+
 def test_the_bounded_read_gives_the_full_reads_narrative(reader: Reader) -> None:
     """At every budget and in both languages: the same text, sections, counts and flags;
     and the bounded read answers most of these (else the test would compare nothing)."""
@@ -138,11 +146,7 @@ def test_a_focused_bounded_read_gives_the_full_reads_narrative(reader: Reader) -
     for focus in FOCUSES:
         for lang in LANGS:
             for budget in FOCUS_BUDGETS:
-                fast = project(reader, WORLD, "mira", budget=budget, lang=lang, focus=focus)
-                full = project(
-                    reader, WORLD, "mira", budget=budget, lang=lang, focus=focus, bounded=False
-                )
-                assert fast.to_dict() == full.to_dict(), (focus, lang, budget)
+                same_both_ways(reader, budget, lang, focus)
                 answered += any(
                     _project_bounded(reader, WORLD, "mira", budget, lang, limit, focus=focus)
                     is not None
@@ -440,12 +444,7 @@ def test_a_focused_social_read_gives_the_full_reads_narrative(
         for focus in SOCIAL_FOCUSES:
             for lang in LANGS:
                 for budget in FOCUSED_SOCIAL_BUDGETS:
-                    fast = project(reader, WORLD, "mira", budget=budget, lang=lang, focus=focus)
-                    full = project(
-                        reader, WORLD, "mira", budget=budget, lang=lang, focus=focus,
-                        bounded=False,
-                    )  # fmt: skip
-                    assert fast.to_dict() == full.to_dict(), (focus, lang, budget)
+                    same_both_ways(reader, budget, lang, focus)
                     answered += (
                         _project_social(reader, WORLD, "mira", budget, lang, sizes, focus=focus)
                         is not None
@@ -502,11 +501,7 @@ def test_the_calm_benchmark_resident_reads_the_same_both_ways(
                 assert fast.to_dict() == full.to_dict(), (lang, budget)
                 answered += _social_answers(reader, budget, lang)
                 # and focused as the benchmark asks (a teller and one of her places)
-                fast = project(reader, WORLD, "mira", budget=budget, lang=lang, focus=focus)
-                full = project(
-                    reader, WORLD, "mira", budget=budget, lang=lang, focus=focus, bounded=False
-                )
-                assert fast.to_dict() == full.to_dict(), (lang, budget, focus)
+                same_both_ways(reader, budget, lang, focus)
         assert answered >= 4, answered
     finally:
         reader.close()

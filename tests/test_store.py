@@ -594,6 +594,19 @@ def test_a_belief_keeps_its_first_and_latest_refs_and_counts_all(db_path: Path) 
     assert belief is not None and belief.evidence_refs == (*every[:5], *every[-5:])
 
 
+def _beliefs_schema_before(db_path: Path, migration: str) -> str:
+    """The ``beliefs`` table as the migrations before ``migration`` leave it (a fresh file
+    beside ``db_path``): what a test turning a database back into an old one compares with."""
+    conn = sqlite3.connect(db_path.with_name("old.db"), isolation_level=None)
+    try:
+        migrate(conn, upto=[name for name, _ in MIGRATIONS].index(migration))
+        return str(
+            conn.execute("SELECT sql FROM sqlite_master WHERE name = 'beliefs'").fetchone()[0]
+        )
+    finally:
+        conn.close()
+
+
 def _list_own_origins(conn: sqlite3.Connection) -> int:
     """Rewrite every belief row as the writer wrote it before 0020 (its own sightings and
     implants listed among its origins, not counted), then drop the count; how many rows
@@ -635,12 +648,7 @@ def test_own_origins_migration_counts_an_old_databases_listed_sightings(db_path:
     put(w, say(42, "ann", ["mira"], "well", "clean"), observe(43, ["mira"], "well", "clean"))
     w.close()
     written = dump(db_path)
-    ours = [name for name, _ in MIGRATIONS].index("0020_i17_own_origins")
-    old = db_path.with_name("old.db")
-    conn = sqlite3.connect(old, isolation_level=None)
-    migrate(conn, upto=ours)
-    old_beliefs = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'beliefs'").fetchone()[0]
-    conn.close()
+    old_beliefs = _beliefs_schema_before(db_path, "0020_i17_own_origins")
     conn = sqlite3.connect(db_path, isolation_level=None)
     ((mira,),) = conn.execute(
         "SELECT origins FROM beliefs WHERE resident = 'mira' AND root = 'well'"
@@ -675,12 +683,7 @@ def test_bounded_refs_migration_counts_and_trims_an_old_database(db_path: Path) 
     put(w, say(50, "bo", ["kai"], "rumour", "yes"))
     w.close()
     written = dump(db_path)
-    ours = [name for name, _ in MIGRATIONS].index("0019_i17refs_bounded_refs")
-    old = db_path.with_name("old.db")
-    conn = sqlite3.connect(old, isolation_level=None)
-    migrate(conn, upto=ours)
-    old_beliefs = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'beliefs'").fetchone()[0]
-    conn.close()
+    old_beliefs = _beliefs_schema_before(db_path, "0019_i17refs_bounded_refs")
     conn = sqlite3.connect(db_path, isolation_level=None)
     _list_own_origins(conn)
     keys = conn.execute("SELECT resident, root FROM beliefs").fetchall()

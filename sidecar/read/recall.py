@@ -335,15 +335,16 @@ def recall(reader: Reader, world: str, resident: str, lang: str) -> Recall:
 def _recalled(
     reader: Reader, world: str, resident: str, lang: str,
     beliefs: tuple[Belief, ...], told: Sequence[Belief], wanted: Collection[str] | None = None,
+    registry: Registry | None = None,
 ) -> Recall:  # fmt: skip
     """The rest of a recall around its ``beliefs``; ``told`` are the beliefs whose tellers
     are looked up (the beliefs themselves, or a wider read of them), of the roots ``wanted``
-    (None: all)."""
+    (None: all); ``registry``, when the read already loaded it."""
     found_corrections = corrections(reader, world, resident)
     return Recall(
         resident=resident,
         day=reader.world_day(world),
-        registry=load_registry(reader, world),
+        registry=load_registry(reader, world) if registry is None else registry,
         root_texts=load_root_texts(reader, world, lang),
         beliefs=beliefs,
         corrections=found_corrections,
@@ -695,7 +696,7 @@ def recall_social(
     # most recent first) whatever their section: read too, so the same ones get them.
     social = _SOCIAL if told else _SOCIAL_FEW
     params: dict[str, Any] = {"world": world, "resident": resident}
-    matching, count = "", None
+    matching, count, registry = "", None, None
     if focus:
         registry = load_registry(reader, world)
         prefilter, found = row_prefilter(focus, registry)
@@ -725,7 +726,7 @@ def recall_social(
     }
     beliefs = tuple(b for b, r in zip(read, rows, strict=True) if r[-1] or b.root in matched)
     wanted = {b.root for b, r in zip(read, rows, strict=True) if r[-2] or b.root in matched}
-    return _recalled(reader, world, resident, lang, beliefs, read, wanted)
+    return _recalled(reader, world, resident, lang, beliefs, read, wanted, registry)
 
 
 def told_ceiling(reader: Reader, world: str, resident: str, today: float) -> Cut | None:
