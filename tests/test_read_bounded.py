@@ -404,6 +404,14 @@ def test_the_social_read_gives_the_full_reads_narrative(
             "believe",
             "faded",
         }
+        # told=False holds her rumours back from the same read: together, the read above,
+        # the held ones in root order, each a rumour the told section would word
+        few = recall_social(reader, WORLD, "mira", "en", told=False)
+        assert few is not None and few.held and not social.held
+        held = [b.root for b in few.held]
+        assert held == sorted(held) and not set(few.beliefs) & set(few.held)
+        assert set(few.beliefs) | set(few.held) == set(social.beliefs)
+        assert {classify_belief(b).section for b in few.held} == {"told"}
     finally:
         reader.close()
 

@@ -54,7 +54,6 @@ from typing import Any
 
 from protocol import TAGS_SHOWN
 
-from ..engine import Belief
 from ..engine.texts import wire_text
 from ..store import Reader
 from .items import Item, belief_items, classify
@@ -69,7 +68,6 @@ from .recall import (
     recall,
     recall_bounded,
     recall_social,
-    recall_told,
     section_sizes,
     told_ceiling,
 )
@@ -304,21 +302,20 @@ def _project_social(
         found = _social(resident, budget, lang, sizes, recalled, items, ahead, unread.read)
         if found is not None or not told:
             return found
-        recalled, items = _with_told(recalled, items, recall_told(reader, world, resident))
+        recalled, items = _with_told(recalled, items)
     return _social(resident, budget, lang, sizes, recalled, items)
 
 
-def _with_told(
-    recalled: Recall, items: list[Item], told: tuple[Belief, ...]
-) -> tuple[Recall, list[Item]]:
-    """``recalled`` and its ranked ``items`` with the ``told`` beliefs added: what the read
-    and the pipe up to wording give with them, only the added ones classified and ranked
-    (the items of beliefs come first, in root order; each is ranked on its own)."""
+def _with_told(recalled: Recall, items: list[Item]) -> tuple[Recall, list[Item]]:
+    """``recalled`` and its ranked ``items`` with the rumours it held back added: what the
+    read and the pipe up to wording give with them, only the added ones classified and
+    ranked (the items of beliefs come first, in root order; each is ranked on its own)."""
+    told = recalled.held
     n = sum(1 for i in items if i.from_belief)  # the items of beliefs come first
     added = rank(belief_items(recalled, told), Focus(), recalled.day, recalled.registry)
     merged = list(heapq.merge(items[:n], added, key=lambda i: i.belief.root))
     beliefs = tuple(heapq.merge(recalled.beliefs, told, key=lambda b: b.root))
-    return replace(recalled, beliefs=beliefs), merged + items[n:]
+    return replace(recalled, beliefs=beliefs, held=()), merged + items[n:]
 
 
 def _social(

@@ -15,7 +15,7 @@ import heapq
 import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -46,7 +46,6 @@ __all__ = [
     "recall_bounded",
     "recall_own",
     "recall_social",
-    "recall_told",
     "section_sizes",
     "told_ceiling",
 ]
@@ -124,6 +123,9 @@ class Recall:
     sources: Mapping[str, Sources] = field(default_factory=dict)
     #: Its promises and goals (bounded: see :func:`recall_own`).
     own: OwnRecall = field(default_factory=OwnRecall)
+    #: The rumours a social read with ``told=False`` read but left out of ``beliefs``, in
+    #: root order (:func:`recall_social`; ``narrative._with_told`` adds them when needed).
+    held: tuple[Belief, ...] = ()
 
 
 def _rows(reader: Reader, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> list[sqlite3.Row]:
@@ -647,8 +649,8 @@ _SOCIAL = (
 )
 
 
-#: :data:`_SOCIAL` but for the rumours still held (``told=False`` of :func:`recall_social`;
-#: :func:`recall_told` reads them).
+#: :data:`_SOCIAL` but for the rumours still held (``told=False`` of :func:`recall_social`,
+#: which reads them all the same and holds them back: :attr:`Recall.held`).
 _SOCIAL_FEW = (
     "(state IN ('doubtful', 'anomalous', 'corrected') "
     "OR intervention IN ('implanted', 'distorted') "
@@ -672,8 +674,8 @@ def recall_social(
     only to be counted (:func:`.packing.pack_social` checks they could never have had a
     line): :func:`recall` but for those beliefs. None when a plain fact is notable (it
     would rank with what the resident was told, in a family or a merged line with unread
-    ones). ``told=False``: the rumours it holds are left unread too (:func:`told_ceiling`
-    bounds their rank, :func:`recall_told` reads them).
+    ones). ``told=False``: the rumours it holds are read but held back, neither classified
+    nor ranked (:attr:`Recall.held`; :func:`told_ceiling` bounds their rank).
 
     With a ``focus``, the plain facts and faded memories that match it are read too (they
     rank with it, two tiers up): in the same pass over the resident's rows, a SQL
@@ -726,11 +728,21 @@ def recall_social(
     }
     beliefs = tuple(b for b, r in zip(read, rows, strict=True) if r[-1] or b.root in matched)
     wanted = {b.root for b, r in zip(read, rows, strict=True) if r[-2] or b.root in matched}
-    return _recalled(reader, world, resident, lang, beliefs, read, wanted, registry)
+    recalled = _recalled(reader, world, resident, lang, beliefs, read, wanted, registry)
+    if told:
+        return recalled
+    # Held back: what _SOCIAL reads and _SOCIAL_FEW does not (the rumours still held, but
+    # suppressed ones, which no section shows): exactly the rows of _TOLD.
+    held = tuple(
+        b
+        for b, r in zip(read, rows, strict=True)
+        if r[-2] and not r[-1] and b.intervention is not Intervention.SUPPRESSED
+    )
+    return replace(recalled, held=held)
 
 
 def told_ceiling(reader: Reader, world: str, resident: str, today: float) -> Cut | None:
-    """How many rumours :func:`recall_social` left unread with ``told=False`` (``read``, their
+    """How many rumours :func:`recall_social` held back with ``told=False`` (``read``, their
     number) and the best unrounded score among them (all rank in tier 4 without a focus);
     None when there are none. Counted and ranked on a range of ``beliefs_shown`` alone."""
     ((count, best),) = _rows(
@@ -740,15 +752,3 @@ def told_ceiling(reader: Reader, world: str, resident: str, today: float) -> Cut
         {"world": world, "resident": resident, "today": today},
     )
     return Cut(count, 4, best) if count else None
-
-
-def recall_told(reader: Reader, world: str, resident: str) -> tuple[Belief, ...]:
-    """The rumours :func:`recall_social` with ``told=False`` left unread, in root order: with
-    them its read is what it reads with ``told=True``, but for suppressed memories (which no
-    section shows)."""
-    found = _rows(
-        reader,
-        f"SELECT {_BELIEF_COLUMNS} FROM beliefs WHERE world = ? AND resident = ? AND {_TOLD}",
-        (world, resident),
-    )
-    return tuple(sorted(_from_rows(found), key=lambda b: b.root))
