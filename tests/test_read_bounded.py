@@ -16,6 +16,8 @@ import random
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from read_world import WORLD, build
 
 from sidecar.read import Focus, project
@@ -511,5 +513,75 @@ def test_the_calm_benchmark_resident_reads_the_same_both_ways(
                 # and focused as the benchmark asks (a teller and one of her places)
                 same_both_ways(reader, budget, lang, focus)
         assert answered >= 4, answered
+    finally:
+        reader.close()
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_section_sizes_count_what_classify_places(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+) -> None:
+    """The section sizes a bounded or social read starts from (counted on indexes, no row
+    read) are, section by section, what :func:`classify` makes of the full read: over any
+    history of sightings, rumours, implants, distortions, suppressions and ticks, on
+    ``relation:`` roots and others, with confidences on both sides of "sure"."""
+    from collections import Counter
+
+    from sidecar.read.items import belief_items
+    from sidecar.read.recall import recall, section_sizes
+
+    roots = ("relation:bo", "relation:tom:x", "fact:a", "fact:b", "rumour:c")
+    kinds = ("observe", "say", "implant", "distort", "suppress", "soften", "tick", "act")
+    ops = st.sampled_from(kinds)
+    steps = data.draw(st.lists(st.tuples(ops, st.sampled_from(roots), st.integers(0, 2),
+                                         st.sampled_from((0.0, 0.5, 1.0))),
+                               min_size=1, max_size=40))  # fmt: skip
+    events: list[dict[str, Any]] = [
+        {"event_id": "r", "day": 0, "kind": "register",
+         "residents": [{"resident": r, "names": {"en": r.title()}} for r in ("mira", *TOWNSFOLK)]}
+    ]  # fmt: skip
+    day = 1.0
+    for n, (op, root, value, dt) in enumerate(steps):
+        day += dt
+        e: dict[str, Any] = {"event_id": f"e{n}", "day": day}
+        claim = {"root": root, "value": value}
+        if op == "observe":
+            e |= {"kind": "observe", "witnesses": ["mira"], "claim": claim, "subject": "seen"}
+        elif op == "say":
+            e |= {"kind": "say", "speaker": TOWNSFOLK[value], "listeners": ["mira"],
+                  "claim": claim, "subject": "told"}  # fmt: skip
+        elif op == "tick":
+            e |= {"kind": "tick", "day": day + 30 * value}
+            day += 30 * value
+        elif op == "act":
+            e |= {"kind": "act", "actor": TOWNSFOLK[value], "action": "mend",
+                  "status": "completed", "witnesses": ["mira"]}  # fmt: skip
+        else:
+            e |= {"kind": "intervene", "resident": "mira", "op": op, "claim": claim,
+                  "subject": "odd"}  # fmt: skip
+            if op == "suppress":
+                e.pop("subject")
+                e["claim"] = {"root": root}
+        events.append(e)
+    path = tmp_path_factory.mktemp("sizes") / "s.db"
+    from read_world import LATE_EVENT_DAYS
+
+    from sidecar.engine import parse_event
+    from sidecar.engine.rules import Rules
+    from sidecar.store import Writer
+
+    writer = Writer(path, rules=Rules(late_event_days=LATE_EVENT_DAYS), synchronous="OFF")
+    try:
+        writer.apply([(WORLD, parse_event(e)) for e in events])  # refused ones are left out
+    finally:
+        writer.close()
+    reader = Reader(path)
+    try:
+        whole = recall(reader, WORLD, "mira", "en")
+        placed = Counter(i.section for i in belief_items(whole, whole.beliefs))
+        assert section_sizes(reader, WORLD, "mira")[0] == dict(placed)
     finally:
         reader.close()

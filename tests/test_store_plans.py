@@ -285,6 +285,14 @@ def test_a_big_residents_narrative_reads_sections_on_their_indexes(
             return [" ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + s)) for s in found]
 
         assert all("COVERING INDEX beliefs_shown" in p for p in plan("GROUP BY state, source_kind"))
+        # the sure ones on a range of it, the people on their primary-key range
+        sure = "(world=? AND resident=? AND state=? AND source_kind=? AND confidence>?)"
+        assert all(
+            f"COVERING INDEX beliefs_shown {sure}" in p
+            for p in plan("'influencing' AND source_kind = 'firsthand' AND confidence >= 85")
+        )
+        people = "PRIMARY KEY (world=? AND resident=? AND root>? AND root<?)"
+        assert all(people in p for p in plan("GROUP BY source_kind"))
         for state in ("doubtful", "anomalous", "corrected"):
             (found,) = plan(f"resident = 'alice' AND state = '{state}'")
             assert "INDEX beliefs_shown (world=? AND resident=? AND state=?)" in found, found

@@ -510,39 +510,50 @@ def _protected_rows(
 
 
 def _sizes(reader: Reader, world: str, resident: str) -> dict[str, int]:
-    """How many items each section makes of the resident's beliefs, counted in one pass over
-    the partial index ``beliefs_shown`` (which holds exactly the beliefs a section can show,
-    with their state, source, confidence and root): per state and source, and within those
-    still held the sure ones and the ``relation:`` roots (people, whatever their source)."""
+    """How many items each section makes of the resident's beliefs, counted on the partial
+    index ``beliefs_shown`` (which holds exactly the beliefs a section can show, with their
+    state, source, confidence and root) without reading a row: per state and source in one
+    pass over it; among those still held, the sure ones on its range of firsthand
+    confidence ≥ 85; and the people (``relation:`` roots, whatever their source) on their
+    own primary-key range (a few hundred rows, where the index would be walked whole)."""
     grouped = _rows(
         reader,
-        "SELECT state, source_kind, count(*), "
-        "sum(source_kind = 'firsthand' AND confidence >= 85), "
-        "sum(root >= 'relation:' AND root < 'relation;'), "
-        "sum(root >= 'relation:' AND root < 'relation;' AND confidence >= 85) "
-        f"FROM beliefs WHERE world = ? AND resident = ? AND {_SHOWN} GROUP BY state, source_kind",
+        "SELECT state, source_kind, count(*) FROM beliefs "
+        f"WHERE world = ? AND resident = ? AND {_SHOWN} GROUP BY state, source_kind",
+        (world, resident),
+    )
+    ((sure,),) = _rows(
+        reader,
+        f"SELECT count(*) FROM beliefs WHERE world = ? AND resident = ? AND {_SHOWN} "
+        "AND state = 'influencing' AND source_kind = 'firsthand' AND confidence >= 85",
+        (world, resident),
+    )
+    people = _rows(
+        reader,
+        "SELECT source_kind, count(*), sum(confidence >= 85) FROM beliefs "
+        "WHERE world = ? AND resident = ? AND root >= 'relation:' AND root < 'relation;' "
+        f"AND {_SHOWN} AND +state = 'influencing' GROUP BY source_kind",  # + : not on the index
         (world, resident),
     )
     sizes: dict[str, int] = defaultdict(int)
     fixed = {"past": "faded", "doubtful": "doubts", "anomalous": "anomalies"}
     fixed["corrected"] = "corrections"
-    for state, kind, n, sure, people, confident in grouped:
+    for state, kind, n in grouped:
         if state in fixed:
             sizes[fixed[state]] += n
-            continue
-        sizes["told" if kind == "hearsay" else "believe"] += n
-        if state != "influencing":
-            continue
-        sizes["sure"] += sure
-        sizes["believe"] -= sure
-        sizes["people"] += people  # relation: roots are people, whatever their source
+        else:
+            sizes["told" if kind == "hearsay" else "believe"] += n
+    sizes["sure"] += sure
+    sizes["believe"] -= sure
+    for kind, n, confident in people:  # relation: roots are people, whatever their source
+        sizes["people"] += n
         if kind == "hearsay":
-            sizes["told"] -= people
+            sizes["told"] -= n
         elif kind == "firsthand":
             sizes["sure"] -= confident
-            sizes["believe"] -= people - confident
+            sizes["believe"] -= n - confident
         else:
-            sizes["believe"] -= people
+            sizes["believe"] -= n
     return {k: v for k, v in sizes.items() if v}
 
 
