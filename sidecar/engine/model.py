@@ -41,6 +41,7 @@ __all__ = [
     "State",
     "Value",
     "evolve",
+    "new_belief",
     "same_value",
     "with_ref",
 ]
@@ -451,3 +452,15 @@ def positional(cls: type[_T], names: tuple[str, ...]) -> Callable[..., _T]:
         return obj
 
     return build
+
+
+#: :class:`Belief` built positionally (:func:`positional`), every field in declaration
+#: order: the fold forms one per revision, and a narrative reads thousands per reply.
+new_belief = positional(Belief, (
+    "resident", "root", "value", "subject", "confidence", "state", "source_kind",
+    "source_resident_id", "formed_day", "updated_day", "last_evidence_day", "interpretation",
+    "people", "places", "topics", "intervention", "evidence_refs", "evidence_count",
+    "heard_from",
+    "next_decay_day", "origins", "hops", "decay_period", "value_since", "importance",
+    "remembered_day", "own_origins",
+))  # fmt: skip

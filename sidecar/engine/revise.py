@@ -18,6 +18,7 @@ from .model import (
     SourceKind,
     State,
     evolve,
+    new_belief,
     positional,
     same_value,
     unique,
@@ -112,14 +113,6 @@ _new_change = positional(Change, (
     "state_after", "value_before", "value_after", "source_kind", "source_resident_id",
     "event_id", "day", "evidence_id", "subject_before", "subject_after", "detail", "seq",
 ))  # fmt: skip
-_new_belief = positional(Belief, (
-    "resident", "root", "value", "subject", "confidence", "state", "source_kind",
-    "source_resident_id", "formed_day", "updated_day", "last_evidence_day", "interpretation",
-    "people", "places", "topics", "intervention", "evidence_refs", "evidence_count",
-    "heard_from",
-    "next_decay_day", "origins", "hops", "decay_period", "value_since", "importance",
-    "remembered_day", "own_origins",
-))  # fmt: skip
 
 
 def _change(
@@ -201,7 +194,7 @@ def _form(ev: Evidence, rules: Rules) -> tuple[Belief, Change]:
     # Scheduled as it is built (decay_due of the result, without a second copy).
     scheduled = _ages(ev.source_kind, _INFLUENCING, None, heard_from, initial, rules)
     claim, day = ev.claim, ev.day
-    belief = _new_belief(
+    belief = new_belief(
         ev.resident, claim.root, claim.value, ev.subject, initial, _INFLUENCING,
         ev.source_kind, ev.source_resident_id, day, day, day,  # formed, updated, last evidence
         ev.interpretation, ev.people, ev.places, ev.topics, None,  # intervention
@@ -276,7 +269,7 @@ def _support(belief: Belief, ev: Evidence, rules: Rules) -> tuple[Belief, Change
         else None
     )
     # Every field, in Belief's order (the most common revision: built, not copied).
-    after = _new_belief(
+    after = new_belief(
         belief.resident, belief.root, belief.value, belief.subject, confidence, state,
         source_kind, source, belief.formed_day, max(belief.updated_day, ev.day),
         last_evidence_day, ev.interpretation or belief.interpretation,

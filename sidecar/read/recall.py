@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..engine import Belief, Intervention, SourceKind, State
+from ..engine.model import new_belief
 from ..engine.promises import GoalRecord, PromiseRecord, PromiseView
 from ..engine.texts import encode_texts
 from ..store import Reader, StoreError
@@ -175,33 +176,23 @@ def _beliefs(
 
 
 def _from_rows(found: Sequence[Sequence[Any]]) -> tuple[Belief, ...]:
-    """The beliefs of rows of :data:`_BELIEF_COLUMNS` (further columns ignored)."""
+    """The beliefs of rows of :data:`_BELIEF_COLUMNS` (further columns ignored), built
+    positionally (a full read builds one per belief the resident holds); the columns not
+    read keep their defaults."""
     states = {str(s): s for s in State}
     kinds = {str(k): k for k in SourceKind}
     interventions = {str(i): i for i in Intervention}
+    # fmt: off
     return tuple(
-        Belief(
-            resident=r[0],
-            root=r[1],
-            value=load_json(r[2]),
-            subject=r[3],
-            confidence=r[4],
-            state=states[r[5]],
-            source_kind=kinds[r[6]],
-            source_resident_id=r[7],
-            people=_strings(r[8]),
-            places=_strings(r[9]),
-            topics=_strings(r[10]),
-            heard_from=_strings(r[11]),
-            formed_day=r[12],
-            updated_day=r[13],
-            last_evidence_day=r[14],
-            importance=r[15],
-            interpretation=r[16],
-            intervention=interventions.get(r[17]) if r[17] else None,
+        new_belief(
+            r[0], r[1], load_json(r[2]), r[3], r[4], states[r[5]], kinds[r[6]], r[7],
+            r[12], r[13], r[14], r[16], _strings(r[8]), _strings(r[9]), _strings(r[10]),
+            interventions[r[17]] if r[17] else None, (), 0, _strings(r[11]),
+            None, (), (), None, 0.0, r[15], None, 0,
         )
         for r in found
     )
+    # fmt: on
 
 
 def _acts(reader: Reader, world: str, resident: str) -> dict[str, tuple[ActEpisode, ...]]:
