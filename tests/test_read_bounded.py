@@ -16,7 +16,7 @@ import random
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from read_world import WORLD, build
 
@@ -517,6 +517,66 @@ def test_the_calm_benchmark_resident_reads_the_same_both_ways(
         reader.close()
 
 
+#: Roots a drawn history is about: people, plain facts, rumours.
+_DRAWN_ROOTS = (
+    *("relation:bo", "relation:tom:x", "relation:lena"),
+    *("fact:a", "fact:b", "fact:c"),
+    *("rumour:c", "rumour:d", "rumour:e", "rumour:f"),
+)
+_DRAWN_KINDS = ("observe", "say", "implant", "distort", "suppress", "soften", "tick", "act")
+
+
+def _drawn_history(data: st.DataObject, path: Any, min_size: int = 1, max_size: int = 40) -> Reader:
+    """A database of a drawn history of mira's: sightings, rumours from any of the
+    townsfolk (the same value from several: told by several), implants, distortions,
+    suppressions, acts and ticks, on ``relation:`` roots and others, with confidences on
+    both sides of "sure" (the events the engine refuses are left out)."""
+    from read_world import LATE_EVENT_DAYS
+
+    from sidecar.engine import parse_event
+    from sidecar.engine.rules import Rules
+    from sidecar.store import Writer
+
+    steps = data.draw(st.lists(st.tuples(
+        st.sampled_from(_DRAWN_KINDS), st.sampled_from(_DRAWN_ROOTS), st.integers(0, 2),
+        st.sampled_from((0.0, 0.5, 1.0)), st.sampled_from(TOWNSFOLK[:3]),
+    ), min_size=min_size, max_size=max_size))  # fmt: skip
+    events: list[dict[str, Any]] = [
+        {"event_id": "r", "day": 0, "kind": "register",
+         "residents": [{"resident": r, "names": {"en": r.title()}} for r in ("mira", *TOWNSFOLK)]}
+    ]  # fmt: skip
+    day = 1.0
+    for n, (op, root, value, dt, who) in enumerate(steps):
+        day += dt
+        e: dict[str, Any] = {"event_id": f"e{n}", "day": day}
+        claim = {"root": root, "value": value}
+        if op == "observe":  # (subjects long enough that a few lines fill a small budget)
+            e |= {"kind": "observe", "witnesses": ["mira"], "claim": claim,
+                  "subject": f"what I saw of {root} by the mill at dusk"}  # fmt: skip
+        elif op == "say":
+            e |= {"kind": "say", "speaker": who, "listeners": ["mira"], "claim": claim,
+                  "subject": f"what {who} said of {root} at the inn"}  # fmt: skip
+        elif op == "tick":
+            e |= {"kind": "tick", "day": day + 30 * value}
+            day += 30 * value
+        elif op == "act":
+            e |= {"kind": "act", "actor": who, "action": "mend", "status": "completed",
+                  "witnesses": ["mira"]}  # fmt: skip
+        else:
+            e |= {"kind": "intervene", "resident": "mira", "op": op, "claim": claim,
+                  "subject": "odd"}  # fmt: skip
+            if op == "suppress":
+                e.pop("subject")
+                e["claim"] = {"root": root}
+        events.append(e)
+    writer = Writer(path, rules=Rules(late_event_days=LATE_EVENT_DAYS), synchronous="OFF")
+    try:
+        writer.apply([(WORLD, parse_event(e)) for e in events])  # refused ones are left out
+    finally:
+        writer.close()
+    return Reader(path)
+
+
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -525,63 +585,44 @@ def test_section_sizes_count_what_classify_places(
     tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
 ) -> None:
     """The section sizes a bounded or social read starts from (counted on indexes, no row
-    read) are, section by section, what :func:`classify` makes of the full read: over any
-    history of sightings, rumours, implants, distortions, suppressions and ticks, on
-    ``relation:`` roots and others, with confidences on both sides of "sure"."""
+    read) are, section by section, what :func:`classify` makes of the full read, over any
+    drawn history (:func:`_drawn_history`)."""
     from collections import Counter
 
     from sidecar.read.items import belief_items
     from sidecar.read.recall import recall, section_sizes
 
-    roots = ("relation:bo", "relation:tom:x", "fact:a", "fact:b", "rumour:c")
-    kinds = ("observe", "say", "implant", "distort", "suppress", "soften", "tick", "act")
-    ops = st.sampled_from(kinds)
-    steps = data.draw(st.lists(st.tuples(ops, st.sampled_from(roots), st.integers(0, 2),
-                                         st.sampled_from((0.0, 0.5, 1.0))),
-                               min_size=1, max_size=40))  # fmt: skip
-    events: list[dict[str, Any]] = [
-        {"event_id": "r", "day": 0, "kind": "register",
-         "residents": [{"resident": r, "names": {"en": r.title()}} for r in ("mira", *TOWNSFOLK)]}
-    ]  # fmt: skip
-    day = 1.0
-    for n, (op, root, value, dt) in enumerate(steps):
-        day += dt
-        e: dict[str, Any] = {"event_id": f"e{n}", "day": day}
-        claim = {"root": root, "value": value}
-        if op == "observe":
-            e |= {"kind": "observe", "witnesses": ["mira"], "claim": claim, "subject": "seen"}
-        elif op == "say":
-            e |= {"kind": "say", "speaker": TOWNSFOLK[value], "listeners": ["mira"],
-                  "claim": claim, "subject": "told"}  # fmt: skip
-        elif op == "tick":
-            e |= {"kind": "tick", "day": day + 30 * value}
-            day += 30 * value
-        elif op == "act":
-            e |= {"kind": "act", "actor": TOWNSFOLK[value], "action": "mend",
-                  "status": "completed", "witnesses": ["mira"]}  # fmt: skip
-        else:
-            e |= {"kind": "intervene", "resident": "mira", "op": op, "claim": claim,
-                  "subject": "odd"}  # fmt: skip
-            if op == "suppress":
-                e.pop("subject")
-                e["claim"] = {"root": root}
-        events.append(e)
-    path = tmp_path_factory.mktemp("sizes") / "s.db"
-    from read_world import LATE_EVENT_DAYS
-
-    from sidecar.engine import parse_event
-    from sidecar.engine.rules import Rules
-    from sidecar.store import Writer
-
-    writer = Writer(path, rules=Rules(late_event_days=LATE_EVENT_DAYS), synchronous="OFF")
-    try:
-        writer.apply([(WORLD, parse_event(e)) for e in events])  # refused ones are left out
-    finally:
-        writer.close()
-    reader = Reader(path)
+    reader = _drawn_history(data, tmp_path_factory.mktemp("sizes") / "s.db")
     try:
         whole = recall(reader, WORLD, "mira", "en")
         placed = Counter(i.section for i in belief_items(whole, whole.beliefs))
         assert section_sizes(reader, WORLD, "mira")[0] == dict(placed)
+    finally:
+        reader.close()
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_a_social_read_answers_only_with_the_full_reads_narrative(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+) -> None:
+    """Whenever the social read answers (its rumours read or held back; each part of what
+    it keeps found on an index, the suppressed and those told by several on
+    ``beliefs_sourced``), it gives the full read's narrative, over any drawn history."""
+    from sidecar.read.narrative import _project_social
+    from sidecar.read.recall import section_sizes
+
+    path = tmp_path_factory.mktemp("social") / "s.db"
+    reader = _drawn_history(data, path, min_size=30, max_size=80)
+    try:
+        sizes = section_sizes(reader, WORLD, "mira")[0]
+        for budget in (200, 450):
+            full = project(reader, WORLD, "mira", budget=budget, bounded=False).to_dict()
+            for told in (True, False):
+                found = _project_social(reader, WORLD, "mira", budget, "en", sizes, told=told)
+                event(f"told={told}: {'answered' if found else 'full read'}")
+                assert found is None or found.to_dict() == full, (budget, told)
     finally:
         reader.close()

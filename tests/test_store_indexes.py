@@ -25,6 +25,7 @@ import pytest
 from protocol import WorldsQuery, parse_client_frame
 from sidecar.engine import parse_event
 from sidecar.engine.rules import Rules
+from sidecar.read.recall import recall_social
 from sidecar.server.auth import Role
 from sidecar.server.lifecycle import world_reply
 from sidecar.server.queries import answer
@@ -113,6 +114,9 @@ def _workload(path: Path) -> None:
                 {"type": "graph", "root": "well:water", "limit": 1, "after": cursor, "rid": 2}
             ))  # fmt: skip
             reader.changes_after(WORLD, 0)
+            # a big resident with few doubts reads all but her plain facts (the story's
+            # residents are too small for a narrative to take that read)
+            recall_social(reader, WORLD, "alice", "en", told=False)
         finally:
             reader.close()
         listing = parse_client_frame({"type": "worlds", "rid": 3})

@@ -315,8 +315,10 @@ def test_a_calm_residents_narrative_reads_all_but_its_plain_facts_on_indexes(
 ) -> None:
     """The social read of a big resident with few doubts (``recall.recall_social``) counts
     notable plain facts on the covering index ``beliefs_shown`` (no row read) and reads the
-    other beliefs on the resident's primary-key range, never the world's; with a focus, in
-    the same range, the plain facts that match it too."""
+    other beliefs each on a range of an index (migration 0022: ``beliefs_sourced`` holds
+    those told by several people and the suppressed ones), never the whole of her rows nor
+    the world's; with a focus, in one pass over her primary-key range, the plain facts that
+    match it too."""
     from sidecar.read import Focus
     from sidecar.read.recall import recall_social
 
@@ -341,7 +343,18 @@ def test_a_calm_residents_narrative_reads_all_but_its_plain_facts_on_indexes(
         counted = plan("importance >= 0.5")
         assert "COVERING INDEX beliefs_shown (world=? AND resident=? AND state=?)" in counted
         read = plan("OR (root >= 'relation:'")
-        assert "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=?" in read, read
+        if focused:  # the matching plain facts are anywhere in her range: one pass over it
+            assert "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=?)" in read, read
+        else:  # each part of what it keeps on a range of an index, never her whole range
+            for part in (
+                "INDEX beliefs_shown (world=? AND resident=? AND state=?)",
+                "INDEX beliefs_shown (world=? AND resident=? AND state=? AND source_kind=?)",
+                "INDEX beliefs_intervened (world=? AND resident=?)",
+                "INDEX beliefs_sourced (world=? AND resident=?)",
+                "PRIMARY KEY (world=? AND resident=? AND root>? AND root<?)",
+            ):
+                assert part in read, (part, read)
+            assert "PRIMARY KEY (world=? AND resident=?)" not in read, read
     finally:
         conn.close()
 

@@ -659,6 +659,28 @@ _SOCIAL_FEW = (
     "OR (root >= 'action:' AND root < 'action;') "
     "OR (state = 'influencing' AND root >= 'relation:' AND root < 'relation;'))"
 )
+#: Beliefs told by several people: candidates for their tellers whatever their section
+#: (:func:`.sources.load_sources`), so a social read reads them all.
+_TOLD_BY_SEVERAL = "(heard_from <> '[]' AND json_array_length(heard_from) > 1)"
+#: Those and the suppressed ones: the partial index ``beliefs_sourced`` holds exactly these
+#: (migration 0022).
+_SOURCED = f"({_TOLD_BY_SEVERAL} OR intervention = 'suppressed')"
+_NOT_BELIEVES = "(root < 'believes:' OR root >= 'believes;')"
+#: :data:`_SOCIAL`, or :data:`_SOURCED`, as parts each on a range of an index (together the
+#: same rows, any of them in several): the contested and the rumours still held on
+#: ``beliefs_shown`` (which leaves out the suppressed ones, acts and ``believes:``), the
+#: tampered-with on ``beliefs_intervened``, acts and people on their primary-key ranges, and
+#: the suppressed ones and those told by several on ``beliefs_sourced``.
+_SOCIAL_PARTS = (
+    f"state IN ('doubtful', 'anomalous', 'corrected') AND {_SHOWN}",
+    f"intervention IN ('implanted', 'distorted') AND {_NOT_BELIEVES}",
+    "root >= 'action:' AND root < 'action;'",
+    f"state = 'influencing' AND source_kind = 'hearsay' AND {_SHOWN}",
+    "root >= 'relation:' AND root < 'relation;' AND +state = 'influencing'",
+    f"{_SOURCED} AND {_NOT_BELIEVES}",
+)
+
+
 #: The rumours still held that :data:`_SOCIAL_FEW` leaves out (section ``told``, neither
 #: about people nor tampered with): a range of the covering index ``beliefs_shown``.
 _TOLD = (
@@ -708,16 +730,15 @@ def recall_social(
         matching = f"OR ({prefilter} AND {MATCHED_SQL} > 0) "
         count = row_matches(focus, registry)
         reader.conn.create_function(MATCHED_SQL.split("(")[0], 6, count, deterministic=True)
+    selected = f"SELECT {_BELIEF_COLUMNS}, {_SOCIAL}, {social} FROM beliefs "
+    selected += "WHERE world = :world AND resident = :resident AND "
+    if focus:  # the matching rows are anywhere in her range: one pass over it
+        where = f"{_NOT_BELIEVES} AND ({_SOCIAL} OR {_TOLD_BY_SEVERAL} {matching})"
+        sql = f"{selected}{where} ORDER BY root"
+    else:  # only the rows it keeps, each part on an index
+        sql = " UNION ".join(selected + part for part in _SOCIAL_PARTS) + " ORDER BY root"
     try:
-        rows = _rows(
-            reader,
-            f"SELECT {_BELIEF_COLUMNS}, {_SOCIAL}, {social} FROM beliefs "
-            "WHERE world = :world AND resident = :resident "
-            f"AND (root < 'believes:' OR root >= 'believes;') AND ({_SOCIAL} "
-            f"OR (heard_from <> '[]' AND json_array_length(heard_from) > 1) {matching}) "
-            "ORDER BY root",
-            params,
-        )
+        rows = _rows(reader, sql, params)
     finally:
         if focus:  # no closure left on the connection
             reader.conn.create_function(MATCHED_SQL.split("(")[0], 6, None)

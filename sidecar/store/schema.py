@@ -730,6 +730,19 @@ def _own_origins(conn: sqlite3.Connection) -> None:
             )
 
 
+#: 0022 (issue 17): the beliefs told by several people, and those the player suppressed: a
+#: partial index, so the narrative of a big resident with few doubts (its social read,
+#: ``sidecar/read/recall.py``) finds them without walking every row it holds. Every other
+#: belief that read needs is on ``beliefs_shown``, ``beliefs_intervened`` or a primary-key
+#: range. Few beliefs are either (``heard_from`` lists who told the value held), so the index
+#: is small and costs a write only on theirs.
+_BELIEFS_SOURCED = """
+CREATE INDEX beliefs_sourced ON beliefs (world, resident, root)
+    WHERE (heard_from <> '[]' AND json_array_length(heard_from) > 1)
+    OR intervention = 'suppressed';
+"""
+
+
 Migration = str | Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -753,6 +766,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0018_i17trust_trust_history", _trust_history),
     ("0019_i17refs_bounded_refs", _bounded_refs),
     ("0020_i17_own_origins", _own_origins),
+    ("0022_i17_beliefs_sourced", _BELIEFS_SOURCED),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
