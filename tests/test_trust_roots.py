@@ -154,9 +154,116 @@ async def test_a_trust_page_over_the_server_shows_each_entrys_own_history(
         assert set(got) == {None, "c"}
         assert got[None]["history_total"] == 2 and len(got[None]["history"]) == 2
         assert got["c"]["history_total"] == 3 and len(got["c"]["history"]) == 3
-        assert {h["root"] for h in got[None]["history"]} == {"trust:a%3Ab"}
+        assert [h["event_id"] for h in got[None]["history"]] == ["t1", "t2"]
         page = await c.request({"type": "trust", "resident": "kai", "source": "a"})
         got = {e["topic"]: e for e in page["entries"]}
         assert set(got) == {"b", "b:c"}
         assert [h["event_id"] for h in got["b"]["history"]] == ["t0"]
         assert got["b"]["history_total"] == 1 and got["b:c"]["history_total"] == 4
+
+
+# ------------------------------------------------------------------------ migration 0021
+
+
+def _rows(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    conn = sqlite3.connect(db)
+    try:
+        return {
+            "changes": conn.execute("SELECT * FROM changes ORDER BY world, seq").fetchall(),
+            "trust_history": conn.execute(
+                "SELECT * FROM trust_history ORDER BY world, resident, root"
+            ).fetchall(),
+            "trust": conn.execute("SELECT * FROM trust ORDER BY 1, 2, 3, 4").fetchall(),
+        }
+    finally:
+        conn.close()
+
+
+def _as_the_old_writer_wrote_it(db: Path) -> int:
+    """Every trust root back to ``trust:<source>[:<topic>]`` unescaped, the counters counted
+    over those (collided roots share one), and 0021 not applied; how many roots changed."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        changed = 0
+        for seq, root in conn.execute("SELECT seq, root FROM changes WHERE kind = 'trust'").fetchall():
+            entry = parse_trust_root(root)
+            assert entry is not None
+            if _old_root(*entry) != root:
+                changed += 1
+                conn.execute("UPDATE changes SET root = ? WHERE seq = ?", (_old_root(*entry), seq))
+        conn.execute("DELETE FROM trust_history")
+        conn.execute(
+            "INSERT INTO trust_history SELECT world, resident, root, count(*) FROM changes "
+            "WHERE kind = 'trust' GROUP BY world, resident, root"
+        )
+        conn.execute("DELETE FROM _migrations WHERE name = '0021_trust_roots'")
+    finally:
+        conn.close()
+    return changed
+
+
+def _migrated(db: Path) -> None:
+    writer = Writer(db, synchronous="OFF")
+    try:
+        assert writer.migrations_applied == ["0021_trust_roots"]
+    finally:
+        writer.close()
+
+
+def test_migration_gives_every_old_record_its_own_root_where_the_file_tells(
+    tmp_path: Path,
+) -> None:
+    """An old file where a on b and a:b share trust:a:b (game sets, a promise deadline moving
+    a:b's general trust, a doubt moving a's trust on b), x%y, and topics holding ':': 0021
+    rewrites exactly the escaped ids' roots, recounts, and leaves the file as the new
+    writer writes it (rebuild --check passes); plain roots are untouched."""
+    db = tmp_path / "old.db"
+    _write(db, [
+        _trust(1, "a", 0.3, "b"), _trust(2, "a:b", 0.5), _trust(3, "a:b", 0.55),
+        _trust(4, "a:b", 0.7, "c"), _trust(5, "x%y", 0.4), _trust(6, "bo", 0.2, "x:y"),
+        {"event_id": "p1", "day": 7, "kind": "promise", "promise": "fence", "promiser": "a:b",
+         "to": ["kai"], "action": "mend_fence", "subject": "mend the fence", "by": 8},
+        say(9, "a", ["kai"], "well", "poisoned", topic="b"),
+        observe(10, ["kai"], "well", "clean"),  # a's trust on b and in general: contradicted
+    ])  # fmt: skip
+    written = _rows(db)
+    details = {r[16] for r in written["changes"] if r[4] == "trust"}
+    assert {"set", "promise_broken", "contradicted"} <= details
+    assert _as_the_old_writer_wrote_it(db) == 5  # a:b ×3 (two sets, the deadline), a:b:c, x%y
+    old = _rows(db)
+    assert ("w", "kai", "trust:a:b", 5) in old["trust_history"]  # a on b's two, a:b's three
+    _migrated(db)
+    assert _rows(db) == written
+    rebuild_check(db)
+
+
+def test_a_collision_the_rows_cannot_split_goes_to_the_whole_ids_general_trust(
+    tmp_path: Path,
+) -> None:
+    """Kai heard the same thing on topic b from a and from a:b, then saw otherwise: the doubt
+    moves a's trust on b and a:b's general trust in one event, both once trust:a:b, with
+    nothing in the rows to tell them apart. 0021 puts both on trust:a%3Ab (as documented),
+    so rebuild --check reports the difference; rebuild --out replays the log into the exact
+    file."""
+    from sidecar.store import rebuild
+
+    db = tmp_path / "old.db"
+    _write(db, [
+        say(1, "a", ["kai"], "well", "poisoned", topic="b"),
+        say(2, "a:b", ["kai"], "well", "poisoned", topic="b"),
+        observe(3, ["kai"], "well", "clean"),
+    ])  # fmt: skip
+    written = _rows(db)
+    assert _as_the_old_writer_wrote_it(db) == 2  # a:b's general and on-b moves
+    _migrated(db)
+    migrated = _rows(db)
+    assert migrated["trust"] == written["trust"]  # values are never touched
+    roots = sorted(r[3] for r in migrated["changes"] if r[4] == "trust")
+    assert roots == sorted(["trust:a%3Ab", "trust:a%3Ab", "trust:a", "trust:a%3Ab:b"])
+    assert ("w", "kai", "trust:a%3Ab", 2) in migrated["trust_history"]
+    report = rebuild(db)
+    assert not report.ok
+    exact = tmp_path / "exact.db"
+    assert rebuild(db, exact).ok is False
+    assert _rows(exact)["changes"] == written["changes"]
+    assert _rows(exact)["trust_history"] == written["trust_history"]

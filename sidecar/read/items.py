@@ -15,7 +15,7 @@ from typing import Any
 
 from protocol import TAGS_SHOWN
 
-from ..engine import Belief, Intervention, SourceKind, State, same_value
+from ..engine import Belief, Intervention, SourceKind, State, same_value, trust_root
 from ..engine.model import positional
 from ..engine.said import SAID_TO_SHOWN
 from .own_words import OwnWords, said_beliefs
@@ -295,7 +295,7 @@ def _trust_item(resident: str, record: TrustRecord) -> Item:
     # value as its confidence, which ranked lost trust last).
     belief = Belief(
         resident=resident,
-        root=f"trust:{record.source}",
+        root=trust_root(record.source, None),
         value=round(value * 100),
         subject=(reason or {}).get("told") or "",
         confidence=100,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..engine import Belief, Intervention, SourceKind, State
+from ..engine import Belief, Intervention, SourceKind, State, trust_root
 from ..engine.promises import GoalRecord, PromiseRecord, PromiseView
 from ..engine.texts import encode_texts
 from ..store import Reader, StoreError
@@ -313,7 +313,7 @@ def _trust(reader: Reader, world: str, resident: str) -> tuple[TrustRecord, ...]
         )
     records = []
     for source, rows in by_source.items():
-        roots = [f"trust:{source}" + (f":{r['topic']}" if r["topic"] else "") for r in rows]
+        roots = [trust_root(source, r["topic"]) for r in rows]
         records.append(
             TrustRecord(
                 source,
