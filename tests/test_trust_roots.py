@@ -185,7 +185,9 @@ def _as_the_old_writer_wrote_it(db: Path) -> int:
     conn = sqlite3.connect(db, isolation_level=None)
     try:
         changed = 0
-        for seq, root in conn.execute("SELECT seq, root FROM changes WHERE kind = 'trust'").fetchall():
+        for seq, root in conn.execute(
+            "SELECT seq, root FROM changes WHERE kind = 'trust'"
+        ).fetchall():
             entry = parse_trust_root(root)
             assert entry is not None
             if _old_root(*entry) != root:

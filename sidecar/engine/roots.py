@@ -33,8 +33,8 @@ from .model import Claim, InvalidEvent, Value, check_value, same_value
 
 __all__ = [
     "DERIVED_PREFIXES",
-    "TRUST_PREFIX",
     "SCHEMA_FORMAT",
+    "TRUST_PREFIX",
     "UNDECLARED",
     "RootDecl",
     "RootSchema",

@@ -759,8 +759,7 @@ def _trust_roots(conn: sqlite3.Connection) -> None:
         "WHERE kind = 'trust' AND (instr(root, '%') > 0 OR instr(substr(root, 7), ':') > 0)"
     ).fetchall()
     held: dict[tuple[str, str, str], list[tuple[str, str | None]]] = {}
-    touched: set[tuple[str, str]] = set()
-    roots: dict[tuple[str, str], set[str]] = {}
+    moved: dict[tuple[str, str], set[str]] = {}  # (world, resident): the roots left or joined
     for world, seq, resident, old, event_id, evidence_id, detail in rows:
         key = (world, resident, old)
         if key not in held:
@@ -772,22 +771,22 @@ def _trust_roots(conn: sqlite3.Connection) -> None:
             entries = _narrowed(conn, world, entries, event_id, evidence_id, detail)
         new = trust_root(*entries[0])
         if new != old:
-            conn.execute("UPDATE changes SET root = ? WHERE world = ? AND seq = ?", (new, world, seq))
-            touched.add((world, resident))
-            roots.setdefault((world, resident), set()).update((old, new))
-    for world, resident in sorted(touched):
-        moved = sorted(roots[(world, resident)])
-        marks = ", ".join("?" * len(moved))
+            conn.execute(
+                "UPDATE changes SET root = ? WHERE world = ? AND seq = ?", (new, world, seq)
+            )
+            moved.setdefault((world, resident), set()).update((old, new))
+    for (world, resident), changed in sorted(moved.items()):
+        marks = ", ".join("?" * len(changed))
         conn.execute(
             f"DELETE FROM trust_history WHERE world = ? AND resident = ? AND root IN ({marks})",
-            (world, resident, *moved),
+            (world, resident, *changed),
         )
         conn.execute(
             "INSERT INTO trust_history (world, resident, root, total) "
             "SELECT world, resident, root, count(*) FROM changes WHERE world = ? "
             f"AND resident = ? AND kind = 'trust' AND root IN ({marks}) "
             "GROUP BY world, resident, root",
-            (world, resident, *moved),
+            (world, resident, *changed),
         )
 
 
@@ -833,7 +832,9 @@ def _narrowed(
         ).fetchone()
         if row is not None:
             body = load_json(row[0])
-            return keep([e for e in entries if e == (body.get("source"), body.get("topic") or None)])
+            return keep(
+                [e for e in entries if e == (body.get("source"), body.get("topic") or None)]
+            )
         return entries
     if detail not in _NOT_PROMISE_MOVES:  # a promise moves general trust only
         return keep([e for e in entries if e[1] is None])
