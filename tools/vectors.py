@@ -352,9 +352,9 @@ def build() -> tuple[list[Frame], list[Step]]:
             _texts(v)  # before the resume: its hello is replayed after every conn-1 step
             _promises(v)
             _trust_pages(v)
+            _trust_roots(v)  # after every other event: it moves no earlier vector's seq
             _resume(v)
             _literal_errors(v)
-            _trust_roots(v)  # last: its event adds to no earlier vector's seq or backlog
         finally:
             sidecar.close()
     return v.items, sidecar.steps
