@@ -11,7 +11,7 @@ import pytest
 from protocol import parse_client_frame
 from sidecar.server.queries import answer
 from sidecar.store import Reader, migrate
-from sidecar.store.reader import _trust_root_sql
+from sidecar.store.reader import add_trust_root_function
 from tests.read_world import WORLD, build, crowd, story
 
 _WHOLE_WORLD_OK = (
@@ -76,7 +76,7 @@ def _connect(db: Path) -> sqlite3.Connection:
     root function every reader has (a trust page's join on its counter)."""
     conn = sqlite3.connect(db)
     conn.create_function("credence_matched", 6, lambda *row: 0, deterministic=True)
-    conn.create_function("trust_root", 2, _trust_root_sql, deterministic=True)
+    add_trust_root_function(conn)
     return conn
 
 

@@ -96,9 +96,15 @@ class BeliefFilter:
 
 
 def _trust_root_sql(source: str, topic: str | None) -> str:
-    """:func:`~sidecar.engine.trust_root` as the SQL function ``trust_root(source, topic)``
-    (topic ``''``: general trust, as the ``trust`` table stores it)."""
     return trust_root(source, topic or None)
+
+
+def add_trust_root_function(conn: sqlite3.Connection) -> None:
+    """Give ``conn`` the SQL function ``trust_root(source, topic)``: :func:`~sidecar.engine.
+    trust_root` (topic ``''``: general trust, as the ``trust`` table stores it), so a query
+    joining the trust table to a root uses the one encoding, never a second one in SQL. Every
+    :class:`Reader` has it; so must a connection that plans a reader's statements."""
+    conn.create_function("trust_root", 2, _trust_root_sql, deterministic=True)
 
 
 class Reader(PromiseQueries):
@@ -106,9 +112,7 @@ class Reader(PromiseQueries):
 
     def __init__(self, path: str | Path) -> None:
         self.conn = _open(Path(path), synchronous="NORMAL", create=False)
-        # A trust entry's root, for the trust page's join on its counter: the one encoding
-        # (sidecar/engine/roots.py), never a second one spelled in SQL.
-        self.conn.create_function("trust_root", 2, _trust_root_sql, deterministic=True)
+        add_trust_root_function(self.conn)  # (the trust page's join on its counter)
         self.db = Database(self.conn)
         self._counted: bool | None = None  # has the trust_history counter (0018)? once known
         try:
