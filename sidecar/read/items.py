@@ -15,8 +15,9 @@ from typing import Any
 
 from protocol import TAGS_SHOWN
 
-from ..engine import Belief, Intervention, SourceKind, State, same_value, trust_root
+from ..engine import Belief, Intervention, SourceKind, State, same_value
 from ..engine.model import positional
+from ..engine.roots import trust_root
 from ..engine.said import SAID_TO_SHOWN
 from .own_words import OwnWords, said_beliefs
 from .queries import Contradiction, Correction

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..engine import Belief, Intervention, SourceKind, State, trust_root
+from ..engine import Belief, Intervention, SourceKind, State
 from ..engine.promises import GoalRecord, PromiseRecord, PromiseView
+from ..engine.roots import trust_root
 from ..engine.texts import encode_texts
 from ..store import Reader, StoreError
 from ..store.rows import load_json
