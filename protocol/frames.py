@@ -21,6 +21,7 @@ from sidecar.engine import (
     WorldEvent,
     parse_event,
 )
+from sidecar.engine.roots import parse_trust_key, trust_key
 from sidecar.engine.texts import wire_text
 
 from .codec import integral
@@ -298,24 +299,18 @@ class TrustQuery:
 
 
 def trust_cursor(source: str, topic: str | None) -> str:
-    """The ``next`` that names a trust entry: its source, with ``%`` and ``:`` escaped, then
-    ``:`` and the topic for a topic entry (``bo``, ``bo:well``; source ``a:b`` is ``a%3Ab``).
-
-    Like the entry's trust root without ``trust:`` (SPEC §7.8), but unambiguous: the first
-    ``:`` always ends the source.
-    """
-    escaped = source.replace("%", "%25").replace(":", "%3A")
-    return f"{escaped}:{topic}" if topic else escaped
+    """The ``next`` that names a trust entry: the entry's trust root without ``trust:``
+    (SPEC §8.1, §10.6), :func:`sidecar.engine.roots.trust_key` — its source, with ``%`` and
+    ``:`` escaped, then ``:`` and the topic for a topic entry (``bo``, ``bo:well``; source
+    ``a:b`` is ``a%3Ab``): the first ``:`` always ends the source."""
+    return trust_key(source, topic)
 
 
 def parse_trust_cursor(cursor: str) -> tuple[str, str] | None:
     """``(source, topic)`` (topic ``""`` for general trust) of a :func:`trust_cursor`, or
     None when ``cursor`` is not one (a bad escape, an empty source or topic)."""
-    escaped, colon, topic = cursor.partition(":")
-    source = escaped.replace("%3A", ":").replace("%25", "%")
-    if not source or (colon and not topic) or trust_cursor(source, topic or None) != cursor:
-        return None
-    return source, topic
+    entry = parse_trust_key(cursor)
+    return None if entry is None else (entry[0], entry[1] or "")
 
 
 #: Default event nodes (pieces of evidence) of one ``graph`` page; the longest ``after``

@@ -9,6 +9,7 @@ One file holds everything ``credence serve`` needs; command-line flags override 
     synchronous = "FULL"
     log_level = "INFO"
     capture = "frames.capture"    # optional
+    capture_max_bytes = 268435456 # rotate the capture to frames.capture.1 at this size
 
     [tokens]
     writer = ["town=s3cret"]      # [WORLD=]SECRET, as --token
@@ -52,8 +53,8 @@ from .engine.events import MAX_ID_LEN
 
 __all__ = ["SETTINGS", "ConfigError", "FileConfig", "load_config", "load_rules", "setting"]
 
-_TOP = {"host", "port", "db", "data_dir", "synchronous", "log_level", "capture", "tokens",
-        "limits", "rules", "worlds", "metrics"}  # fmt: skip
+_TOP = {"host", "port", "db", "data_dir", "synchronous", "log_level", "capture",
+        "capture_max_bytes", "tokens", "limits", "rules", "worlds", "metrics"}  # fmt: skip
 #: Every number of the server's settings, its type and range: a config key and the flag that
 #: sets the same number (``port`` / ``--port``, ``limits.max_frame`` / ``--max-frame``) both
 #: go through :func:`setting`. A frame must hold at least a ``hello``; a timeout of NaN or 0
@@ -67,6 +68,8 @@ SETTINGS: dict[str, Bound] = {
     "shutdown_timeout": Bound(float, 0.1, 3600),
     "readers": Bound(int, 1, 64),
     "max_open_worlds": Bound(int, 1, 100_000),
+    # a capture file's size before it is rotated to FILE.1 (sidecar/server/capture.py)
+    "capture_max_bytes": Bound(int, 1024, 2**40),
 }
 _LIMITS = ("max_frame", "outbox_limit", "max_inflight", "hello_timeout", "shutdown_timeout",
            "readers", "max_open_worlds")  # fmt: skip
@@ -102,6 +105,7 @@ class FileConfig:
     synchronous: str | None = None
     log_level: str | None = None
     capture: Path | None = None
+    capture_max_bytes: int | None = None
     metrics: bool | None = None
     writer_tokens: list[str] = field(default_factory=list)
     reader_tokens: list[str] = field(default_factory=list)
@@ -232,6 +236,10 @@ def load_config(path: Path) -> FileConfig:
             setattr(out, key, base / _str(data[key], key, where))
     if out.db is not None and out.data_dir is not None:
         raise ConfigError(f"{where}: set db (one file for every world) or data_dir, not both")
+    if "capture_max_bytes" in data:
+        out.capture_max_bytes = int(
+            setting("capture_max_bytes", data["capture_max_bytes"], f"{where}: capture_max_bytes")
+        )
     if "synchronous" in data:
         sync = _str(data["synchronous"], "synchronous", where).upper()
         if sync not in ("FULL", "NORMAL"):

@@ -244,3 +244,22 @@ def test_max_open_worlds_comes_from_the_file_or_the_flag_and_is_checked(tmp_path
         assert "\n" not in str(info.value)
     with pytest.raises(ConfigError, match="--max-open-worlds must be an integer from 1 to"):
         server_config(serve_args("--max-open-worlds", "0"))
+
+
+def test_capture_max_bytes_comes_from_the_file_or_the_flag_and_is_checked(tmp_path: Path) -> None:
+    """`capture_max_bytes` bounds the capture file (rotated to FILE.1 past it), the flag
+    --capture-max-bytes wins over it, both through the one settings check (1024 to 2^40):
+    0, a fraction, a string or 2^40 + 1 is one line; the default is 256 MiB."""
+    cfg = write(tmp_path / "c.toml", 'capture = "f.capture"\ncapture_max_bytes = 4096\n')
+    config = server_config(serve_args("--config", str(cfg)))[0]
+    assert (config.capture, config.capture_max_bytes) == (tmp_path / "f.capture", 4096)
+    flagged = serve_args("--config", str(cfg), "--capture-max-bytes", "8192")
+    assert server_config(flagged)[0].capture_max_bytes == 8192
+    assert server_config(serve_args())[0].capture_max_bytes == 256 * 2**20
+    for bad in ("0", "2.5", "'big'", str(2**40 + 1), "true"):
+        with pytest.raises(ConfigError, match="capture_max_bytes must be a") as info:
+            load_config(write(tmp_path / "bad.toml", f"capture_max_bytes = {bad}\n"))
+        assert "\n" not in str(info.value) and str(tmp_path / "bad.toml") in str(info.value)
+    for bad in ("0", "1023", "2048.5", "x", "-5"):
+        with pytest.raises(ConfigError, match=r"--capture-max-bytes must be .*integer from 1024"):
+            server_config(serve_args("--capture-max-bytes", bad))

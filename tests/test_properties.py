@@ -30,6 +30,8 @@ from sidecar.engine import (
     WorldEvent,
     check_transition,
     parse_event,
+    parse_trust_root,
+    trust_root,
 )
 from sidecar.store import Reader, ResultStatus, Writer, rebuild
 
@@ -142,7 +144,8 @@ TRUST_STEPS = {
 
 def check_trust_change(c: Change, previous: Change | None) -> None:
     """A trust move: one rule step from the value before (the default at first), clamped."""
-    assert c.root.startswith("trust:") and c.root.count(":") == 1  # no topics in these events
+    assert parse_trust_root(c.root) is not None
+    assert c.root.count(":") == 1  # no topics in these events
     assert c.source_kind is SourceKind.FIRSTHAND and c.source_resident_id is None
     assert c.detail in TRUST_STEPS and c.evidence_id is not None
     before = DEFAULT_RULES.trust_default if previous is None else previous.value_after
@@ -218,7 +221,7 @@ def check_change_log(
         pieces = [e.evidence_id for e in evidence.values() if (e.resident, e.claim.root) == key]
         assert belief.evidence_count == len(pieces)
         assert list(belief.evidence_refs) == shown_refs(pieces)
-    assert {(i, f"trust:{j}" + (f":{t}" if t else "")): v for (i, j, t), v in trust.items()} == {
+    assert {(i, trust_root(j, t or None)): v for (i, j, t), v in trust.items()} == {
         key: c.value_after for key, c in trusts.items()
     }
 

@@ -23,7 +23,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
 from sidecar.server import ServerConfig, Sidecar
-from sidecar.server.capture import REDACTED, read_capture
+from sidecar.server.capture import DEFAULT_MAX_BYTES, REDACTED, read_capture, rotated
 from tools.replay import (
     Refusal,
     ReplayError,
@@ -143,14 +143,17 @@ async def record_session(url: str) -> list[dict[str, Any]]:
     return live
 
 
-async def captured_session(tmp_path: Path) -> tuple[Path, list[str]]:
+async def captured_session(
+    tmp_path: Path, max_bytes: int = DEFAULT_MAX_BYTES
+) -> tuple[Path, list[str]]:
     """A capture of :data:`SESSION` from a token-protected sidecar, and the live notifications."""
     capture = tmp_path / "session.capture"
     sidecar = Sidecar(
         ServerConfig(
-            port=0, db=tmp_path / "live.db", writer_tokens=[f"town={SECRET}"], capture=capture
+            port=0, db=tmp_path / "live.db", writer_tokens=[f"town={SECRET}"], capture=capture,
+            capture_max_bytes=max_bytes,
         )
-    )
+    )  # fmt: skip
     await sidecar.start()
     try:
         live = await record_session(sidecar.url)
@@ -245,6 +248,25 @@ async def test_capture_replays_to_the_live_notifications_online_and_offline(tmp_
         )
     ]
     assert online.refusals == offline.refusals == expected
+
+
+async def test_a_capture_rotated_at_its_limit_replays_as_the_pair_in_order(tmp_path: Path) -> None:
+    """The session captured under a limit of 60% of its size rotates once: FILE.1 holds its
+    start, FILE the rest, and replaying FILE (the pair, FILE.1 first) gives what the live
+    observer saw, as the unrotated capture does; each file alone is not the session."""
+    for sub in ("whole", "rotated"):
+        (tmp_path / sub).mkdir()
+    whole, live = await captured_session(tmp_path / "whole")
+    size = whole.stat().st_size
+    capture, live_again = await captured_session(tmp_path / "rotated", (size * 3) // 5)
+    assert live_again == live
+    assert rotated(capture).is_file() and not rotated(rotated(capture)).exists()
+    assert rotated(capture).stat().st_size + capture.stat().st_size == size
+    script = load(capture)
+    assert [r.data for r in script.records] == [r["data"] for r in read_capture(whole)]
+    assert notification_lines((await replay_online(script, token=SECRET)).notifications) == live
+    assert notification_lines(replay_offline(script).notifications) == live
+    assert len(load(rotated(capture)).records) < len(script.records)
 
 
 async def test_replaying_the_same_capture_twice_gives_identical_output(tmp_path: Path) -> None:

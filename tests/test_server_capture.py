@@ -16,7 +16,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 from wsclient import running, within
 
-from sidecar.server.capture import REDACTED, read_capture, redact
+from sidecar.server.capture import REDACTED, CaptureWriter, read_capture, redact, rotated
 
 SECRET = "Sup3r-s3cret-t0ken-é"
 HELLO = {"type": "hello", "protocol": 1, "world": "town", "token": SECRET}
@@ -90,3 +90,81 @@ async def test_refused_hellos_with_a_valid_token_never_reach_the_capture(tmp_pat
     records = list(read_capture(capture))
     assert len(records) == len(DEFECTS)
     assert all(not _leaks(r["data"]) for r in records)
+
+
+# ------------------------------------------------------------------------ bounded captures
+
+
+def test_a_capture_rotates_at_its_limit_and_keeps_one_older_file(tmp_path: Path) -> None:
+    """Records go to FILE until the next would pass the limit; then FILE becomes FILE.1 (the
+    older FILE.1 dropped) and FILE starts again: never a third file, each file within the
+    limit, records never split, and the pair reads as the tail of what was recorded, in
+    order. A file appended to counts what it already holds; a record larger than the limit
+    is a file of its own."""
+    path = tmp_path / "c.capture"
+    path.write_bytes(b"")
+    writer = CaptureWriter(path, max_bytes=1024)
+    sent = [_mp({"type": "event", "n": n, "pad": "x" * (n % 40)}) for n in range(200)]
+    try:
+        for n, data in enumerate(sent):
+            writer.record(1 + n % 3, data)
+            assert path.stat().st_size <= 1024
+            assert not rotated(rotated(path)).exists()
+    finally:
+        writer.close()
+    assert writer.rotations > 5 and rotated(path).stat().st_size <= 1024
+    got = [r["data"] for r in read_capture(path)]
+    assert 0 < len(got) < len(sent) and got == sent[-len(got) :]  # the tail, in order
+    assert [r["data"] for r in read_capture(rotated(path))] == got[: -len(list(_one(path)))]
+    # Reopened over a full file: the first record rotates it; a huge one stands alone.
+    writer = CaptureWriter(path, max_bytes=1024)
+    try:
+        assert writer.size == path.stat().st_size
+        writer.record(9, _mp({"type": "big", "pad": "y" * 3000}))
+        assert writer.rotations == 1 and len(list(_one(path))) == 1
+        writer.record(9, _mp({"type": "after"}))
+        assert writer.rotations == 2
+    finally:
+        writer.close()
+    kinds = [msgpack.unpackb(r["data"])["type"] for r in read_capture(path)]
+    assert kinds == ["big", "after"]
+
+
+def _one(path: Path) -> list[dict[str, object]]:
+    """The records of one file of a capture, without its rotated part."""
+    moved = path.with_name(path.name + ".hidden")
+    older = rotated(path)
+    had = older.exists()
+    if had:
+        older.rename(moved)
+    try:
+        return list(read_capture(path))
+    finally:
+        if had:
+            moved.rename(older)
+
+
+async def test_a_real_server_bounds_its_capture(tmp_path: Path) -> None:
+    """A sidecar on an ephemeral port with capture_max_bytes 2048 and 150 events of ~100 bytes:
+    the capture rotates, FILE and FILE.1 stay within 2 KiB, and the pair is the tail of the
+    frames sent, byte for byte, in order."""
+    capture = tmp_path / "c.capture"
+    sent: list[bytes] = []
+    async with running(tmp_path, capture=capture, capture_max_bytes=2048) as sc:
+        async with connect(sc.url, proxy=None) as ws:
+            hello = _mp({"type": "hello", "protocol": 1, "world": "town"})
+            await ws.send(hello)
+            sent.append(hello)
+            assert msgpack.unpackb(await within(ws.recv()))["type"] == "welcome"
+            for n in range(150):
+                frame = _mp({"type": "event", "event_id": f"e{n}", "day": 1, "kind": "observe",
+                             "witnesses": ["mira"], "claim": {"root": f"r{n}", "value": "v"},
+                             "subject": "a thing seen"})  # fmt: skip
+                await ws.send(frame)
+                sent.append(frame)
+                assert msgpack.unpackb(await within(ws.recv()))["type"] == "ack"
+        assert sc.capture is not None and sc.capture.rotations >= 3
+    assert capture.stat().st_size <= 2048 and rotated(capture).stat().st_size <= 2048
+    assert not rotated(rotated(capture)).exists()
+    got = [r["data"] for r in read_capture(capture)]
+    assert len(got) > 10 and got == sent[-len(got) :]

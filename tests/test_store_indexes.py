@@ -30,6 +30,7 @@ from sidecar.server.auth import Role
 from sidecar.server.lifecycle import world_reply
 from sidecar.server.queries import answer
 from sidecar.store import Reader, SingleFile, migrate
+from sidecar.store.reader import add_trust_root_function
 from sidecar.store.rebuild import rebuild
 from sidecar.store.schema import install_plan_statistics
 from sidecar.store.worlds import run_build
@@ -173,6 +174,7 @@ def _schema(tmp: Path) -> sqlite3.Connection:
     # A focused narrative's ranking calls the reader's focus function (sidecar/read/recall.py):
     # a stand-in of the same name plans the same way.
     conn.create_function("credence_matched", 6, lambda *row: 0, deterministic=True)
+    add_trust_root_function(conn)  # (a trust page's join on its counter)
     return conn
 
 

@@ -11,6 +11,7 @@ import pytest
 from protocol import parse_client_frame
 from sidecar.server.queries import answer
 from sidecar.store import Reader, migrate
+from sidecar.store.reader import add_trust_root_function
 from tests.read_world import WORLD, build, crowd, story
 
 _WHOLE_WORLD_OK = (
@@ -71,9 +72,11 @@ def _traced(db: Path, frame: dict[str, object]) -> list[str]:
 
 def _connect(db: Path) -> sqlite3.Connection:
     """A connection to plan traced statements on, with a stand-in for the function a
-    focused narrative registers for its own queries (``recall.MATCHED_SQL``)."""
+    focused narrative registers for its own queries (``recall.MATCHED_SQL``), and the trust
+    root function every reader has (a trust page's join on its counter)."""
     conn = sqlite3.connect(db)
     conn.create_function("credence_matched", 6, lambda *row: 0, deterministic=True)
+    add_trust_root_function(conn)
     return conn
 
 
@@ -369,7 +372,7 @@ def test_a_trust_page_is_one_primary_key_range_from_its_cursor(db: Path) -> None
     statements = _traced(db, {"type": "trust", "resident": "alice", "after": "bob:well"})
     statements += _traced(db, {"type": "trust", "resident": "alice", "source": "bob",
                                "after": "bob", "limit": 1})  # fmt: skip
-    conn = sqlite3.connect(db)
+    conn = _connect(db)
     try:
 
         def plan(sql: str) -> list[str]:

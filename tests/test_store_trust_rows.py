@@ -13,7 +13,7 @@ import pytest
 from belief_builders import intervene, observe, say
 
 from protocol import change_summary
-from sidecar.engine import parse_event
+from sidecar.engine import parse_event, trust_root
 from sidecar.server.queries import TRUST_HISTORY_SHOWN
 from sidecar.store import Reader, Writer
 from sidecar.store.rows import CHANGE_SUMMARY_COLUMNS, change_from_row, change_summary_from_row
@@ -34,7 +34,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     language-map subjects, implanted and distorted (a map subject replaced by a plain one),
     and a boolean value replaced by a number."""
     frames = [_trust(i, "bo", round(0.1 + (i % 9) / 10, 2)) for i in range(30)]
-    # (a's trust on b and a:b's general trust share the root trust:a:b, and its records)
+    # (a's trust on b, root trust:a:b, and a:b's general trust, root trust:a%3Ab)
     frames += [_trust(30 + i, s, 0.4, t) for i, (s, t) in enumerate(
         [("bo", "well"), ("a:b", None), ("a:b", "x:y"), ("a", "b"), ("ann", None)]
     )]  # fmt: skip
@@ -159,7 +159,7 @@ def test_a_page_reads_each_entrys_history_as_its_own_query_would(db: Path) -> No
             table = reader.trust(WORLD, "kai", latest=latest)
             assert len(table) == 7
             for e in table:
-                root = f"trust:{e['source']}" + (f":{e['topic']}" if e["topic"] else "")
+                root = trust_root(e["source"], e["topic"])
                 assert e["history"] == reader.history(WORLD, "kai", root, latest=latest)
                 assert [c.seq for c in e["history"]] == sorted(c.seq for c in e["history"])
         (bo,) = reader.trust(WORLD, "kai", "bo", latest=None)[:1]

@@ -4,7 +4,9 @@ Two kinds of input, told apart by their first byte:
 
 * a **capture** (``credence serve --capture FILE``, format in :mod:`sidecar.server.capture`):
   every inbound WebSocket message of every connection, with its connection id and receive
-  time, sent again byte for byte (only a ``hello``'s redacted token is replaced);
+  time, sent again byte for byte (only a ``hello``'s redacted token is replaced); a capture
+  rotated at its size limit is the pair ``FILE.1`` then ``FILE``, read in that order when
+  ``FILE`` is given;
 * a **scenario**: JSONL, one client frame per line as a JSON object. ``"conn"`` says which
   connection sends it (default 1) and is removed before sending; lines starting with ``#``
   and blank lines are ignored; the first line may be a directive ``{"world": "town"}``
@@ -42,7 +44,7 @@ from websockets.exceptions import ConnectionClosed
 
 from protocol import PROTOCOL_VERSION, ErrorCode, ProtocolError, belief_frame, decode, parse_hello
 from sidecar.engine import EngineError, MemoryWorld, parse_event
-from sidecar.server.capture import REDACTED, read_capture
+from sidecar.server.capture import REDACTED, read_capture, rotated
 
 __all__ = [
     "DEFAULT_WORLD",
@@ -166,9 +168,9 @@ def load(path: str | Path) -> Script:
             head = f.read(1)
     except OSError as exc:
         raise ScriptError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if not head:
+    if not head and not rotated(path).is_file():  # (a capture just rotated has FILE.1)
         raise ScriptError(f"{path}: the file is empty; expected a capture or a JSONL scenario")
-    return load_capture(path) if head == b"\x00" else load_scenario(path)
+    return load_capture(path) if head in (b"\x00", b"") else load_scenario(path)
 
 
 def _decoded(data: bytes | str) -> dict[str, Any] | None:
@@ -179,6 +181,8 @@ def _decoded(data: bytes | str) -> dict[str, Any] | None:
 
 
 def load_capture(path: str | Path) -> Script:
+    """A capture's records (with its rotated part ``FILE.1`` first, if there is one), each
+    numbered from the first record of the pair."""
     path = Path(path)
     records: list[Record] = []
     try:

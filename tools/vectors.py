@@ -299,6 +299,35 @@ def _claim(root: str, value: Any) -> Frame:
     return {"root": root, "value": value}
 
 
+def _trust_roots(v: _Vectors) -> None:
+    """A source id holding ':' (SPEC §8.1): its trust root escapes it, so it never shares
+    a root with another source's topic entry (``a`` on ``b`` is ``trust:a:b``)."""
+    s = v.session
+    out = s(
+        "client.trust.set_escaped",
+        "The game sets Mira's general trust in the source guard:north (an id may hold ':').",
+        {"type": "trust", "event_id": "t-esc", "day": 34, "resident": "mira",
+         "source": "guard:north", "value": 0.8, "rid": 95},
+    )  # fmt: skip
+    v.server(
+        "server.belief.trust_escaped",
+        "Its trust change: root trust:guard%3Anorth, the source with % and : percent-escaped "
+        "(guard's trust on the topic north would be trust:guard:north).",
+        _only(out, "belief"),
+    )
+    out = s(
+        "client.trust.source_escaped",
+        "Mira's trust in guard:north: source is the id as it is.",
+        {"type": "trust", "resident": "mira", "source": "guard:north", "rid": 96},
+    )
+    v.server(
+        "server.trust.source_escaped",
+        "The entry with its own change record; a cursor names it as its root does, without "
+        "trust: (guard%3Anorth).",
+        out[0],
+    )
+
+
 def _beliefs(rid: object, **extra: Any) -> Frame:
     return {"type": "beliefs", "resident": "mira", "rid": rid, **extra}
 
@@ -323,6 +352,7 @@ def build() -> tuple[list[Frame], list[Step]]:
             _texts(v)  # before the resume: its hello is replayed after every conn-1 step
             _promises(v)
             _trust_pages(v)
+            _trust_roots(v)  # after every other event: it moves no earlier vector's seq
             _resume(v)
             _literal_errors(v)
         finally:

@@ -48,6 +48,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )  # fmt: skip
     p.add_argument("--capture", type=Path, help="append every inbound frame to this capture file")
     p.add_argument(
+        "--capture-max-bytes", metavar="BYTES",
+        help="rotate the capture file to FILE.1 (one kept) when it would pass this size, "
+        "1024 to 2^40 (default 256 MiB)",
+    )  # fmt: skip
+    p.add_argument(
         "--max-frame",
         metavar="BYTES",
         help="largest inbound frame in bytes, 1024 to 64 MiB (close 1009 above)",
@@ -113,6 +118,12 @@ def server_config(args: argparse.Namespace) -> tuple[Any, str]:
     if args.max_open_worlds is not None:
         kwargs["max_open_worlds"] = setting(
             "max_open_worlds", args.max_open_worlds, "--max-open-worlds", text=True
+        )
+    if file.capture_max_bytes is not None:
+        kwargs["capture_max_bytes"] = file.capture_max_bytes
+    if args.capture_max_bytes is not None:
+        kwargs["capture_max_bytes"] = setting(
+            "capture_max_bytes", args.capture_max_bytes, "--capture-max-bytes", text=True
         )
     port = file.port if file.port is not None else 8765
     if args.port is not None:

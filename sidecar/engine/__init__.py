@@ -48,7 +48,14 @@ from .model import (
     same_value,
 )
 from .revise import age, revise
-from .roots import RootDecl, RootSchema, SchemaViolation, parse_schema
+from .roots import (
+    RootDecl,
+    RootSchema,
+    SchemaViolation,
+    parse_schema,
+    parse_trust_root,
+    trust_root,
+)
 from .rules import (
     DEFAULT_RULES,
     MAX_SAFE_INTEGER,
@@ -132,6 +139,7 @@ __all__ = [
     "own_words",
     "parse_event",
     "parse_schema",
+    "parse_trust_root",
     "revise",
     "rule_check",
     "rules_from_mapping",
@@ -139,4 +147,5 @@ __all__ = [
     "rules_to_stored",
     "rules_with",
     "same_value",
+    "trust_root",
 ]

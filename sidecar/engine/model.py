@@ -124,7 +124,7 @@ class ChangeKind(StrEnum):
     FADED = "faded"
     INTERVENED = "intervened"
     UPDATED = "updated"  # a mutable root's value changed in the world, seen firsthand
-    TRUST = "trust"  # a resident's trust in a source moved (root ``trust:<source>[:<topic>]``)
+    TRUST = "trust"  # a resident's trust in a source moved (root: ``roots.trust_root``)
     MISREMEMBERED = "misremembered"  # a detail drifted in recall (place, person, day)
     PROMISE = "promise"  # a party's view of a promise moved (root ``promise:<id>``)
     GOAL = "goal"  # a resident's goal was set, changed, achieved or abandoned (``goal:<id>``)

@@ -34,11 +34,16 @@ from .model import Claim, InvalidEvent, Value, check_value, same_value
 __all__ = [
     "DERIVED_PREFIXES",
     "SCHEMA_FORMAT",
+    "TRUST_PREFIX",
     "UNDECLARED",
     "RootDecl",
     "RootSchema",
     "SchemaViolation",
     "parse_schema",
+    "parse_trust_key",
+    "parse_trust_root",
+    "trust_key",
+    "trust_root",
 ]
 
 #: The stored form's version (``RootSchema.to_dict()["format"]``).
@@ -48,6 +53,47 @@ UNDECLARED = ("accept", "warn", "refuse")
 DERIVED_PREFIXES = ("action:", "believes:", "trust:")
 MAX_ROOTS = 1000
 MAX_VALUES = 1000
+
+
+#: The prefix of every ``trust`` change record's root.
+TRUST_PREFIX = "trust:"
+
+
+def trust_key(source: str, topic: str | None) -> str:
+    """The one name of a trust entry (SPEC §8.1, §10.6): ``source`` with ``%`` written
+    ``%25`` and ``:`` written ``%3A``, then, for a topic entry, ``:`` and the topic as it is
+    (``bo``, ``bo:well``; general trust in source ``a:b`` is ``a%3Ab``, ``a``'s on topic ``b``
+    is ``a:b``). The first ``:`` always ends the source, so no two entries share a name, and
+    a source without ``%`` or ``:`` is written as it is. A topic ``""`` is general trust.
+
+    The ``trust`` query's cursor is this key; a trust change's root is :func:`trust_root`.
+    """
+    escaped = source.replace("%", "%25").replace(":", "%3A")
+    return f"{escaped}:{topic}" if topic else escaped
+
+
+def parse_trust_key(key: str) -> tuple[str, str | None] | None:
+    """``(source, topic)`` (topic None for general trust) of a :func:`trust_key`, or None
+    when ``key`` is not one (a bad or needless escape, an empty source or topic)."""
+    escaped, colon, topic = key.partition(":")
+    source = escaped.replace("%3A", ":").replace("%25", "%")
+    if not source or (colon and not topic) or trust_key(source, topic or None) != key:
+        return None
+    return source, topic or None
+
+
+def trust_root(source: str, topic: str | None) -> str:
+    """The root of the ``trust`` change records of Trust(resident ← ``source``, ``topic``):
+    ``trust:`` and the entry's :func:`trust_key` (``trust:bo``, ``trust:bo:well``,
+    ``trust:a%3Ab``)."""
+    return TRUST_PREFIX + trust_key(source, topic)
+
+
+def parse_trust_root(root: str) -> tuple[str, str | None] | None:
+    """``(source, topic)`` of a :func:`trust_root`, or None when ``root`` is not one."""
+    if not root.startswith(TRUST_PREFIX):
+        return None
+    return parse_trust_key(root[len(TRUST_PREFIX) :])
 
 
 class SchemaViolation(InvalidEvent):

@@ -58,7 +58,7 @@ from .promises import (
 )
 from .recall import misremember
 from .revise import age, relation_of, revise
-from .roots import RootDecl, RootSchema
+from .roots import RootDecl, RootSchema, trust_root
 from .rules import DEFAULT_RULES, Rules
 from .said import Said, own_words, reached
 
@@ -458,11 +458,10 @@ class _Social:
         self.out.trust[(resident, source, topic)] = value
         if value == before and why != "set":
             return
-        root = f"trust:{source}" + (f":{topic}" if topic else "")
         self.out.changes.append(
             Change(
                 resident=resident,
-                root=root,
+                root=trust_root(source, topic or None),
                 kind=ChangeKind.TRUST,
                 confidence_before=round(before * 100),
                 confidence_after=round(value * 100),

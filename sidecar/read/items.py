@@ -17,6 +17,7 @@ from protocol import TAGS_SHOWN
 
 from ..engine import Belief, Intervention, SourceKind, State, same_value
 from ..engine.model import positional
+from ..engine.roots import trust_root
 from ..engine.said import SAID_TO_SHOWN
 from .own_words import OwnWords, said_beliefs
 from .queries import Contradiction, Correction
@@ -295,7 +296,7 @@ def _trust_item(resident: str, record: TrustRecord) -> Item:
     # value as its confidence, which ranked lost trust last).
     belief = Belief(
         resident=resident,
-        root=f"trust:{record.source}",
+        root=trust_root(record.source, None),
         value=round(value * 100),
         subject=(reason or {}).get("told") or "",
         confidence=100,

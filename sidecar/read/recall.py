@@ -23,6 +23,7 @@ import orjson
 from ..engine import Belief, Intervention, SourceKind, State
 from ..engine.model import new_belief
 from ..engine.promises import GoalRecord, PromiseRecord, PromiseView
+from ..engine.roots import trust_root
 from ..engine.texts import encode_texts
 from ..store import Reader, StoreError
 from ..store.rows import load_json
@@ -306,7 +307,7 @@ def _trust(reader: Reader, world: str, resident: str) -> tuple[TrustRecord, ...]
         )
     records = []
     for source, rows in by_source.items():
-        roots = [f"trust:{source}" + (f":{r['topic']}" if r["topic"] else "") for r in rows]
+        roots = [trust_root(source, r["topic"]) for r in rows]
         records.append(
             TrustRecord(
                 source,

@@ -49,7 +49,7 @@ from ..store import (
 )
 from . import inspector
 from .auth import Auth
-from .capture import CaptureWriter
+from .capture import DEFAULT_MAX_BYTES, CaptureWriter
 from .connection import BoundedServerConnection, Connection
 from .lifecycle import delete_reply, fork_reply, world_reply
 from .metrics import CONTENT_TYPE, Metrics
@@ -70,6 +70,7 @@ class ServerConfig:
     writer_tokens: Sequence[str] = ()
     reader_tokens: Sequence[str] = ()
     capture: Path | None = None
+    capture_max_bytes: int = DEFAULT_MAX_BYTES  # the capture is rotated to FILE.1 at this size
     max_frame: int = 256 * 1024  # inbound; larger frames close with 1009
     outbox_limit: int = 1024 * 1024  # bytes queued for one peer before slow_consumer
     max_inflight: int = 1024  # requests of one connection awaiting their reply
@@ -148,7 +149,11 @@ class Sidecar:
         self.stopping = False
         secrets = [s for table in (self.auth.writers, self.auth.readers) for v in table.values()
                    for s in v]  # fmt: skip
-        self.capture = CaptureWriter(config.capture, secrets=secrets) if config.capture else None
+        self.capture = (
+            CaptureWriter(config.capture, secrets=secrets, max_bytes=config.capture_max_bytes)
+            if config.capture
+            else None
+        )
         self._ids = itertools.count(1)
         self._local = threading.local()
         #: Worlds whose file could not be opened (by the writer or a reader): ``degraded``.

@@ -12,10 +12,19 @@ redacted (a capture is shared; secrets are not):
   configured token, wherever it appears. So a refused hello that carries a valid token
   plus a defect (an integer key, a trailing byte, a lone surrogate, no ``type``) never
   leaks it.
+
+A capture is bounded: when the next record would take the file past ``max_bytes`` (default
+:data:`DEFAULT_MAX_BYTES`, 256 MiB; ``capture_max_bytes`` / ``--capture-max-bytes``), the
+file is renamed ``FILE.1`` (replacing an older ``FILE.1``) and a new ``FILE`` begins, so the
+two hold at most about twice the limit (a record is never split: a record larger than the
+limit is a file of its own). Rotation is between records, so each file is whole records;
+:func:`read_capture` reads ``FILE.1`` then ``FILE``. What was rotated out is gone: a
+connection whose ``hello`` was in it replays as one whose first message is not a hello.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 import time
@@ -26,10 +35,12 @@ from typing import Any, BinaryIO
 import msgpack
 import orjson
 
-__all__ = ["REDACTED", "CaptureWriter", "read_capture", "redact"]
+__all__ = ["DEFAULT_MAX_BYTES", "REDACTED", "CaptureWriter", "read_capture", "redact", "rotated"]
 
 _LEN = struct.Struct(">I")
 REDACTED = "<redacted>"
+#: A capture file's size before it is rotated to ``FILE.1`` (256 MiB).
+DEFAULT_MAX_BYTES = 256 * 2**20
 _MASK = ord("*")
 
 #: The msgpack key ``"token"`` (fixstr) and the str headers that may follow it.
@@ -125,10 +136,24 @@ def redact(
     return _scrub(message, forms, keyed=keyed)
 
 
+def rotated(path: str | Path) -> Path:
+    """Where a capture file's older part goes when it is rotated: ``FILE.1``."""
+    path = Path(path)
+    return path.with_name(path.name + ".1")
+
+
 class CaptureWriter:
-    def __init__(self, path: str | Path, *, secrets: Iterable[str] = ()) -> None:
-        self.file: BinaryIO = open(path, "ab")  # noqa: SIM115 - closed by close()
+    """Appends records to ``path``, rotated to ``FILE.1`` at ``max_bytes`` (module docstring)."""
+
+    def __init__(
+        self, path: str | Path, *, secrets: Iterable[str] = (), max_bytes: int = DEFAULT_MAX_BYTES
+    ) -> None:
+        self.path = Path(path)
+        self.file: BinaryIO = open(self.path, "ab")  # noqa: SIM115 - closed by close()
+        self.size = os.fstat(self.file.fileno()).st_size  # a capture appended to goes on
+        self.max_bytes = max_bytes
         self.records = 0
+        self.rotations = 0
         self.secrets = tuple(s for s in secrets if s)
 
     def record(self, conn: int, message: bytes | str, *, first: bool = False) -> None:
@@ -137,10 +162,22 @@ class CaptureWriter:
             {"conn": conn, "t": time.time(), "text": isinstance(data, str), "data": data},
             use_bin_type=True,
         )
+        record = _LEN.pack(len(body)) + body
+        if self.size and self.size + len(record) > self.max_bytes:
+            self._rotate()
         # One write per record, flushed: a crash of the sidecar loses no captured frame.
-        self.file.write(_LEN.pack(len(body)) + body)
+        self.file.write(record)
         self.file.flush()
+        self.size += len(record)
         self.records += 1
+
+    def _rotate(self) -> None:
+        """``FILE`` becomes ``FILE.1`` (the older ``FILE.1`` is dropped); a new ``FILE``."""
+        self.file.close()
+        os.replace(self.path, rotated(self.path))
+        self.file = open(self.path, "ab")  # noqa: SIM115 - closed by close()
+        self.size = 0
+        self.rotations += 1
 
     def close(self) -> None:
         self.file.flush()
@@ -148,7 +185,15 @@ class CaptureWriter:
 
 
 def read_capture(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Yield the records of a capture file in order; a truncated last record is ignored."""
+    """Yield the records of a capture in order: those of its rotated part ``FILE.1``, if
+    there is one, then those of ``FILE``; a truncated last record of a file is ignored."""
+    older = rotated(path)
+    if older.is_file():
+        yield from _read_one(older)
+    yield from _read_one(path)
+
+
+def _read_one(path: str | Path) -> Iterator[dict[str, Any]]:
     with open(path, "rb") as f:
         while True:
             head = f.read(_LEN.size)

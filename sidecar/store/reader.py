@@ -20,6 +20,7 @@ from ..engine import (
     WorldEvent,
     parse_event,
     parse_schema,
+    trust_root,
 )
 from .connection import _open
 from .errors import CannotOpen, SchemaTooNew, StoreError
@@ -94,11 +95,24 @@ class BeliefFilter:
         return "".join(f" AND {p}" for p in parts), params
 
 
+def _trust_root_sql(source: str, topic: str | None) -> str:
+    return trust_root(source, topic or None)
+
+
+def add_trust_root_function(conn: sqlite3.Connection) -> None:
+    """Give ``conn`` the SQL function ``trust_root(source, topic)``: :func:`~sidecar.engine.
+    trust_root` (topic ``''``: general trust, as the ``trust`` table stores it), so a query
+    joining the trust table to a root uses the one encoding, never a second one in SQL. Every
+    :class:`Reader` has it; so must a connection that plans a reader's statements."""
+    conn.create_function("trust_root", 2, _trust_root_sql, deterministic=True)
+
+
 class Reader(PromiseQueries):
     """Read-only queries on a connection of its own. One thread at a time may use it."""
 
     def __init__(self, path: str | Path) -> None:
         self.conn = _open(Path(path), synchronous="NORMAL", create=False)
+        add_trust_root_function(self.conn)  # (the trust page's join on its counter)
         self.db = Database(self.conn)
         self._counted: bool | None = None  # has the trust_history counter (0018)? once known
         try:
@@ -357,8 +371,7 @@ class Reader(PromiseQueries):
             args += after
         totals = (
             "h.total FROM trust t LEFT JOIN trust_history h ON h.world = t.world "
-            "AND h.resident = t.resident AND h.root = 'trust:' || t.source "
-            "|| CASE t.topic WHEN '' THEN '' ELSE ':' || t.topic END "
+            "AND h.resident = t.resident AND h.root = trust_root(t.source, t.topic) "
             if counted
             else "NULL FROM trust t "
         )
@@ -366,7 +379,7 @@ class Reader(PromiseQueries):
             f"SELECT t.source, t.topic, t.value, {totals}{where}ORDER BY t.source, t.topic LIMIT ?",
             (*args, limit),
         )
-        roots = [f"trust:{src}" + (f":{topic}" if topic else "") for src, topic, _, _ in rows]
+        roots = [trust_root(src, topic) for src, topic, _, _ in rows]
         histories = self.latest_histories(world, resident, roots, latest=latest, wire=wire)
         out = []
         for (src, topic, value, total), root, history in zip(rows, roots, histories, strict=True):

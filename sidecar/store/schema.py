@@ -11,7 +11,7 @@ import re
 import sqlite3
 from collections.abc import Callable
 
-from ..engine import EVIDENCE_REFS_KEPT
+from ..engine import EVIDENCE_REFS_KEPT, trust_root
 from . import said
 from .rows import dump_json_list, load_json
 
@@ -730,6 +730,129 @@ def _own_origins(conn: sqlite3.Connection) -> None:
             )
 
 
+#: 0021 (trust roots): a ``trust`` change's root names one trust entry
+#: (:func:`sidecar.engine.trust_root`: the source with ``%`` and ``:`` escaped, so the first
+#: ``:`` ends it). Before, the root was ``trust:<source>[:<topic>]`` as they were, so source
+#: ``a`` on topic ``b`` and source ``a:b`` in general both had ``trust:a:b``: one history, one
+#: count. Every stored trust root whose id part holds a ``:`` or a ``%`` is rewritten to the
+#: root of the entry it was written for; a root of no such id is byte for byte what it was.
+#:
+#: The entry of a record is one of those whose old root it is (every split of the id part at
+#: a ``:``, or none) that the resident's ``trust`` table holds (a trust change always stores
+#: its entry). One such entry: exact. Several (a real collision): each record is attributed
+#: by what caused it, exactly where that says — a ``set`` by its ``trust`` event (the log names
+#: source and topic), a promise move (``promise_kept``, ``promise_broken``) moves only
+#: general trust — and a move from evidence (``confirmed``, ``contradicted``, ``corrected``) by
+#: the judged belief as it is now: its topic (a move is on that topic or general), then its
+#: sources (``heard_from``). What still cannot be told apart from the rows (a move from
+#: evidence when both ``a`` on ``b`` and ``a:b`` were sources of a belief on topic ``b``) goes
+#: to the general trust in the whole id (``a:b``): such a file's ``rebuild --check`` reports
+#: the difference, and ``credence rebuild --db FILE --out NEW`` replays the world log (the
+#: source of truth) into a file with every record under its own root. ``trust_history`` is
+#: recounted for every root a record left or joined.
+_NOT_PROMISE_MOVES = ("set", "confirmed", "contradicted", "corrected")
+
+
+def _trust_roots(conn: sqlite3.Connection) -> None:
+    rows = conn.execute(
+        "SELECT world, seq, resident, root, event_id, evidence_id, detail FROM changes "
+        "WHERE kind = 'trust' AND (instr(root, '%') > 0 OR instr(substr(root, 7), ':') > 0)"
+    ).fetchall()
+    held: dict[tuple[str, str, str], list[tuple[str, str | None]]] = {}
+    moved: dict[tuple[str, str], set[str]] = {}  # (world, resident): the roots left or joined
+    for world, seq, resident, old, event_id, evidence_id, detail in rows:
+        key = (world, resident, old)
+        if key not in held:
+            held[key] = _held_entries(conn, world, resident, old[len("trust:") :])
+        entries = held[key]
+        if not entries:  # (no entry holds it: a file edited by hand) the whole id, in general
+            entries = [(old[len("trust:") :], None)]
+        if len(entries) > 1:
+            entries = _narrowed(conn, world, entries, event_id, evidence_id, detail)
+        new = trust_root(*entries[0])
+        if new != old:
+            conn.execute(
+                "UPDATE changes SET root = ? WHERE world = ? AND seq = ?", (new, world, seq)
+            )
+            moved.setdefault((world, resident), set()).update((old, new))
+    for (world, resident), changed in sorted(moved.items()):
+        marks = ", ".join("?" * len(changed))
+        conn.execute(
+            f"DELETE FROM trust_history WHERE world = ? AND resident = ? AND root IN ({marks})",
+            (world, resident, *changed),
+        )
+        conn.execute(
+            "INSERT INTO trust_history (world, resident, root, total) "
+            "SELECT world, resident, root, count(*) FROM changes WHERE world = ? "
+            f"AND resident = ? AND kind = 'trust' AND root IN ({marks}) "
+            "GROUP BY world, resident, root",
+            (world, resident, *changed),
+        )
+
+
+def _held_entries(
+    conn: sqlite3.Connection, world: str, resident: str, body: str
+) -> list[tuple[str, str | None]]:
+    """The entries of ``resident``'s trust table whose pre-0021 root was ``trust:<body>``,
+    general trust in the whole id first, then by the length of the source."""
+    splits: list[tuple[str, str | None]] = [(body, None)]
+    splits += [
+        (body[:i], body[i + 1 :])
+        for i, ch in enumerate(body)
+        if ch == ":" and 0 < i < len(body) - 1
+    ]
+    return [
+        (source, topic)
+        for source, topic in splits
+        if conn.execute(
+            "SELECT 1 FROM trust WHERE world = ? AND resident = ? AND source = ? AND topic = ?",
+            (world, resident, source, topic or ""),
+        ).fetchone()
+    ]
+
+
+def _narrowed(
+    conn: sqlite3.Connection,
+    world: str,
+    entries: list[tuple[str, str | None]],
+    event_id: str,
+    evidence_id: str | None,
+    detail: str | None,
+) -> list[tuple[str, str | None]]:
+    """Of several entries sharing a pre-0021 root, those the record's cause allows (at least
+    one: the first of ``entries``, general trust in the whole id, when nothing tells)."""
+
+    def keep(allowed: list[tuple[str, str | None]]) -> list[tuple[str, str | None]]:
+        return allowed if allowed else entries
+
+    if detail == "set":
+        row = conn.execute(
+            "SELECT body FROM events WHERE world = ? AND event_id = ? AND kind = 'trust'",
+            (world, event_id),
+        ).fetchone()
+        if row is not None:
+            body = load_json(row[0])
+            return keep(
+                [e for e in entries if e == (body.get("source"), body.get("topic") or None)]
+            )
+        return entries
+    if detail not in _NOT_PROMISE_MOVES:  # a promise moves general trust only
+        return keep([e for e in entries if e[1] is None])
+    if evidence_id is None:
+        return entries
+    belief = conn.execute(
+        "SELECT b.topics, b.heard_from FROM evidence e JOIN beliefs b ON b.world = e.world "
+        "AND b.resident = e.resident AND b.root = e.root "
+        "WHERE e.world = ? AND e.evidence_id = ?",
+        (world, evidence_id),
+    ).fetchone()
+    if belief is None:
+        return entries
+    topics, heard_from = load_json(belief[0]), load_json(belief[1])
+    topic = topics[0] if topics else None
+    on_topic = [e for e in entries if e[1] is None or e[1] == topic]
+    entries = keep(on_topic)
+    return keep([e for e in entries if e[0] in heard_from])
 #: 0022 (issue 17): the beliefs told by several people, and those the player suppressed: a
 #: partial index, so the narrative of a big resident with few doubts (its social read,
 #: ``sidecar/read/recall.py``) finds them without walking every row it holds. Every other
@@ -766,6 +889,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0018_i17trust_trust_history", _trust_history),
     ("0019_i17refs_bounded_refs", _bounded_refs),
     ("0020_i17_own_origins", _own_origins),
+    ("0021_trust_roots", _trust_roots),
     ("0022_i17_beliefs_sourced", _BELIEFS_SOURCED),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -200,7 +200,7 @@ namespace Credence
         public const string Intervened = "intervened";
         /// <summary>A mutable root changed in the world.</summary>
         public const string Updated = "updated";
-        /// <summary>Trust in a source changed (root <c>trust:&lt;source&gt;[:&lt;topic&gt;]</c>).</summary>
+        /// <summary>Trust in a source changed (root <c>trust:&lt;source&gt;[:&lt;topic&gt;]</c>, with <c>%</c> and <c>:</c> in the source id percent-escaped, SPEC §8.1).</summary>
         public const string Trust = "trust";
         /// <summary>A detail drifted in recall (worlds with misremembering on); <see cref="BeliefChange.Detail"/> is a JSON map <c>{field, before, after}</c>.</summary>
         public const string Misremembered = "misremembered";
