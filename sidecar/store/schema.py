@@ -853,6 +853,8 @@ def _narrowed(
     on_topic = [e for e in entries if e[1] is None or e[1] == topic]
     entries = keep(on_topic)
     return keep([e for e in entries if e[0] in heard_from])
+
+
 #: 0022 (issue 17): the beliefs told by several people, and those the player suppressed: a
 #: partial index, so the narrative of a big resident with few doubts (its social read,
 #: ``sidecar/read/recall.py``) finds them without walking every row it holds. Every other
