@@ -333,10 +333,13 @@ class Belief:
     own_origins: int = 0
 
     def __post_init__(self) -> None:
-        if isinstance(self.confidence, bool) or not isinstance(self.confidence, int):
+        confidence = self.confidence
+        if type(confidence) is not int and (
+            isinstance(confidence, bool) or not isinstance(confidence, int)
+        ):
             raise TypeError("confidence must be an int")
-        if not 0 <= self.confidence <= 100:
-            raise ValueError(f"confidence {self.confidence} outside 0..100")
+        if not 0 <= confidence <= 100:
+            raise ValueError(f"confidence {confidence} outside 0..100")
         if (self.source_kind is _HEARSAY) != (self.source_resident_id is not None):
             raise ValueError("hearsay beliefs, and only they, name a source resident")
         kept = len(self.evidence_refs)

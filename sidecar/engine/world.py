@@ -140,6 +140,8 @@ _audience = reached
 
 # (module constants: an enum member read costs ~90 ns on Python 3.11, see revise.py)
 _FIRSTHAND, _HEARSAY, _IMPLANTED = SourceKind.FIRSTHAND, SourceKind.HEARSAY, SourceKind.IMPLANTED
+#: (``isinstance`` with a tuple: ``Say | Announce`` builds a union object at every call)
+_UTTERANCES, _SEEN = (Say, Announce), (Observe, Act)
 
 
 def evidence_id(event_id: str, resident: str, suffix: str = "") -> str:
@@ -214,7 +216,7 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
                 seen, (), None, None, mutable, importance, emotion,  # origin, hops, trust, topic
             ))  # fmt: skip
         return out
-    if isinstance(event, Say | Announce):
+    if isinstance(event, _UTTERANCES):
         return list(_heard(event, known, None))
     return []  # tick, trust, propose, register
 
@@ -335,13 +337,13 @@ def ingest(
         out.schema = event.schema
         return out
     decl = _check_schema(event, reader, out)
-    if isinstance(event, Observe | Act):
+    if isinstance(event, _SEEN):
         claim = event.claim
         out.facts[claim.root] = claim.value
     everyone_needed = isinstance(event, Announce) and event.audience is None
     known: Iterable[str] = list(reader.known_residents()) if everyone_needed else ()
     out.said = own_words(event, known)
-    if isinstance(event, Say | Announce):
+    if isinstance(event, _UTTERANCES):
         utterance = event  # (hearsay arrives weighed and chained: see _heard)
         evidence: Iterable[Evidence] = _heard(
             utterance, known, lambda who: social.hearsay_context(who, utterance)
@@ -427,8 +429,12 @@ def _check_schema(event: WorldEvent, reader: BeliefReader, out: Outcome) -> Root
 class _Social:
     """Trust lookups and updates, and rumour chains, within one event's outcome."""
 
+    __slots__ = ("out", "reader", "rules", "said_origin")
+
     def __init__(self, reader: BeliefReader, out: Outcome, rules: Rules) -> None:
         self.reader, self.out, self.rules = reader, out, rules
+        #: The speaker's own origin of this event's claim, once worked out (see below).
+        self.said_origin: str | None = None
 
     def belief(self, resident: str, root: str) -> Belief | None:
         key = (resident, root)
@@ -493,7 +499,11 @@ class _Social:
         else:  # the claim enters the world with the speaker (a guess, a lie, a story):
             # one origin for all of the speaker's tellings of it, so a liar telling people
             # separately is not corroboration when they compare notes
-            origin, hops = said_origin(speaker, claim), (speaker,)
+            # (the same text for every hearer of the utterance: encoded once)
+            said = self.said_origin
+            if said is None:
+                said = self.said_origin = said_origin(speaker, claim)
+            origin, hops = said, (speaker,)
         return round(trust, 4), origin, hops
 
     def judge_sources(self, before: Belief | None, ev: Evidence, change: Change) -> None:
