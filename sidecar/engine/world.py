@@ -350,9 +350,15 @@ def ingest(
         )
     else:
         evidence = derive_evidence(event, known)
+    # (the loop runs once per piece of evidence of every event: what it reads per piece is
+    # bound once, and a piece the world adds nothing to builds no dict of extra fields)
+    beliefs, changes, kept = out.beliefs, out.changes, out.evidence
+    get_belief, mutable_prefixes = reader.get_belief, rules.mutable_prefixes
+    recalls = rules.misremember > 0
     for ev in evidence:
-        key = (ev.resident, ev.claim.root)
-        current = social.belief(*key)
+        resident, root = ev.resident, ev.claim.root
+        key = (resident, root)
+        current = beliefs[key] if key in beliefs else get_belief(resident, root)
         if ev.op in ("suppress", "soften"):
             if current is None:
                 raise InvalidEvent(
@@ -360,32 +366,36 @@ def ingest(
                 )
             ev = evolve(ev, claim=current.claim)
         # What the world adds to the evidence, gathered and applied in one copy.
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] | None = None
         if ev.source_kind is _IMPLANTED:
-            extra["origin"] = ev.evidence_id
-        if decl is not None and ev.claim.root.startswith(decl.prefix):
+            extra = {"origin": ev.evidence_id}
+        if decl is not None and root.startswith(decl.prefix):
             if decl.mutable and not ev.mutable:
-                extra["mutable"] = True
+                extra = {**(extra or {}), "mutable": True}
             if decl.importance is not None and ev.importance is None:
-                extra["importance"] = decl.importance
-        if not ev.mutable and "mutable" not in extra and rules.is_mutable(ev.claim.root):
-            extra["mutable"] = True
+                extra = {**(extra or {}), "importance": decl.importance}
+        if (
+            mutable_prefixes and not ev.mutable and not (extra and "mutable" in extra)
+            and root.startswith(mutable_prefixes)
+        ):  # (rules.is_mutable, inline)  # fmt: skip
+            extra = {**(extra or {}), "mutable": True}
         if extra:
             ev = evolve(ev, **extra)
         relation = relation_of(current, ev)
         belief, change = revise(current, ev, rules)
-        out.evidence.append((ev, relation))
+        kept.append((ev, relation))
         if change is not None:
-            out.changes.append(change)
-            social.judge_sources(current, ev, change)
-        if current is not None and rules.misremember > 0:  # a recall: details may drift
+            changes.append(change)
+            if current is not None and current.source_kind is _HEARSAY:
+                social.judge_sources(current, ev, change)  # (it judges only these)
+        if current is not None and recalls:  # a recall: details may drift
             belief, drift = misremember(
                 belief, current, event_id=event.event_id, day=ev.day, places=ev.places,
                 people=unique((*ev.people, *event.mentioned_residents())), rules=rules,
             )  # fmt: skip
             if drift is not None:
-                out.changes.append(drift)
-        out.beliefs[key] = belief
+                changes.append(drift)
+        beliefs[key] = belief
     if isinstance(event, Act) or is_promise_report(event):
         told = {ev.resident: ev.evidence_id for ev, _ in out.evidence}
         if isinstance(event, Act):
