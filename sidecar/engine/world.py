@@ -447,14 +447,12 @@ class _Social:
         self.said_origin: str | None = None
 
     def belief(self, resident: str, root: str) -> Belief | None:
-        key = (resident, root)
-        return self.out.beliefs[key] if key in self.out.beliefs else self.reader.get_belief(*key)
+        found = self.out.beliefs.get((resident, root))  # (a belief is never None)
+        return found if found is not None else self.reader.get_belief(resident, root)
 
     def stored_trust(self, resident: str, source: str, topic: str) -> float | None:
-        key = (resident, source, topic)
-        if key in self.out.trust:
-            return self.out.trust[key]
-        return self.reader.get_trust(resident, source, topic)
+        found = self.out.trust.get((resident, source, topic))  # (a trust value is a float)
+        return found if found is not None else self.reader.get_trust(resident, source, topic)
 
     def trust(self, resident: str, source: str, topic: str | None) -> float:
         """Trust(i ← j, topic), falling back to general trust, then to the default."""

@@ -84,14 +84,14 @@ class _View(PromiseReads):
         self.swept: float | None = None
 
     def get_belief(self, resident: str, root: str) -> Belief | None:
+        key = (self.world, resident, root)
         batch = self.batch
         if batch is not None:
-            staged = batch.beliefs.get((self.world, resident, root))
+            staged = batch.beliefs.get(key)
             if staged is not None:
                 return staged
         cache = self.cache
         if cache is not None:
-            key = (self.world, resident, root)
             found = cache.beliefs.get(key, _MISSING)
             if found is not _MISSING:
                 return found  # type: ignore[no-any-return]
@@ -179,14 +179,14 @@ class _View(PromiseReads):
         return state.schema
 
     def get_trust(self, resident: str, source: str, topic: str) -> float | None:
+        key = (self.world, resident, source, topic)
         batch = self.batch
         if batch is not None:
-            staged = batch.trust.get((self.world, resident, source, topic))
+            staged = batch.trust.get(key)
             if staged is not None:
                 return staged
         cache = self.cache
         if cache is not None:
-            key = (self.world, resident, source, topic)
             found = cache.trust.get(key, _MISSING)
             if found is not _MISSING:
                 return found  # type: ignore[no-any-return]
