@@ -144,6 +144,10 @@ _FIRSTHAND, _HEARSAY, _IMPLANTED = SourceKind.FIRSTHAND, SourceKind.HEARSAY, Sou
 _UTTERANCES, _SEEN = (Say, Announce), (Observe, Act)
 
 
+def _escaped(event_id: str) -> str:
+    return event_id.replace("%", "%25").replace("/", "%2F")
+
+
 def evidence_id(event_id: str, resident: str, suffix: str = "") -> str:
     """``<event_id>/<resident>``, unambiguous even when ids contain ``/``.
 
@@ -151,7 +155,7 @@ def evidence_id(event_id: str, resident: str, suffix: str = "") -> str:
     event id: event ``a/b`` for resident ``c`` and event ``a`` for resident ``b/c`` no longer
     share an evidence id (which made the store refuse a valid event).
     """
-    escaped = event_id.replace("%", "%25").replace("/", "%2F")
+    escaped = _escaped(event_id)
     if suffix:  # "%23" cannot occur in an escaped id, so derived ids never collide
         escaped = f"{escaped}%23{suffix}"
     return f"{escaped}/{resident}"
@@ -237,16 +241,25 @@ def _heard(
     speaker, topic = event.speaker, event.topic
     hearers = _audience(event, known) if isinstance(event, Announce) else event.listeners
     overhearers = event.overhearers if isinstance(event, Say) else ()
+    # What every hearer's evidence shares, worked out once per utterance (evidence_id and
+    # belief_about_belief, hearer by hearer, give the same ids and values).
+    escaped = _escaped(eid)
+    about_claim = None if claim.root.startswith("believes:") else _about_claim(event)
+    about_people = (speaker,)
     for who in (*hearers, *overhearers):
         trust, origin, hops = (None, None, ()) if context is None else context(who)
         yield _new_evidence(
-            evidence_id(eid, who), who, eid, day, _HEARSAY, claim, subject, speaker,
+            f"{escaped}/{who}", who, eid, day, _HEARSAY, claim, subject, speaker,
             None, people, places, topics, None,  # interpretation, ..., op
             origin, hops, trust, topic, mutable, importance, emotion,
         )  # fmt: skip
-        about = belief_about_belief(event, who)
-        if about is not None:
-            yield about
+        if about_claim is not None:
+            about_id = f"{escaped}%23believes/{who}"
+            yield _new_evidence(
+                about_id, who, eid, day, _FIRSTHAND, about_claim, subject, None,
+                None, about_people, (), topics, None,  # interpretation, people, places, ..., op
+                about_id, (), None, None, False, None, None,  # origin, hops, trust, topic, ...
+            )  # fmt: skip
 
 
 #: Evidence built positionally (:func:`~.model.positional`), in the class's field order.
@@ -275,13 +288,18 @@ def belief_about_belief(event: Utterance, hearer: str) -> Evidence | None:
     if event.claim.root.startswith("believes:"):
         return None  # no deeper nesting
     about_id = evidence_id(event.event_id, hearer, suffix="believes")
-    claim = Claim.checked_parts(believes_root(event.speaker, event.claim.root), event.claim.value)
+    claim = _about_claim(event)
     # the root names the speaker; no stored English around the subject
     return _new_evidence(
         about_id, hearer, event.event_id, event.day, _FIRSTHAND, claim, event.subject, None,
         None, (event.speaker,), (), event.topics, None,  # interpretation, people, places, ..., op
         about_id, (), None, None, False, None, None,  # origin, hops, trust, topic, mutable, ...
     )  # fmt: skip
+
+
+def _about_claim(event: Utterance) -> Claim:
+    """The claim of a hearer's belief about what the speaker believes (``believes:A:k``)."""
+    return Claim.checked_parts(believes_root(event.speaker, event.claim.root), event.claim.value)
 
 
 def touched_keys(event: WorldEvent, known: Iterable[str] = ()) -> list[Key]:
