@@ -148,3 +148,16 @@ def test_a_class_without_a_draft_is_built_through_its_slots() -> None:
         evolve(Weak(1), x=-1)
     with pytest.raises(TypeError, match="no field 'z'"):
         evolve(Weak(1), z=2)
+
+
+def test_an_outcome_starts_as_the_constructor_makes_it() -> None:
+    """The fold's own Outcome builder sets every field (an unset slot fails the compare)."""
+    from sidecar.engine import parse_event
+    from sidecar.engine.world import Outcome, _new_outcome
+
+    event = parse_event({"kind": "tick", "event_id": "t", "day": 3})
+    built, made = _new_outcome(event, 3.0), Outcome(event=event, day=3.0)
+    assert built == made
+    assert [getattr(built, f.name) for f in fields(Outcome)] == [
+        getattr(made, f.name) for f in fields(Outcome)
+    ]
