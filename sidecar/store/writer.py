@@ -406,16 +406,21 @@ class Writer:
         if out.beliefs:
             beliefs = staged.beliefs
             due = staged.due.setdefault(world, {})
+            floors = staged.due_floor
             for (resident, root), belief in out.beliefs.items():
                 if not _as_read(belief):
                     raise _Fallback(f"belief {resident}/{root} would not read back as written")
                 key = (world, resident, root)
                 beliefs.pop(key, None)  # (re)inserted last: the cache keeps that order
                 beliefs[key] = belief
-                if belief.next_decay_day is None:
+                when = belief.next_decay_day
+                if when is None:
                     due.pop(key, None)
                 else:
                     due[key] = belief
+                    floor = floors.get(world)
+                    if floor is None or when < floor:
+                        floors[world] = when
         for (resident, source, topic), value in out.trust.items():
             if not _real(value):
                 raise _Fallback(f"trust {value!r} would not read back as written")
