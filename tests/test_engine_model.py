@@ -89,7 +89,7 @@ def test_positional_builds_what_the_keyword_constructor_builds() -> None:
     values[names.index("confidence")] = 101
     with pytest.raises(ValueError, match=r"outside 0\.\.100"):
         build(*values)
-    with pytest.raises(ValueError):  # one value short
+    with pytest.raises(TypeError):  # one value short (a missing argument)
         build(*_field_values(b)[:-1])
     change = positional(Change, tuple(f.name for f in fields(Change)))
     c = Change(
@@ -115,3 +115,49 @@ def test_claim_from_checked_parts_equals_a_constructed_claim() -> None:
     made = Claim.checked_parts("believes:bo:well", True)
     assert made == Claim(root="believes:bo:well", value=True)
     assert hash(made) == hash(Claim(root="believes:bo:well", value=True))
+
+
+def test_built_values_are_frozen_instances_of_their_class() -> None:
+    """A value filled in a draft is the frozen class itself: same type, same refusals."""
+    names = tuple(f.name for f in fields(Belief))
+    b = positional(Belief, names)(*_field_values(_belief()))
+    copy = evolve(b, confidence=60)
+    for value in (b, copy):
+        assert type(value) is Belief
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            value.confidence = 1  # type: ignore[misc]
+    assert hash(copy) == hash(dataclasses.replace(b, confidence=60))
+
+
+def test_a_class_without_a_draft_is_built_through_its_slots() -> None:
+    """A layout a draft cannot share (here a weakref slot) takes the descriptor path."""
+
+    @dataclass(frozen=True, slots=True, weakref_slot=True)
+    class Weak:
+        x: int
+        y: str = "y"
+
+        def __post_init__(self) -> None:
+            if self.x < 0:
+                raise ValueError("negative")
+
+    build = positional(Weak, ("x", "y"))
+    assert build(1, "a") == Weak(1, "a") and type(build(1, "a")) is Weak
+    assert evolve(Weak(1), y="b") == Weak(1, "b")
+    with pytest.raises(ValueError, match="negative"):
+        evolve(Weak(1), x=-1)
+    with pytest.raises(TypeError, match="no field 'z'"):
+        evolve(Weak(1), z=2)
+
+
+def test_an_outcome_starts_as_the_constructor_makes_it() -> None:
+    """The fold's own Outcome builder sets every field (an unset slot fails the compare)."""
+    from sidecar.engine import parse_event
+    from sidecar.engine.world import Outcome, _new_outcome
+
+    event = parse_event({"kind": "tick", "event_id": "t", "day": 3})
+    built, made = _new_outcome(event, 3.0), Outcome(event=event, day=3.0)
+    assert built == made
+    assert [getattr(built, f.name) for f in fields(Outcome)] == [
+        getattr(made, f.name) for f in fields(Outcome)
+    ]

@@ -156,6 +156,32 @@ def test_aging_in_a_batch_sees_beliefs_formed_earlier_in_it(db_path: Path) -> No
     plain.close()
 
 
+def test_aging_in_a_batch_sweeps_past_its_floor(db_path: Path) -> None:
+    """Sweeps before a staged belief's aging day skip it; a later sweep of the same batch
+    ages it, also after a refused event that moved no clock, and after the belief was
+    restaged with a later day (its floor left low), exactly as event by event."""
+    events = [
+        say(0, "bo", ["kai", "mira"], "mill", "burnt", eid="a"),
+        say(1, "bo", ["kai"], "well", "dry", eid="b"),
+        tick(3, eid="c"),  # before every aging day: nothing due
+        say(4, "ana", ["kai"], "mill", "burnt", eid="d"),  # kai's mill: a later aging day
+        intervene(8, "kai", "soften", "nothing", eid="x"),  # refused
+        tick(8, eid="e"),  # mira's mill and kai's well are due, not kai's mill
+        tick(40, eid="f"),
+    ]
+    w = Writer(db_path, synchronous="OFF")
+    results = apply(w, *events)
+    plain = Writer(db_path.with_name("plain.db"), synchronous="OFF", batched=False)
+    expected = apply(plain, *events)
+    assert outcome(results) == outcome(expected)
+    aged = {(c.resident, c.root) for c in results[5].changes}
+    assert ("mira", "mill") in aged and ("kai", "mill") not in aged
+    assert w.fallbacks == 0
+    w.close()
+    plain.close()
+    assert dump(db_path) == dump(db_path.with_name("plain.db"))
+
+
 def test_engine_refusal_and_duplicates_stay_on_the_batched_path(db_path: Path) -> None:
     """A soften with no belief and a repeated id are refused alone, without a fallback."""
     w = Writer(db_path, synchronous="OFF")

@@ -428,6 +428,42 @@ def test_values_that_would_not_read_back_the_same_are_not_cached(writer: Writer)
     assert_cache_matches_sqlite(writer)
 
 
+def test_as_read_accepts_engine_values_and_refuses_each_odd_field() -> None:
+    """The read-back check field by field: every float column refuses an int, NaN and -0.0
+    (a nullable one takes None), every list column a list, each enum column its raw text."""
+    from sidecar.engine import Belief, Intervention, SourceKind, State
+    from sidecar.store.cache import _as_read
+
+    good = Belief(
+        resident="kai", root="r", value="v", subject="s", confidence=50,
+        state=State.INFLUENCING, source_kind=SourceKind.HEARSAY, source_resident_id="bo",
+        formed_day=0.0, updated_day=1.0, last_evidence_day=1.0, interpretation="i",
+        intervention=Intervention.IMPLANTED, evidence_refs=("e",), evidence_count=1,
+        next_decay_day=8.0, decay_period=7.0, value_since=1.0, importance=0.0,
+        remembered_day=2.0, people=("bo",),
+    )  # fmt: skip
+    assert _as_read(good) is True
+    assert _as_read(dataclasses.replace(good, next_decay_day=None, decay_period=None,
+                                        importance=None, remembered_day=None,
+                                        interpretation=None, intervention=None)) is True  # fmt: skip
+    odd: list[tuple[str, object]] = [
+        ("confidence", 50.0), ("state", "influencing"), ("evidence_count", 1.0),
+        ("own_origins", None), ("source_kind", "hearsay"), ("subject", None),
+        ("intervention", "implanted"), ("interpretation", 1), ("source_resident_id", 1),
+        ("value", 1.5), ("value", None),
+    ]  # fmt: skip
+    for name in ("formed_day", "updated_day", "last_evidence_day", "value_since"):
+        odd += [(name, 1), (name, float("nan")), (name, -0.0), (name, None)]
+    for name in ("next_decay_day", "decay_period", "importance", "remembered_day"):
+        odd += [(name, 1), (name, float("nan")), (name, -0.0)]
+    for name in ("people", "places", "topics", "evidence_refs", "heard_from", "origins", "hops"):
+        odd += [(name, ["x"]), (name, None)]
+    for name, value in odd:
+        bad = dataclasses.replace(good)
+        object.__setattr__(bad, name, value)
+        assert _as_read(bad) is False, (name, value)
+
+
 def plain_beliefs(writer: Writer) -> list[Any]:
     return writer.conn.execute("SELECT resident, root FROM beliefs").fetchall()
 

@@ -138,8 +138,30 @@ class Outcome:
 _audience = reached
 
 
+def _new_outcome(event: WorldEvent, day: float) -> Outcome:
+    """``Outcome(event=event, day=day)``, every field set by a plain slot store (once per
+    event: the dataclass ``__init__``'s eighteen parameters and eleven default factories
+    cost ~1.6 µs). ``tests/test_engine_model.py`` holds it equal to the constructor's."""
+    out = _new(Outcome)
+    out.event, out.day = event, day
+    out.evidence, out.beliefs, out.changes, out.new_residents = [], {}, [], ()
+    out.trust, out.facts, out.results, out.schema, out.warnings = {}, {}, [], None, []
+    out.names, out.labels, out.said = {}, {}, None
+    out.promises, out.views, out.goals = {}, {}, {}
+    return out
+
+
+_new = object.__new__
+
+
 # (module constants: an enum member read costs ~90 ns on Python 3.11, see revise.py)
 _FIRSTHAND, _HEARSAY, _IMPLANTED = SourceKind.FIRSTHAND, SourceKind.HEARSAY, SourceKind.IMPLANTED
+#: (``isinstance`` with a tuple: ``Say | Announce`` builds a union object at every call)
+_UTTERANCES, _SEEN = (Say, Announce), (Observe, Act)
+
+
+def _escaped(event_id: str) -> str:
+    return event_id.replace("%", "%25").replace("/", "%2F")
 
 
 def evidence_id(event_id: str, resident: str, suffix: str = "") -> str:
@@ -149,7 +171,7 @@ def evidence_id(event_id: str, resident: str, suffix: str = "") -> str:
     event id: event ``a/b`` for resident ``c`` and event ``a`` for resident ``b/c`` no longer
     share an evidence id (which made the store refuse a valid event).
     """
-    escaped = event_id.replace("%", "%25").replace("/", "%2F")
+    escaped = _escaped(event_id)
     if suffix:  # "%23" cannot occur in an escaped id, so derived ids never collide
         escaped = f"{escaped}%23{suffix}"
     return f"{escaped}/{resident}"
@@ -214,7 +236,7 @@ def derive_evidence(event: WorldEvent, known: Iterable[str] = ()) -> list[Eviden
                 seen, (), None, None, mutable, importance, emotion,  # origin, hops, trust, topic
             ))  # fmt: skip
         return out
-    if isinstance(event, Say | Announce):
+    if isinstance(event, _UTTERANCES):
         return list(_heard(event, known, None))
     return []  # tick, trust, propose, register
 
@@ -235,16 +257,25 @@ def _heard(
     speaker, topic = event.speaker, event.topic
     hearers = _audience(event, known) if isinstance(event, Announce) else event.listeners
     overhearers = event.overhearers if isinstance(event, Say) else ()
+    # What every hearer's evidence shares, worked out once per utterance (evidence_id and
+    # belief_about_belief, hearer by hearer, give the same ids and values).
+    escaped = _escaped(eid)
+    about_claim = None if claim.root.startswith("believes:") else _about_claim(event)
+    about_people = (speaker,)
     for who in (*hearers, *overhearers):
         trust, origin, hops = (None, None, ()) if context is None else context(who)
         yield _new_evidence(
-            evidence_id(eid, who), who, eid, day, _HEARSAY, claim, subject, speaker,
+            f"{escaped}/{who}", who, eid, day, _HEARSAY, claim, subject, speaker,
             None, people, places, topics, None,  # interpretation, ..., op
             origin, hops, trust, topic, mutable, importance, emotion,
         )  # fmt: skip
-        about = belief_about_belief(event, who)
-        if about is not None:
-            yield about
+        if about_claim is not None:
+            about_id = f"{escaped}%23believes/{who}"
+            yield _new_evidence(
+                about_id, who, eid, day, _FIRSTHAND, about_claim, subject, None,
+                None, about_people, (), topics, None,  # interpretation, people, places, ..., op
+                about_id, (), None, None, False, None, None,  # origin, hops, trust, topic, ...
+            )  # fmt: skip
 
 
 #: Evidence built positionally (:func:`~.model.positional`), in the class's field order.
@@ -273,13 +304,18 @@ def belief_about_belief(event: Utterance, hearer: str) -> Evidence | None:
     if event.claim.root.startswith("believes:"):
         return None  # no deeper nesting
     about_id = evidence_id(event.event_id, hearer, suffix="believes")
-    claim = Claim.checked_parts(believes_root(event.speaker, event.claim.root), event.claim.value)
+    claim = _about_claim(event)
     # the root names the speaker; no stored English around the subject
     return _new_evidence(
         about_id, hearer, event.event_id, event.day, _FIRSTHAND, claim, event.subject, None,
         None, (event.speaker,), (), event.topics, None,  # interpretation, people, places, ..., op
         about_id, (), None, None, False, None, None,  # origin, hops, trust, topic, mutable, ...
     )  # fmt: skip
+
+
+def _about_claim(event: Utterance) -> Claim:
+    """The claim of a hearer's belief about what the speaker believes (``believes:A:k``)."""
+    return Claim.checked_parts(believes_root(event.speaker, event.claim.root), event.claim.value)
 
 
 def touched_keys(event: WorldEvent, known: Iterable[str] = ()) -> list[Key]:
@@ -300,7 +336,7 @@ def ingest(
     if event.day < clock - rules.late_event_days:
         raise ClockBackwards(event.day, clock)
     day = max(clock, event.day)  # an accepted late event never moves the clock back
-    out = Outcome(event=event, day=day)
+    out = _new_outcome(event, day)
     if day > clock:
         for belief in reader.due_beliefs(day):
             aged, changes = age(belief, day, event.event_id, rules)
@@ -335,22 +371,28 @@ def ingest(
         out.schema = event.schema
         return out
     decl = _check_schema(event, reader, out)
-    if isinstance(event, Observe | Act):
+    if isinstance(event, _SEEN):
         claim = event.claim
         out.facts[claim.root] = claim.value
     everyone_needed = isinstance(event, Announce) and event.audience is None
     known: Iterable[str] = list(reader.known_residents()) if everyone_needed else ()
     out.said = own_words(event, known)
-    if isinstance(event, Say | Announce):
+    if isinstance(event, _UTTERANCES):
         utterance = event  # (hearsay arrives weighed and chained: see _heard)
         evidence: Iterable[Evidence] = _heard(
             utterance, known, lambda who: social.hearsay_context(who, utterance)
         )
     else:
         evidence = derive_evidence(event, known)
+    # (the loop runs once per piece of evidence of every event: what it reads per piece is
+    # bound once, and a piece the world adds nothing to builds no dict of extra fields)
+    beliefs, changes, kept = out.beliefs, out.changes, out.evidence
+    get_belief, mutable_prefixes = reader.get_belief, rules.mutable_prefixes
+    recalls = rules.misremember > 0
     for ev in evidence:
-        key = (ev.resident, ev.claim.root)
-        current = social.belief(*key)
+        resident, root = ev.resident, ev.claim.root
+        key = (resident, root)
+        current = beliefs[key] if key in beliefs else get_belief(resident, root)
         if ev.op in ("suppress", "soften"):
             if current is None:
                 raise InvalidEvent(
@@ -358,32 +400,36 @@ def ingest(
                 )
             ev = evolve(ev, claim=current.claim)
         # What the world adds to the evidence, gathered and applied in one copy.
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] | None = None
         if ev.source_kind is _IMPLANTED:
-            extra["origin"] = ev.evidence_id
-        if decl is not None and ev.claim.root.startswith(decl.prefix):
+            extra = {"origin": ev.evidence_id}
+        if decl is not None and root.startswith(decl.prefix):
             if decl.mutable and not ev.mutable:
-                extra["mutable"] = True
+                extra = {**(extra or {}), "mutable": True}
             if decl.importance is not None and ev.importance is None:
-                extra["importance"] = decl.importance
-        if not ev.mutable and "mutable" not in extra and rules.is_mutable(ev.claim.root):
-            extra["mutable"] = True
+                extra = {**(extra or {}), "importance": decl.importance}
+        if (
+            mutable_prefixes and not ev.mutable and not (extra and "mutable" in extra)
+            and root.startswith(mutable_prefixes)
+        ):  # (rules.is_mutable, inline)  # fmt: skip
+            extra = {**(extra or {}), "mutable": True}
         if extra:
             ev = evolve(ev, **extra)
         relation = relation_of(current, ev)
         belief, change = revise(current, ev, rules)
-        out.evidence.append((ev, relation))
+        kept.append((ev, relation))
         if change is not None:
-            out.changes.append(change)
-            social.judge_sources(current, ev, change)
-        if current is not None and rules.misremember > 0:  # a recall: details may drift
+            changes.append(change)
+            if current is not None and current.source_kind is _HEARSAY:
+                social.judge_sources(current, ev, change)  # (it judges only these)
+        if current is not None and recalls:  # a recall: details may drift
             belief, drift = misremember(
                 belief, current, event_id=event.event_id, day=ev.day, places=ev.places,
                 people=unique((*ev.people, *event.mentioned_residents())), rules=rules,
             )  # fmt: skip
             if drift is not None:
-                out.changes.append(drift)
-        out.beliefs[key] = belief
+                changes.append(drift)
+        beliefs[key] = belief
     if isinstance(event, Act) or is_promise_report(event):
         told = {ev.resident: ev.evidence_id for ev, _ in out.evidence}
         if isinstance(event, Act):
@@ -427,18 +473,20 @@ def _check_schema(event: WorldEvent, reader: BeliefReader, out: Outcome) -> Root
 class _Social:
     """Trust lookups and updates, and rumour chains, within one event's outcome."""
 
+    __slots__ = ("out", "reader", "rules", "said_origin")
+
     def __init__(self, reader: BeliefReader, out: Outcome, rules: Rules) -> None:
         self.reader, self.out, self.rules = reader, out, rules
+        #: The speaker's own origin of this event's claim, once worked out (see below).
+        self.said_origin: str | None = None
 
     def belief(self, resident: str, root: str) -> Belief | None:
-        key = (resident, root)
-        return self.out.beliefs[key] if key in self.out.beliefs else self.reader.get_belief(*key)
+        found = self.out.beliefs.get((resident, root))  # (a belief is never None)
+        return found if found is not None else self.reader.get_belief(resident, root)
 
     def stored_trust(self, resident: str, source: str, topic: str) -> float | None:
-        key = (resident, source, topic)
-        if key in self.out.trust:
-            return self.out.trust[key]
-        return self.reader.get_trust(resident, source, topic)
+        found = self.out.trust.get((resident, source, topic))  # (a trust value is a float)
+        return found if found is not None else self.reader.get_trust(resident, source, topic)
 
     def trust(self, resident: str, source: str, topic: str | None) -> float:
         """Trust(i ← j, topic), falling back to general trust, then to the default."""
@@ -492,7 +540,11 @@ class _Social:
         else:  # the claim enters the world with the speaker (a guess, a lie, a story):
             # one origin for all of the speaker's tellings of it, so a liar telling people
             # separately is not corroboration when they compare notes
-            origin, hops = said_origin(speaker, claim), (speaker,)
+            # (the same text for every hearer of the utterance: encoded once)
+            said = self.said_origin
+            if said is None:
+                said = self.said_origin = said_origin(speaker, claim)
+            origin, hops = said, (speaker,)
         return round(trust, 4), origin, hops
 
     def judge_sources(self, before: Belief | None, ev: Evidence, change: Change) -> None:

@@ -7,7 +7,6 @@ It holds only values that read back from SQLite exactly as they were written
 from __future__ import annotations
 
 import math
-import operator
 from typing import TYPE_CHECKING, Any
 
 from ..engine import Belief, Intervention, Outcome, SourceKind, State
@@ -20,13 +19,6 @@ __all__ = ["CACHE_BUDGET", "TRUST_CACHE_LIMIT"]
 
 _MISSING: Any = object()
 
-#: Float columns of a belief (SQLite REAL): what a row read back gives for them.
-_REAL_FIELDS = ("formed_day", "updated_day", "last_evidence_day", "value_since")
-_NULLABLE_REAL_FIELDS = ("next_decay_day", "decay_period", "importance", "remembered_day")
-_TUPLE_FIELDS = ("people", "places", "topics", "evidence_refs", "heard_from", "origins", "hops")
-_reals = operator.attrgetter(*_REAL_FIELDS)
-_nullable_reals = operator.attrgetter(*_NULLABLE_REAL_FIELDS)
-_tuples = operator.attrgetter(*_TUPLE_FIELDS)
 _copysign = math.copysign
 
 
@@ -41,33 +33,43 @@ def _as_read(b: Belief) -> bool:
     """Whether ``b`` is exactly what reading its stored row back would give (then it may be
     cached in place of that read). Engine output always is; anything unusual (an int day,
     a list, a raw string state) is simply not cached, and is read back from SQLite.
-    (Called for every belief the writer stores: kept to plain type tests.)"""
-    if type(b.confidence) is not int or type(b.state) is not State:
-        return False
-    if type(b.evidence_count) is not int or type(b.own_origins) is not int:
-        return False
-    if type(b.source_kind) is not SourceKind or type(b.subject) is not str:
-        return False
-    if b.intervention is not None and type(b.intervention) is not Intervention:
-        return False
-    if b.interpretation is not None and type(b.interpretation) is not str:
-        return False
-    if b.source_resident_id is not None and type(b.source_resident_id) is not str:
-        return False
-    if type(b.value) not in (str, int, bool):
-        return False
-    for x in _reals(b):
-        if type(x) is not float or x != x or (x == 0.0 and _copysign(1.0, x) < 0):
-            return False
-    for x in _nullable_reals(b):
-        if x is not None and (
-            type(x) is not float or x != x or (x == 0.0 and _copysign(1.0, x) < 0)
-        ):
-            return False
-    for t in _tuples(b):  # noqa: SIM110 (a loop: no generator object per belief)
-        if type(t) is not tuple:
-            return False
-    return True
+    (Called for every belief the writer stores: one expression of plain type tests on
+    attributes read directly — an ``attrgetter`` of the fields cost more than the tests —,
+    no loop. A float is a REAL's if it is a float, not NaN (``x == x``) and not -0.0, which
+    only a zero needs ``copysign`` to tell.)"""
+    formed, updated, last, since = b.formed_day, b.updated_day, b.last_evidence_day, b.value_since
+    due, period, importance, remembered = (
+        b.next_decay_day, b.decay_period, b.importance, b.remembered_day
+    )  # fmt: skip
+    intervention, interpretation, source = b.intervention, b.interpretation, b.source_resident_id
+    t = type
+    return bool(
+        t(b.confidence) is int and t(b.state) is State and t(b.evidence_count) is int
+        and t(b.own_origins) is int and t(b.source_kind) is SourceKind and t(b.subject) is str
+        and (intervention is None or t(intervention) is Intervention)
+        and (interpretation is None or t(interpretation) is str)
+        and (source is None or t(source) is str)
+        and t(b.value) in _VALUE_TYPES
+        and t(formed) is float and formed == formed and (formed or _copysign(1.0, formed) > 0)
+        and t(updated) is float and updated == updated
+        and (updated or _copysign(1.0, updated) > 0)
+        and t(last) is float and last == last and (last or _copysign(1.0, last) > 0)
+        and t(since) is float and since == since and (since or _copysign(1.0, since) > 0)
+        and (due is None or (t(due) is float and due == due
+                             and (due or _copysign(1.0, due) > 0)))
+        and (period is None or (t(period) is float and period == period
+                                and (period or _copysign(1.0, period) > 0)))
+        and (importance is None or (t(importance) is float and importance == importance
+                                    and (importance or _copysign(1.0, importance) > 0)))
+        and (remembered is None or (t(remembered) is float and remembered == remembered
+                                    and (remembered or _copysign(1.0, remembered) > 0)))
+        and t(b.people) is tuple and t(b.places) is tuple and t(b.topics) is tuple
+        and t(b.evidence_refs) is tuple and t(b.heard_from) is tuple
+        and t(b.origins) is tuple and t(b.hops) is tuple
+    )  # fmt: skip
+
+
+_VALUE_TYPES = (str, int, bool)
 
 
 def _weight(b: Belief | None) -> int:

@@ -40,14 +40,17 @@ class _Batch:
     last version only, so it is written once per batch however many events touched it.
     """
 
-    __slots__ = ("beliefs", "changes", "due", "event_ids", "events", "evidence", "facts",
-                 "horizon", "promises_due", "residents", "said", "swept",
+    __slots__ = ("beliefs", "changes", "due", "due_floor", "event_ids", "events", "evidence",
+                 "facts", "horizon", "promises_due", "residents", "said", "swept",
                  "trust")  # fmt: skip
 
     def __init__(self) -> None:
         self.beliefs: dict[tuple[str, str, str], Belief] = {}
         #: Per world, the staged beliefs that have an aging day (what due_beliefs adds).
         self.due: dict[str, dict[tuple[str, str, str], Belief]] = {}
+        #: Per world, a day at or before every aging day in ``due`` (a lower bound: a belief
+        #: leaving ``due`` may leave it low): a sweep to an earlier day finds none of them.
+        self.due_floor: dict[str, float] = {}
         #: Per world, the latest day an applied event of the batch swept for due beliefs.
         self.swept: dict[str, float] = {}
         self.trust: dict[tuple[str, str, str, str], float] = {}
@@ -64,6 +67,9 @@ class _Batch:
         #: read once per batch and dropped when an event of the batch writes promise rows:
         #: each sweep in between takes its slice.
         self.promises_due: dict[str, tuple[float, list[float], list[PromiseView]]] = {}
+
+
+_INF = float("inf")
 
 
 def _due_order(b: Belief) -> tuple[float, str, str]:
@@ -84,14 +90,14 @@ class _View(PromiseReads):
         self.swept: float | None = None
 
     def get_belief(self, resident: str, root: str) -> Belief | None:
+        key = (self.world, resident, root)
         batch = self.batch
         if batch is not None:
-            staged = batch.beliefs.get((self.world, resident, root))
+            staged = batch.beliefs.get(key)
             if staged is not None:
                 return staged
         cache = self.cache
         if cache is not None:
-            key = (self.world, resident, root)
             found = cache.beliefs.get(key, _MISSING)
             if found is not _MISSING:
                 return found  # type: ignore[no-any-return]
@@ -127,8 +133,17 @@ class _View(PromiseReads):
             if (world, row["resident"], row["root"]) not in staged
         ]  # fmt: skip
         pending = batch.due.get(world)
-        if pending:
-            due += [b for b in pending.values() if b.next_decay_day <= day]  # type: ignore[operator]
+        if pending and batch.due_floor[world] <= day:
+            # (every staged belief with an aging day is looked at: the floor is set again
+            # to the lowest of them, so the next sweep before it looks at none)
+            floor = _INF
+            for b in pending.values():
+                when: float = b.next_decay_day  # type: ignore[assignment]
+                if when <= day:
+                    due.append(b)
+                if when < floor:
+                    floor = when
+            batch.due_floor[world] = floor
             due.sort(key=_due_order)
         return iter(due)
 
@@ -179,14 +194,14 @@ class _View(PromiseReads):
         return state.schema
 
     def get_trust(self, resident: str, source: str, topic: str) -> float | None:
+        key = (self.world, resident, source, topic)
         batch = self.batch
         if batch is not None:
-            staged = batch.trust.get((self.world, resident, source, topic))
+            staged = batch.trust.get(key)
             if staged is not None:
                 return staged
         cache = self.cache
         if cache is not None:
-            key = (self.world, resident, source, topic)
             found = cache.trust.get(key, _MISSING)
             if found is not _MISSING:
                 return found  # type: ignore[no-any-return]

@@ -35,6 +35,7 @@ from ..engine import (
     ingest,
     rules_to_stored,
 )
+from ..engine.model import positional
 from .cache import (
     CACHE_BUDGET,
     TRUST_CACHE_LIMIT,
@@ -92,6 +93,15 @@ class EventResult:
     results: tuple[dict[str, Any], ...] = ()
     #: Warnings for the ack (a root the world's schema does not declare).
     warnings: tuple[str, ...] = ()
+
+
+#: (the slot's own setter: ``object.__setattr__`` looks the name up at every call)
+_set_seq = Change.__dict__["seq"].__set__
+#: An applied event's result, every field given in order (one per event of every batch).
+_applied = positional(EventResult, (
+    "world", "event_id", "status", "changes", "error", "results", "warnings",
+))  # fmt: skip
+_APPLIED = ResultStatus.APPLIED
 
 
 class _Fallback(Exception):
@@ -396,16 +406,21 @@ class Writer:
         if out.beliefs:
             beliefs = staged.beliefs
             due = staged.due.setdefault(world, {})
+            floors = staged.due_floor
             for (resident, root), belief in out.beliefs.items():
                 if not _as_read(belief):
                     raise _Fallback(f"belief {resident}/{root} would not read back as written")
                 key = (world, resident, root)
                 beliefs.pop(key, None)  # (re)inserted last: the cache keeps that order
                 beliefs[key] = belief
-                if belief.next_decay_day is None:
+                when = belief.next_decay_day
+                if when is None:
                     due.pop(key, None)
                 else:
                     due[key] = belief
+                    floor = floors.get(world)
+                    if floor is None or when < floor:
+                        floors[world] = when
         for (resident, source, topic), value in out.trust.items():
             if not _real(value):
                 raise _Fallback(f"trust {value!r} would not read back as written")
@@ -419,9 +434,9 @@ class Writer:
         state.event_seq += 1
         state.change_seq += len(changes)
         state.residents.update(out.new_residents)
-        return EventResult(
-            world, out.event.event_id, ResultStatus.APPLIED, changes=tuple(changes),
-            results=tuple(out.results), warnings=tuple(out.warnings),
+        return _applied(
+            world, out.event.event_id, _APPLIED, tuple(changes), None, tuple(out.results),
+            tuple(out.warnings),
         )  # fmt: skip
 
     def _flush(self, staged: _Batch) -> None:
@@ -457,7 +472,7 @@ class Writer:
         for c in changes:
             seq += 1
             if c.seq is None:
-                object.__setattr__(c, "seq", seq)
+                _set_seq(c, seq)
             else:  # already numbered (the same record listed twice): a copy of its own
                 c = dataclasses.replace(c, seq=seq)
             numbered.append(c)
