@@ -387,7 +387,7 @@ def ingest(
     # (the loop runs once per piece of evidence of every event: what it reads per piece is
     # bound once, and a piece the world adds nothing to builds no dict of extra fields)
     beliefs, changes, kept = out.beliefs, out.changes, out.evidence
-    get_belief, mutable_prefixes = reader.get_belief, rules.mutable_prefixes
+    get_belief, is_mutable = reader.get_belief, rules.is_mutable
     recalls = rules.misremember > 0
     for ev in evidence:
         resident, root = ev.resident, ev.claim.root
@@ -408,10 +408,7 @@ def ingest(
                 extra = {**(extra or {}), "mutable": True}
             if decl.importance is not None and ev.importance is None:
                 extra = {**(extra or {}), "importance": decl.importance}
-        if (
-            mutable_prefixes and not ev.mutable and not (extra and "mutable" in extra)
-            and root.startswith(mutable_prefixes)
-        ):  # (rules.is_mutable, inline)  # fmt: skip
+        if not ev.mutable and not (extra and "mutable" in extra) and is_mutable(root):
             extra = {**(extra or {}), "mutable": True}
         if extra:
             ev = evolve(ev, **extra)
