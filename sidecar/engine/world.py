@@ -171,7 +171,12 @@ def evidence_id(event_id: str, resident: str, suffix: str = "") -> str:
     event id: event ``a/b`` for resident ``c`` and event ``a`` for resident ``b/c`` no longer
     share an evidence id (which made the store refuse a valid event).
     """
-    escaped = _escaped(event_id)
+    return _id_of(_escaped(event_id), resident, suffix)
+
+
+def _id_of(escaped: str, resident: str, suffix: str = "") -> str:
+    """:func:`evidence_id` of an event id already escaped (an utterance escapes it once for
+    all its hearers)."""
     if suffix:  # "%23" cannot occur in an escaped id, so derived ids never collide
         escaped = f"{escaped}%23{suffix}"
     return f"{escaped}/{resident}"
@@ -257,20 +262,21 @@ def _heard(
     speaker, topic = event.speaker, event.topic
     hearers = _audience(event, known) if isinstance(event, Announce) else event.listeners
     overhearers = event.overhearers if isinstance(event, Say) else ()
-    # What every hearer's evidence shares, worked out once per utterance (evidence_id and
-    # belief_about_belief, hearer by hearer, give the same ids and values).
+    # What every hearer's evidence shares, worked out once per utterance: the escaped event
+    # id, and what the hearer learns firsthand, that the speaker claimed it ("believes:A:k",
+    # first order only: no deeper nesting; the root names the speaker).
     escaped = _escaped(eid)
     about_claim = None if claim.root.startswith("believes:") else _about_claim(event)
     about_people = (speaker,)
     for who in (*hearers, *overhearers):
         trust, origin, hops = (None, None, ()) if context is None else context(who)
         yield _new_evidence(
-            f"{escaped}/{who}", who, eid, day, _HEARSAY, claim, subject, speaker,
+            _id_of(escaped, who), who, eid, day, _HEARSAY, claim, subject, speaker,
             None, people, places, topics, None,  # interpretation, ..., op
             origin, hops, trust, topic, mutable, importance, emotion,
         )  # fmt: skip
         if about_claim is not None:
-            about_id = f"{escaped}%23believes/{who}"
+            about_id = _id_of(escaped, who, "believes")
             yield _new_evidence(
                 about_id, who, eid, day, _FIRSTHAND, about_claim, subject, None,
                 None, about_people, (), topics, None,  # interpretation, people, places, ..., op
@@ -297,20 +303,6 @@ def _act_subject(event: Act) -> str:
 def believes_root(speaker: str, root: str) -> str:
     """The derived root of "what I think ``speaker`` believes about ``root``"."""
     return f"believes:{speaker}:{root}"
-
-
-def belief_about_belief(event: Utterance, hearer: str) -> Evidence | None:
-    """B heard A claim k: B knows, firsthand, that A claimed it (first order only)."""
-    if event.claim.root.startswith("believes:"):
-        return None  # no deeper nesting
-    about_id = evidence_id(event.event_id, hearer, suffix="believes")
-    claim = _about_claim(event)
-    # the root names the speaker; no stored English around the subject
-    return _new_evidence(
-        about_id, hearer, event.event_id, event.day, _FIRSTHAND, claim, event.subject, None,
-        None, (event.speaker,), (), event.topics, None,  # interpretation, people, places, ..., op
-        about_id, (), None, None, False, None, None,  # origin, hops, trust, topic, mutable, ...
-    )  # fmt: skip
 
 
 def _about_claim(event: Utterance) -> Claim:
