@@ -16,12 +16,13 @@ from sidecar import __version__
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_version_prints_the_package_and_protocol_version_and_exits_0() -> None:
-    """``credence --version`` is one line naming the installed package and protocol versions."""
+@pytest.mark.parametrize("module", ["sidecar.cli", "sidecar"])
+def test_version_prints_the_package_and_protocol_version_and_exits_0(module: str) -> None:
+    """``credence --version`` (also ``python -m sidecar``) is one line naming the installed
+    package and protocol versions."""
     out = subprocess.run(
-        [sys.executable, "-m", "sidecar.cli", "--version"], capture_output=True, text=True,
-        timeout=60,
-    )  # fmt: skip
+        [sys.executable, "-m", module, "--version"], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout == f"credence {__version__} (protocol {PROTOCOL_VERSION})\n"
 
