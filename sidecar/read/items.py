@@ -9,7 +9,7 @@ wording happens here (that is :mod:`.phrasing`), no ranking (:mod:`.ranking`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -110,7 +110,7 @@ class Item:
     correction: Correction | None = None
     counter: Contradiction | None = None
     score: float = 0.0
-    why: dict[str, Any] | None = None
+    why: Mapping[str, Any] | None = None
     relevant: bool = False
     acts: Acts | None = None
     trust: Trust | None = None

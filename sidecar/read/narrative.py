@@ -130,7 +130,7 @@ def entry(item: Item, line: str, merged: str | None) -> dict[str, Any]:
         "updated_day": b.updated_day,
         "text": line,
         "merged": merged,
-        "why": item.why,
+        "why": None if item.why is None else dict(item.why),
     }
     if item.extra:
         out.update({k: v for k, v in item.extra.items() if not k.startswith("_")})

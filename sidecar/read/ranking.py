@@ -33,10 +33,11 @@ completed, nothing marked important) ranks with the plain facts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..engine import Belief
 from ..store.rows import load_json
 from .items import Item, new_item, tier_of
 from .registry import Registry
@@ -45,8 +46,10 @@ __all__ = [
     "CONFIDENCE_WEIGHT",
     "HALF_LIFE_DAYS",
     "RELEVANCE_WEIGHT",
+    "WIDE_SQL",
     "Focus",
     "Terms",
+    "Why",
     "rank",
     "row_matches",
     "row_prefilter",
@@ -176,24 +179,25 @@ def row_matches(focus: Focus, registry: Registry) -> Callable[..., int]:
     return count
 
 
-#: Whether a stored text has a character outside ASCII (its length in characters is not its
-#: length in bytes): only then can its casefold differ from SQLite's ``lower()`` or ``LIKE``.
-_WIDE = "length(subject) <> length(CAST(subject AS BLOB))"
+#: Whether a row's subject has a character outside ASCII (its length in characters is not
+#: its length in bytes): only then can its casefold differ from SQLite's ``lower()`` or
+#: ``LIKE``, so only then may :func:`row_prefilter` miss a row that matches.
+WIDE_SQL = "length(subject) <> length(CAST(subject AS BLOB))"
 
 
 def row_prefilter(focus: Focus, registry: Registry) -> tuple[str, dict[str, str]]:
     """A SQL condition on a belief row's ``root, subject, people, places, topics,
-    heard_from`` that every row :func:`row_matches` counts a term of satisfies (it may hold
-    for others too), and its named parameters: evaluated in SQLite, it spares the Python
-    function the rows that cannot match, as a focused narrative of thousands of plain
-    facts asks (:func:`.recall.recall_social`).
+    heard_from`` that every row :func:`row_matches` counts a term of satisfies, or else
+    :data:`WIDE_SQL` (either may hold for others too), and its named parameters: evaluated
+    in SQLite, it spares the Python function the rows that cannot match, as a focused
+    narrative of thousands of plain facts asks (:func:`.recall.recall_social`).
 
     Each rule of :meth:`Terms.matched` widened to a substring test: a term in a stored list
     occurs in its JSON text between quotes (or, for a term JSON may escape, the text has an
     escape); a segment of the root occurs in
     the root; a casefolded name or term in the casefolded subject occurs in it under
     ``LIKE`` (ASCII case-insensitive; ``%``, ``_`` and ``\\`` escaped) unless the subject
-    holds a character beyond ASCII (then it is kept)."""
+    holds a character beyond ASCII (which this condition leaves to :data:`WIDE_SQL`)."""
     terms = Terms.of(focus, registry)
     params: dict[str, str] = {}
     tests: list[str] = []
@@ -238,26 +242,61 @@ def row_prefilter(focus: Focus, registry: Registry) -> tuple[str, dict[str, str]
     if not tests:
         return "0", params
     tests += [f"instr({c}, '\\') > 0" for c in sorted(escaped)]
-    tests.append(_WIDE)
     return "(" + " OR ".join(tests) + ")", params
+
+
+def _parts(b: Belief, matched: int, today: float) -> tuple[float, float, float, float, float]:
+    """The score of a memory matching ``matched`` focus terms and its parts, unrounded (one
+    expression for :func:`rank`'s order and for every ``why``)."""
+    relevance = 1 - 0.5**matched
+    recency = 0.5 ** (max(0.0, today - b.updated_day) / HALF_LIFE_DAYS)
+    importance = min(1.0, b.importance or 0.0)
+    confidence = b.confidence / 100
+    score = RELEVANCE_WEIGHT * relevance + recency + importance + CONFIDENCE_WEIGHT * confidence
+    return score, relevance, recency, importance, confidence
 
 
 def score_parts(item: Item, matched: Sequence[str], today: float) -> dict[str, float]:
     """The parts of the score (rounded to 4 places, so the order is stable)."""
-    b = item.belief
-    relevance = 1 - 0.5 ** len(matched)
-    age = max(0.0, today - b.updated_day)
-    recency = 0.5 ** (age / HALF_LIFE_DAYS)
-    importance = min(1.0, b.importance or 0.0)
-    confidence = b.confidence / 100
-    score = RELEVANCE_WEIGHT * relevance + recency + importance + CONFIDENCE_WEIGHT * confidence
-    return {
-        "score": round(score, 4),
-        "relevance": round(relevance, 4),
-        "recency": round(recency, 4),
-        "importance": round(importance, 4),
-        "confidence": round(confidence, 4),
-    }
+    return _rounded(item.belief, len(matched), today)
+
+
+_PART_NAMES = ("score", "relevance", "recency", "importance", "confidence")
+
+
+def _rounded(b: Belief, matched: int, today: float) -> dict[str, Any]:
+    return {k: round(p, 4) for k, p in zip(_PART_NAMES, _parts(b, matched, today), strict=True)}
+
+
+class Why(Mapping[str, Any]):
+    """Why an item ranks where it does: :func:`score_parts`, its ``tier`` and the focus terms
+    it ``matched``. Worked out when first read: a narrative ranks every memory a resident
+    holds and sends this for the few it shows."""
+
+    __slots__ = ("_belief", "_dict", "_matched", "_tier", "_today")
+
+    def __init__(self, belief: Belief, matched: list[str], today: float, tier: int) -> None:
+        self._belief, self._matched, self._today, self._tier = belief, matched, today, tier
+        self._dict: dict[str, Any] | None = None
+
+    def _whole(self) -> dict[str, Any]:
+        if self._dict is None:
+            whole = _rounded(self._belief, len(self._matched), self._today)
+            whole["tier"], whole["matched"] = self._tier, self._matched
+            self._dict = whole
+        return self._dict
+
+    def __getitem__(self, key: str) -> Any:
+        return self._whole()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._whole())
+
+    def __len__(self) -> int:
+        return len(self._whole())
+
+    def __repr__(self) -> str:
+        return f"Why({self._whole()!r})"
 
 
 def rank(items: Iterable[Item], focus: Focus, today: float, registry: Registry) -> list[Item]:
@@ -266,15 +305,15 @@ def rank(items: Iterable[Item], focus: Focus, today: float, registry: Registry) 
     terms = Terms.of(focus, registry)
     for item in items:
         matched = matches(item, terms, registry) if focus else []
-        why: dict[str, Any] = score_parts(item, matched, today)
+        score = round(_parts(item.belief, len(matched), today)[0], 4)
         tier = (
             tier_of(item.section, bool(matched), item.social) if item.lines is None else item.tier
         )
-        why["tier"], why["matched"] = tier, matched
         # (built positionally: a long game ranks tens of thousands of items per narrative)
         out.append(new_item(
             item.belief, item.section, item.band, tier, item.group, item.correction,
-            item.counter, why["score"], why, bool(matched), item.acts, item.trust, item.extra,
-            item.said, item.sources, item.lines, item.social,
+            item.counter, score, Why(item.belief, matched, today, tier), bool(matched),
+            item.acts, item.trust, item.extra, item.said, item.sources, item.lines,
+            item.social,
         ))  # fmt: skip
     return out

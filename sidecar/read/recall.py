@@ -705,9 +705,11 @@ def recall_social(
     With a ``focus``, the plain facts and faded memories that match it are read too (they
     rank with it, two tiers up): in the same pass over the resident's rows, a SQL
     prefilter (:func:`.ranking.row_prefilter`) keeps the rows that may match, and the
-    focus function (:func:`.ranking.row_matches`) counts their terms."""
+    focus function (:func:`.ranking.row_matches`) counts their terms, once per row (in
+    SQL only for a subject beyond ASCII, which the prefilter cannot judge: it would keep
+    them all)."""
     from .items import NOTABLE_AT  # items reads this module's records
-    from .ranking import row_matches, row_prefilter
+    from .ranking import WIDE_SQL, row_matches, row_prefilter
 
     ((notable,),) = _rows(
         reader,
@@ -728,7 +730,7 @@ def recall_social(
         registry = load_registry(reader, world)
         prefilter, found = row_prefilter(focus, registry)
         params.update(found)
-        matching = f"OR ({prefilter} AND {MATCHED_SQL} > 0) "
+        matching = f"OR {prefilter} OR ({WIDE_SQL} AND {MATCHED_SQL} > 0) "
         count = row_matches(focus, registry)
         reader.conn.create_function(MATCHED_SQL.split("(")[0], 6, count, deterministic=True)
     selected = f"SELECT {_BELIEF_COLUMNS}, {_SOCIAL}, {social} FROM beliefs "
@@ -744,9 +746,10 @@ def recall_social(
         if focus:  # no closure left on the connection
             reader.conn.create_function(MATCHED_SQL.split("(")[0], 6, None)
     read = _from_rows(rows)
-    # A plain fact that matches the focus is read to be worded; one told by several (and
-    # not matching it) still takes its place among those whose tellers are named, but no
-    # line of this read is ever its own: its tellers are not looked up.
+    # A plain fact that matches the focus is read to be worded (the prefilter may keep some
+    # that do not: counted here, and left out); one told by several (and not matching it)
+    # still takes its place among those whose tellers are named, but no line of this read
+    # is ever its own: its tellers are not looked up.
     matched = {
         r[1] for r in rows if count is not None and not r[-2] and count(*(r[i] for i in _MATCHED))
     }
