@@ -670,6 +670,41 @@ def test_own_origins_migration_counts_an_old_databases_listed_sightings(db_path:
     rebuild_check(db_path)
 
 
+def test_evidence_seq_migration_gives_each_piece_its_events_place_in_the_log(
+    db_path: Path,
+) -> None:
+    """0023 on a database from before it (evidence without its event's log position): every
+    piece gets its event's ``seq``, the rows are then byte for byte what the writer writes,
+    and a rebuild checks exact. ``explain`` with a limit gives the latest pieces logged, in
+    log order, the same on the old file (sorting them) as on the new one (its index), here
+    for a belief seen 40 times on one game day, with event ids that do not sort as logged."""
+    from wsclient import rebuild_check
+
+    w = Writer(db_path, synchronous="OFF")
+    put(w, *(observe(3, ["mira", "bo"], "well", "clean", eid=f"s{40 - i}") for i in range(40)))
+    put(w, say(3, "bo", ["mira"], "well", "foul", eid="z0"), observe(3, ["mira"], "well", "clean"))
+    w.close()
+    written = dump(db_path)
+    logged = [r[0] for r in sqlite3.connect(db_path).execute(
+        "SELECT event_id FROM events WHERE world = 'w' ORDER BY seq"
+    )]  # fmt: skip
+    latest = reader(db_path).evidence("w", "mira", "well", latest=5)
+    assert [e["event_id"] for e in latest] == logged[-5:]
+    assert [e["event_seq"] for e in latest] == list(range(len(logged) - 4, len(logged) + 1))
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    conn.execute("DROP INDEX evidence_by_seq")
+    conn.execute("ALTER TABLE evidence DROP COLUMN event_seq")
+    conn.execute("DELETE FROM _migrations WHERE name = '0023_i17_evidence_seq'")
+    conn.close()
+    assert reader(db_path).evidence("w", "mira", "well", latest=5) == latest  # (sorted)
+    w = Writer(db_path)
+    assert w.migrations_applied == ["0023_i17_evidence_seq"]
+    w.close()
+    assert dump(db_path) == written
+    assert reader(db_path).evidence("w", "mira", "well", latest=5) == latest
+    rebuild_check(db_path)
+
+
 def test_bounded_refs_migration_counts_and_trims_an_old_database(db_path: Path) -> None:
     """0018 on a database with 0017's schema whose belief rows list every evidence id: the
     count is filled, long lists are trimmed to the first and latest 5, short ones kept; the

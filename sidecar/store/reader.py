@@ -115,6 +115,7 @@ class Reader(PromiseQueries):
         add_trust_root_function(self.conn)  # (the trust page's join on its counter)
         self.db = Database(self.conn)
         self._counted: bool | None = None  # has the trust_history counter (0018)? once known
+        self._seq: bool | None = None  # has the evidence_by_seq index (0023)? once known
         try:
             unknown = unknown_migrations(self.conn)
         except sqlite3.Error as exc:
@@ -208,13 +209,38 @@ class Reader(PromiseQueries):
     ) -> list[dict[str, Any]]:
         """The evidence behind one belief, in log order: every piece, or the ``latest`` ones.
 
-        The latest pieces are found without sorting every piece (a belief may have thousands):
-        let ``D`` be the day of the ``latest``-th most recent piece by day (the index's order).
-        A piece among the ``latest`` last logged was logged after at least one of the
-        ``latest`` pieces dated ``D`` or later, when the world clock was at least ``D``, so it
-        is dated at least ``D - late_event_days`` (the writer refuses anything older; a
-        world's rules never change). Only the pieces from that day on are sorted.
+        One range of index ``evidence_by_seq`` (migration 0023: the belief's evidence in log
+        order), read backwards and stopped after ``latest`` pieces: a page of the latest costs
+        what it returns, however many pieces the belief has and whatever their days. On a
+        file from before 0023 (read, not yet migrated by a writer) the pieces dated within
+        ``late_event_days`` of the ``latest``-th latest are sorted instead.
         """
+        if not self._has_evidence_seq():
+            return self._evidence_by_day(world, resident, root, latest)
+        rows = self._rows(
+            "SELECT ev.*, e.kind AS event_kind FROM evidence ev INDEXED BY evidence_by_seq "
+            "CROSS JOIN events e ON e.world = ev.world AND e.event_id = ev.event_id "
+            "WHERE ev.world = ? AND ev.resident = ? AND ev.root = ? "
+            "ORDER BY ev.event_seq DESC LIMIT ?",
+            (world, resident, root, -1 if latest is None else latest),
+        )
+        return self._evidence_dicts(rows)
+
+    def _evidence_dicts(self, rows: list[sqlite3.Row]) -> list[dict[str, Any]]:
+        out = []
+        for r in reversed(rows):
+            item = dict(r)
+            item["value"] = load_json(item["value"])
+            out.append(item)
+        return out
+
+    def _evidence_by_day(
+        self, world: str, resident: str, root: str, latest: int | None
+    ) -> list[dict[str, Any]]:
+        # A piece among the ``latest`` last logged was logged after at least one of the
+        # ``latest`` pieces dated D (the latest-th latest by day) or later, when the world
+        # clock was at least D, so it is dated at least D - late_event_days (the writer
+        # refuses anything older; a world's rules never change): only those are sorted.
         select = (
             "SELECT ev.*, e.kind AS event_kind, e.seq AS event_seq FROM evidence ev "
             "CROSS JOIN events e ON e.world = ev.world AND e.event_id = ev.event_id "
@@ -235,12 +261,15 @@ class Reader(PromiseQueries):
             select + "ORDER BY e.seq DESC LIMIT ?",
             (*key, *since, -1 if latest is None else latest),
         )
-        out = []
-        for r in reversed(rows):
-            item = dict(r)
-            item["value"] = load_json(item["value"])
-            out.append(item)
-        return out
+        return self._evidence_dicts(rows)
+
+    def _has_evidence_seq(self) -> bool:
+        """Whether the file's evidence keeps its log position (migration 0023); asked once."""
+        if self._seq is None:
+            self._seq = bool(self._rows(
+                "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'evidence_by_seq'"
+            ))  # fmt: skip
+        return self._seq
 
     def evidence_count(self, world: str, resident: str, root: str) -> int:
         """How many pieces of evidence bear on one belief (an index count, no row read)."""

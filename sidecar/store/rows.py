@@ -221,12 +221,13 @@ def stored_rules(world: str, text: str | bytes) -> Rules:
         raise WorldRulesInvalid(f"{exc}; the world cannot be opened") from None
 
 
-def _evidence_row(world: str, e: Evidence, rel: Relation) -> tuple[Any, ...]:
+def _evidence_row(world: str, e: Evidence, rel: Relation, seq: int) -> tuple[Any, ...]:
+    """One evidence row; ``seq``: its event's place in the world's log."""
     claim, hops = e.claim, e.hops
     return (
         world, e.evidence_id, e.resident, claim.root, _dumps(claim.value).decode(), e.event_id,
         e.day, str(e.source_kind), e.source_resident_id, str(rel), e.op, e.subject, e.origin,
-        _dumps(hops).decode() if hops else "[]", e.trust,
+        _dumps(hops).decode() if hops else "[]", e.trust, seq,
     )  # fmt: skip
 
 

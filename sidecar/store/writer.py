@@ -129,8 +129,8 @@ _INSERT_CHANGE = (
 _INSERT_EVENT = "INSERT INTO events (world, seq, event_id, day, kind, body) VALUES (?,?,?,?,?,?)"
 _INSERT_EVIDENCE = (
     "INSERT INTO evidence (world, evidence_id, resident, root, value, event_id, day, "
-    "source_kind, source_resident, relation, op, subject, origin, hops, trust) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    "source_kind, source_resident, relation, op, subject, origin, hops, trust, event_seq) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 _INSERT_TRUST = (
     "INSERT OR REPLACE INTO trust (world, resident, source, topic, value) VALUES (?,?,?,?,?)"
@@ -400,7 +400,8 @@ class Writer:
         if out.new_residents:
             staged.residents += [(world, r) for r in out.new_residents]
         if out.evidence:
-            staged.evidence += [_evidence_row(world, e, rel) for e, rel in out.evidence]
+            seq = event_row[1]
+            staged.evidence += [_evidence_row(world, e, rel, seq) for e, rel in out.evidence]
         if out.said is not None:
             staged.said.append(said_row(world, state.event_seq + 1, out.said))
         if out.beliefs:
@@ -633,8 +634,9 @@ class Writer:
         if out.new_residents:
             conn.executemany(_INSERT_RESIDENT, [(world, r) for r in out.new_residents])
         if out.evidence:
+            seq = state.event_seq + 1  # (the event's log row, written just before)
             conn.executemany(
-                _INSERT_EVIDENCE, [_evidence_row(world, e, rel) for e, rel in out.evidence]
+                _INSERT_EVIDENCE, [_evidence_row(world, e, rel, seq) for e, rel in out.evidence]
             )
         if out.beliefs:
             conn.executemany(
