@@ -143,6 +143,9 @@ class Checkpoint:
     query_errors: dict[str, int] = field(default_factory=dict)
     query_timeouts: dict[str, int] = field(default_factory=dict)
     beliefs_sampled: int = 0
+    #: How many of the sampled residents hold a belief seen at least ``EXPLAIN_PAGE`` times
+    #: (the others' explain page is of any belief of theirs, and shorter).
+    explain_full: int = 0
     query_s: float = 0.0
     drained_s: float = 0.0
     rebuild_s: float = 0.0
@@ -280,6 +283,7 @@ async def measure_queries(
                     roots_of[resident] = [root for root, _ in held]
                     full_of[resident] = [root for root, n in held if n >= EXPLAIN_PAGE]
                     cp.beliefs_sampled = max(cp.beliefs_sampled, len(roots_of[resident]))
+                    cp.explain_full += bool(full_of[resident])
                 roots = roots_of.get(resident) or ["weather"]
                 root = rng.choice(roots)
                 # One explain page (the latest 10 pieces of evidence and changes) of a belief
@@ -402,6 +406,7 @@ def render_checkpoint(cp: Checkpoint, timeout: float) -> str:
             f"{len(cp.queries.get(kind, [])):>6}{cp.query_timeouts.get(kind, 0):>10}"
         )
     lines.append(f"  {'most beliefs in the sample':<28}{cp.beliefs_sampled:>10}")
+    lines.append(f"  {'sampled with a full explain':<28}{cp.explain_full:>10}")
     errors = ", ".join(f"{k} {v}" for k, v in cp.query_errors.items())
     lines.append(f"  {'query errors':<28}{errors or 'none':>10}")
     return "\n".join(lines)
