@@ -462,3 +462,27 @@ def test_a_calm_residents_rumours_are_counted_and_ranked_on_an_index_range(db: P
         assert "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=?" in read, read
     finally:
         conn.close()
+
+
+def test_a_narratives_tellings_are_read_in_the_order_heard_without_a_sort(db: Path) -> None:
+    """The tellers of a belief told by several people (``read/sources.py``) are its first
+    hearsay pieces in log order: a range of ``evidence_by_seq`` (migration 0023) stopped
+    after the first 50, so thousands of tellings on one game day are never all read and
+    sorted (by day and event id, they were)."""
+    statements = [
+        s
+        for resident in ("alice", "bob", "carol")
+        for s in _traced(db, {"type": "narrative", "resident": resident})
+        if "source_kind = 'hearsay' AND value = " in s
+    ]
+    assert statements, "no narrative of the world read the tellings of a belief"
+    conn = _connect(db)
+    try:
+        plans = {
+            " ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + s)) for s in statements
+        }
+    finally:
+        conn.close()
+    assert plans == {
+        "SEARCH evidence USING INDEX evidence_by_seq (world=? AND resident=? AND root=?)"
+    }

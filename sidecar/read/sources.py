@@ -3,10 +3,10 @@ and what first made the resident doubt it.
 
 A belief row keeps only who told its current value (``heard_from``); the evidence keeps the
 rest. For the beliefs whose sentence needs more than that — told by several people, or
-contested, or corrected — this reads their evidence (index ``evidence_by_belief``, one range
+contested, or corrected — this reads their evidence (index ``evidence_by_seq``, one range
 per belief): the hearsay behind the value told (for a correction, the value it replaced),
-grouped by origin in the order first heard ("Bo told me, and Old Tom repeated it": Tom's
-telling shares Bo's origin), and the first piece of evidence that contradicted it. At most
+grouped by origin in the order first heard, the log's ("Bo told me, and Old Tom repeated
+it": Tom's telling shares Bo's origin), and the first piece of evidence that contradicted it. At most
 :data:`MAX_SOURCED` beliefs are read per narrative (contested and corrected first, then those
 told by several people, each the most recently updated first), and at most
 :data:`MAX_TELLINGS` tellings each, so the cost stays bounded whatever the resident holds.
@@ -94,6 +94,10 @@ def load_sources(
     of the chosen roots only those ``wanted`` (None: all), the others still taking their
     place among the chosen."""
     out: dict[str, Sources] = {}
+    # In the order heard: the log's, on its index (migration 0023), so the first of
+    # thousands of tellings on one game day is found without sorting them all; a file no
+    # writer has opened since keeps the day and event id order it had.
+    heard = "event_seq" if reader.has_evidence_seq() else "day, event_id"
     for b in _chosen(beliefs):
         if wanted is not None and b.root not in wanted:
             continue
@@ -102,8 +106,7 @@ def load_sources(
         tellings = _rows(
             reader,
             "SELECT source_resident, origin FROM evidence WHERE world = ? AND resident = ? "
-            "AND root = ? AND source_kind = 'hearsay' AND value = ? ORDER BY day, event_id "
-            "LIMIT ?",
+            f"AND root = ? AND source_kind = 'hearsay' AND value = ? ORDER BY {heard} LIMIT ?",
             (world, resident, b.root, orjson.dumps(told).decode(), MAX_TELLINGS),
         )
         first: FirstDoubt | None = None

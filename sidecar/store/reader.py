@@ -215,7 +215,7 @@ class Reader(PromiseQueries):
         file from before 0023 (read, not yet migrated by a writer) the pieces dated within
         ``late_event_days`` of the ``latest``-th latest are sorted instead.
         """
-        if not self._has_evidence_seq():
+        if not self.has_evidence_seq():
             return self._evidence_by_day(world, resident, root, latest)
         rows = self._rows(
             "SELECT ev.*, e.kind AS event_kind FROM evidence ev INDEXED BY evidence_by_seq "
@@ -263,8 +263,9 @@ class Reader(PromiseQueries):
         )
         return self._evidence_dicts(rows)
 
-    def _has_evidence_seq(self) -> bool:
-        """Whether the file's evidence keeps its log position (migration 0023); asked once."""
+    def has_evidence_seq(self) -> bool:
+        """Whether the file's evidence keeps its log position (migration 0023; a file a
+        writer has not opened since may not); asked once."""
         if self._seq is None:
             self._seq = bool(self._rows(
                 "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'evidence_by_seq'"
