@@ -6,10 +6,11 @@ rest. For the beliefs whose sentence needs more than that — told by several pe
 contested, or corrected — this reads their evidence (index ``evidence_by_seq``, one range
 per belief): the hearsay behind the value told (for a correction, the value it replaced),
 grouped by origin in the order first heard, the log's ("Bo told me, and Old Tom repeated
-it": Tom's telling shares Bo's origin), and the first piece of evidence that contradicted it. At most
-:data:`MAX_SOURCED` beliefs are read per narrative (contested and corrected first, then those
-told by several people, each the most recently updated first), and at most
-:data:`MAX_TELLINGS` tellings each, so the cost stays bounded whatever the resident holds.
+it": Tom's telling shares Bo's origin), and the first piece of evidence that contradicted
+it. At most :data:`MAX_SOURCED` beliefs are read per narrative (contested and corrected
+first, then those told by several people, each the most recently updated first), and at
+most :data:`MAX_TELLINGS` tellings each, so the cost stays bounded whatever the resident
+holds.
 """
 
 from __future__ import annotations
