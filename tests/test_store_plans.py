@@ -486,3 +486,25 @@ def test_a_narratives_tellings_are_read_in_the_order_heard_without_a_sort(db: Pa
     assert plans == {
         "SEARCH evidence USING INDEX evidence_by_seq (world=? AND resident=? AND root=?)"
     }
+
+
+def test_a_narratives_contradictions_are_one_row_per_belief_in_index_order(db: Path) -> None:
+    """The latest contradiction of each of a resident's beliefs is found in SQL (the piece
+    with the greatest ``event_seq``, migration 0023) on the partial index
+    ``evidence_contradicting``, in its order: no join to the log and no sort of every
+    contradicting piece she ever heard."""
+    statements = [
+        s
+        for s in _traced(db, {"type": "narrative", "resident": "alice"})
+        if "relation = 'contradicts'" in s and "max(ev.event_seq)" in s
+    ]
+    assert statements, "the narrative did not read the latest contradictions"
+    conn = _connect(db)
+    try:
+        plans = {
+            " ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + s)) for s in statements
+        }
+    finally:
+        conn.close()
+    assert all(p.startswith("SEARCH ev USING INDEX evidence_contradicting (") for p in plans)
+    assert not any("TEMP B-TREE" in p or "events" in p for p in plans), plans

@@ -161,13 +161,22 @@ def contradictions(
     roots: Sequence[str] | None = None,
 ) -> dict[tuple[str, str], Contradiction]:
     """The latest contradicting evidence of every belief that has one (partial index
-    ``evidence_contradicting``: only contradicting rows are read)."""
+    ``evidence_contradicting``: only contradicting rows are read). Each belief's latest is
+    found in SQL, by its event's place in the log (migration 0023): one row per belief, in
+    index order, no sort; a file no writer has opened since sorts every contradicting piece
+    by its event's place instead."""
     where, params = _where(world, resident, root, "ev", roots)
-    sql = (
-        "SELECT ev.* FROM evidence ev CROSS JOIN events e "
-        "ON e.world = ev.world AND e.event_id = ev.event_id "
-        f"WHERE {where} AND ev.relation = 'contradicts' ORDER BY e.seq"
-    )
+    if reader.has_evidence_seq():  # (max() picks the row the other columns come from)
+        sql = (
+            "SELECT ev.*, max(ev.event_seq) FROM evidence ev "
+            f"WHERE {where} AND ev.relation = 'contradicts' GROUP BY ev.resident, ev.root"
+        )
+    else:
+        sql = (
+            "SELECT ev.* FROM evidence ev CROSS JOIN events e "
+            "ON e.world = ev.world AND e.event_id = ev.event_id "
+            f"WHERE {where} AND ev.relation = 'contradicts' ORDER BY e.seq"
+        )
     out: dict[tuple[str, str], Contradiction] = {}
     for r in _rows(reader, sql, params):
         out[(r["resident"], r["root"])] = Contradiction(
