@@ -486,6 +486,20 @@ def test_a_narratives_tellings_are_read_in_the_order_heard_without_a_sort(db: Pa
     assert plans == {
         "SEARCH evidence USING INDEX evidence_by_seq (world=? AND resident=? AND root=?)"
     }
+    # and what first made her doubt one: the first logged of its contradicting pieces, in
+    # one pass over them on the partial index (min(event_seq)), not a sort of them all
+    doubts = [
+        s for s in _traced(db, {"type": "narrative", "resident": "alice"}) if "min(event_seq)" in s
+    ]
+    assert doubts, "the narrative did not read what first made her doubt a belief"
+    conn = _connect(db)
+    try:
+        found = {" ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + s)) for s in doubts}
+    finally:
+        conn.close()
+    assert found == {
+        "SEARCH evidence USING INDEX evidence_contradicting (world=? AND resident=? AND root=?)"
+    }
 
 
 def test_a_narratives_contradictions_are_one_row_per_belief_in_index_order(db: Path) -> None:

@@ -99,6 +99,17 @@ def load_sources(
     # thousands of tellings on one game day is found without sorting them all; a file no
     # writer has opened since keeps the day and event id order it had.
     heard = "event_seq" if reader.has_evidence_seq() else "day, event_id"
+    # The first doubt likewise: the contradicting piece first logged, found in one pass over
+    # the belief's (``evidence_contradicting``), however many there are; unsorted.
+    first_doubt = (
+        "SELECT event_id, day, subject, source_kind, source_resident, min(event_seq) "
+        "FROM evidence WHERE world = ? AND resident = ? AND root = ? "
+        "AND relation = 'contradicts'"
+        if reader.has_evidence_seq()
+        else "SELECT event_id, day, subject, source_kind, source_resident FROM evidence "
+        "WHERE world = ? AND resident = ? AND root = ? AND relation = 'contradicts' "
+        "ORDER BY day, event_id LIMIT 1"
+    )
     for b in _chosen(beliefs):
         if wanted is not None and b.root not in wanted:
             continue
@@ -112,14 +123,8 @@ def load_sources(
         )
         first: FirstDoubt | None = None
         if b.state in _CONTESTED:
-            found = _rows(
-                reader,
-                "SELECT event_id, day, subject, source_kind, source_resident FROM evidence "
-                "WHERE world = ? AND resident = ? AND root = ? AND relation = 'contradicts' "
-                "ORDER BY day, event_id LIMIT 1",
-                (world, resident, b.root),
-            )
-            if found:
+            found = _rows(reader, first_doubt, (world, resident, b.root))
+            if found and found[0]["event_id"] is not None:  # (min() of no rows: one of NULLs)
                 r = found[0]
                 first = FirstDoubt(
                     r["event_id"], r["day"], r["subject"], r["source_kind"], r["source_resident"]
