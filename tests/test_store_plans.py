@@ -464,40 +464,38 @@ def test_a_calm_residents_rumours_are_counted_and_ranked_on_an_index_range(db: P
         conn.close()
 
 
+def _plans(db: Path, statements: list[str]) -> set[str]:
+    """The distinct query plans of traced ``statements`` (their values inlined), each as
+    one line of its steps."""
+    conn = _connect(db)
+    try:
+        return {
+            " ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + s)) for s in statements
+        }
+    finally:
+        conn.close()
+
+
 def test_a_narratives_tellings_are_read_in_the_order_heard_without_a_sort(db: Path) -> None:
     """The tellers of a belief told by several people (``read/sources.py``) are its first
     hearsay pieces in log order: a range of ``evidence_by_seq`` (migration 0023) stopped
     after the first 50, so thousands of tellings on one game day are never all read and
     sorted (by day and event id, they were)."""
+    traced = {
+        r: _traced(db, {"type": "narrative", "resident": r}) for r in ("alice", "bob", "carol")
+    }
     statements = [
-        s
-        for resident in ("alice", "bob", "carol")
-        for s in _traced(db, {"type": "narrative", "resident": resident})
-        if "source_kind = 'hearsay' AND value = " in s
+        s for seen in traced.values() for s in seen if "source_kind = 'hearsay' AND value = " in s
     ]
     assert statements, "no narrative of the world read the tellings of a belief"
-    conn = _connect(db)
-    try:
-        plans = {
-            " ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + s)) for s in statements
-        }
-    finally:
-        conn.close()
-    assert plans == {
+    assert _plans(db, statements) == {
         "SEARCH evidence USING INDEX evidence_by_seq (world=? AND resident=? AND root=?)"
     }
     # and what first made her doubt one: the first logged of its contradicting pieces, in
     # one pass over them on the partial index (min(event_seq)), not a sort of them all
-    doubts = [
-        s for s in _traced(db, {"type": "narrative", "resident": "alice"}) if "min(event_seq)" in s
-    ]
+    doubts = [s for s in traced["alice"] if "min(event_seq)" in s]
     assert doubts, "the narrative did not read what first made her doubt a belief"
-    conn = _connect(db)
-    try:
-        found = {" ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + s)) for s in doubts}
-    finally:
-        conn.close()
-    assert found == {
+    assert _plans(db, doubts) == {
         "SEARCH evidence USING INDEX evidence_contradicting (world=? AND resident=? AND root=?)"
     }
 
@@ -513,12 +511,6 @@ def test_a_narratives_contradictions_are_one_row_per_belief_in_index_order(db: P
         if "relation = 'contradicts'" in s and "max(ev.event_seq)" in s
     ]
     assert statements, "the narrative did not read the latest contradictions"
-    conn = _connect(db)
-    try:
-        plans = {
-            " ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + s)) for s in statements
-        }
-    finally:
-        conn.close()
+    plans = _plans(db, statements)
     assert all(p.startswith("SEARCH ev USING INDEX evidence_contradicting (") for p in plans)
     assert not any("TEMP B-TREE" in p or "events" in p for p in plans), plans

@@ -98,14 +98,15 @@ def load_sources(
     # In the order heard: the log's, on its index (migration 0023), so the first of
     # thousands of tellings on one game day is found without sorting them all; a file no
     # writer has opened since keeps the day and event id order it had.
-    heard = "event_seq" if reader.has_evidence_seq() else "day, event_id"
+    logged = reader.has_evidence_seq()
+    heard = "event_seq" if logged else "day, event_id"
     # The first doubt likewise: the contradicting piece first logged, found in one pass over
     # the belief's (``evidence_contradicting``), however many there are; unsorted.
     first_doubt = (
         "SELECT event_id, day, subject, source_kind, source_resident, min(event_seq) "
         "FROM evidence WHERE world = ? AND resident = ? AND root = ? "
         "AND relation = 'contradicts'"
-        if reader.has_evidence_seq()
+        if logged
         else "SELECT event_id, day, subject, source_kind, source_resident FROM evidence "
         "WHERE world = ? AND resident = ? AND root = ? AND relation = 'contradicts' "
         "ORDER BY day, event_id LIMIT 1"

@@ -114,8 +114,7 @@ class Reader(PromiseQueries):
         self.conn = _open(Path(path), synchronous="NORMAL", create=False)
         add_trust_root_function(self.conn)  # (the trust page's join on its counter)
         self.db = Database(self.conn)
-        self._counted: bool | None = None  # has the trust_history counter (0018)? once known
-        self._seq: bool | None = None  # has the evidence_by_seq index (0023)? once known
+        self._schema: dict[tuple[str, str], bool] = {}  # (see _in_schema)
         try:
             unknown = unknown_migrations(self.conn)
         except sqlite3.Error as exc:
@@ -265,12 +264,17 @@ class Reader(PromiseQueries):
 
     def has_evidence_seq(self) -> bool:
         """Whether the file's evidence keeps its log position (migration 0023; a file a
-        writer has not opened since may not); asked once."""
-        if self._seq is None:
-            self._seq = bool(self._rows(
-                "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'evidence_by_seq'"
+        writer has not opened since may not)."""
+        return self._in_schema("index", "evidence_by_seq")
+
+    def _in_schema(self, kind: str, name: str) -> bool:
+        """Whether the file has this table or index (a later migration's); asked once."""
+        found = self._schema.get((kind, name))
+        if found is None:
+            found = self._schema[kind, name] = bool(self._rows(
+                "SELECT 1 FROM sqlite_master WHERE type = ? AND name = ?", (kind, name)
             ))  # fmt: skip
-        return self._seq
+        return found
 
     def evidence_count(self, world: str, resident: str, root: str) -> int:
         """How many pieces of evidence bear on one belief (an index count, no row read)."""
@@ -424,12 +428,8 @@ class Reader(PromiseQueries):
         return out
 
     def _has_trust_history(self) -> bool:
-        """Whether the file has the ``trust_history`` counter (migration 0018); asked once."""
-        if self._counted is None:
-            self._counted = bool(self._rows(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'trust_history'"
-            ))  # fmt: skip
-        return self._counted
+        """Whether the file has the ``trust_history`` counter (migration 0018)."""
+        return self._in_schema("table", "trust_history")
 
     def registry(self, world: str) -> dict[str, dict[str, Any]]:
         """The world's registry: ``{"residents": {id: {lang: name}}, "actions": {...}}``
