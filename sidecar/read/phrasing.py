@@ -12,8 +12,8 @@ a trust line is worded once, whatever the clip.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from ..engine import SourceKind, Value
 from ..engine.texts import text_in
@@ -421,16 +421,34 @@ def _trust_lines(item: Item, words: Words, settled: frozenset[str]) -> tuple[str
     return text + words.stop, text + words.stop
 
 
-@dataclass(frozen=True, slots=True)
 class Phrased:
-    """A ranked item and its wording: what the packer lays out."""
+    """A ranked item and its wording: what the packer lays out.
 
-    item: Item
-    words: Words
-    #: The full and compact line of an act or trust item (worded once), else None.
-    fixed: tuple[str, str] | None = None
-    #: The world's day (past events and day phrases are worded for it).
-    today: float = 0.0
+    An act, trust, own-words, promise or goal item is worded by its own function (its full
+    and compact line at once), and only when the packer first asks for either: a long game's
+    narrative holds a couple of hundred such items and words a handful."""
+
+    __slots__ = ("_fixed", "_worder", "item", "today", "words")
+
+    def __init__(
+        self,
+        item: Item,
+        words: Words,
+        worder: Callable[[], tuple[str, str]] | None = None,
+        today: float = 0.0,
+    ) -> None:
+        self.item = item
+        self.words = words
+        #: The world's day (past events and day phrases are worded for it).
+        self.today = today
+        self._worder = worder
+        self._fixed: tuple[str, str] | None = None
+
+    def _lines(self) -> tuple[str, str] | None:
+        """The full and compact line of an act or trust item (worded once), else None."""
+        if self._fixed is None and self._worder is not None:
+            self._fixed = self._worder()
+        return self._fixed
 
     @property
     def section(self) -> str:
@@ -450,32 +468,41 @@ class Phrased:
 
     def full(self, clip: int | None = None) -> str:
         """The sentence, its subject (and quoted ones) cut to ``clip``."""
-        return self.fixed[0] if self.fixed else full_line(self.item, self.words, clip, self.today)
+        fixed = self._lines()
+        return fixed[0] if fixed else full_line(self.item, self.words, clip, self.today)
 
     def compact(self, clip: int | None = None) -> str:
         """The short form, its subjects cut to ``clip``."""
-        return (
-            self.fixed[1] if self.fixed else compact_line(self.item, self.words, clip, self.today)
-        )
+        fixed = self._lines()
+        return fixed[1] if fixed else compact_line(self.item, self.words, clip, self.today)
+
+
+def _worder(
+    item: Item, words: Words, today: float, settled: frozenset[str]
+) -> Callable[[], tuple[str, str]] | None:
+    """How an item worded by its own function gets its two lines (None: a belief's lines)."""
+    if item.acts is not None:
+
+        def act() -> tuple[str, str]:
+            text = _act_line(item, words, today)
+            return text, text
+
+        return act
+    if item.trust is not None:
+        return lambda: _trust_lines(item, words, settled)
+    if item.said is not None:  # own words: sidecar/read/own_words.py
+        said = item.said
+        return lambda: said_lines(said, words, today)
+    if item.lines is not None:  # a promise or goal (sidecar/read/promises.py)
+        lines = item.lines
+        return lambda: lines(words, today)
+    return None
 
 
 def phrase(items: Iterable[Item], words: Words, today: float) -> list[Phrased]:
-    """Each item with its wording, in the same order."""
+    """Each item with its wording, in the same order (worded when the packer asks)."""
     items = list(items)
     settled = frozenset(
         i.belief.root for i in items if i.section in ("corrections", "doubts", "anomalies")
     )
-    out = []
-    for item in items:
-        fixed: tuple[str, str] | None = None
-        if item.acts is not None:
-            text = _act_line(item, words, today)
-            fixed = (text, text)
-        elif item.trust is not None:
-            fixed = _trust_lines(item, words, settled)
-        elif item.said is not None:  # own words: sidecar/read/own_words.py
-            fixed = said_lines(item.said, words, today)
-        elif item.lines is not None:  # a promise or goal (sidecar/read/promises.py)
-            fixed = item.lines(words, today)
-        out.append(Phrased(item, words, fixed, today))
-    return out
+    return [Phrased(item, words, _worder(item, words, today, settled), today) for item in items]
