@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +95,63 @@ def test_trust_recall_reads_by_key_not_the_whole_history(tmp_path: Path) -> None
         finally:
             reader.close()
     assert steps[2000] < 1.5 * steps[40], steps
+
+
+def _many_acts(seed: int, count: int) -> list[dict[str, Any]]:
+    """A long game's chores: alice's and bo's acts (alice sees bo's), every status, some
+    failures with a reason (plain or per language), and talk about an act (hearsay on an
+    ``action:`` root, which is no episode)."""
+    rng = random.Random(seed)
+    events: list[dict[str, Any]] = []
+    for i in range(count):
+        status = rng.choice(("completed", "completed", "rejected", "interrupted", "replaced"))
+        act: dict[str, Any] = {
+            "event_id": f"act{seed}-{i}", "day": 1 + i / 10, "kind": "act",
+            "actor": rng.choice(("alice", "bo")), "action": rng.choice(("fetch", "chop", "mend")),
+            "status": status, "witnesses": ["alice"],
+        }  # fmt: skip
+        if status != "completed" and rng.random() < 0.5:
+            act["reason"] = rng.choice(
+                (f"the rope snapped {i}", {"en": f"it rained {i}", "zh-Hant": f"下雨了{i}"})
+            )
+        events.append(act)
+        if i % 50 == 7:
+            events.append(say(1 + i / 10, "cy", ["alice"], "action:bo:chop", "rejected",
+                              "bo's chopping was refused"))  # fmt: skip
+    return events
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_an_acts_history_is_counted_without_reading_every_episode(
+    tmp_path: Path, seed: int
+) -> None:
+    """What each act comes to (counts per status in the order first seen, the first, latest,
+    latest completed and latest failed episode) is the same counted in SQL from the log
+    positions as summed up from every episode; the narrative is the same either way, and
+    only the episodes a line names (at most four per act) are read from the log."""
+    from sidecar.read import recall as recall_module
+    from sidecar.read.narrative import project
+
+    reader = open_reader(build(tmp_path / "acts.db", _many_acts(seed, 400)))
+    assert reader.has_act_index()
+    counted = recall_module._acts(reader, WORLD, "alice")
+    every = recall_module._acts_by_episode(reader, WORLD, "alice")
+    assert counted == every and list(counted) == list(every)
+    assert sum(sum(h.counts.values()) for h in counted.values()) == 400  # the talk is no act
+    assert any(h.last_failed is not None and h.last_failed.reason for h in counted.values())
+    bodies: list[str] = []
+    reader.conn.set_trace_callback(bodies.append)
+    try:
+        recall_module._acts(reader, WORLD, "alice")
+    finally:
+        reader.conn.set_trace_callback(None)
+    (read,) = [s for s in bodies if "SELECT seq, body FROM events" in s]
+    assert read.count(",") + 1 <= 4 * len(counted)
+    texts = {}
+    for by_episode in (False, True):
+        fresh = open_reader(reader.conn.execute("PRAGMA database_list").fetchone()[2])
+        if by_episode:
+            fresh._schema["index", "evidence_acts"] = False  # read as an unmigrated file
+        texts[by_episode] = project(fresh, WORLD, "alice", budget=4000).to_dict()
+    assert texts[False] == texts[True]
+    assert "acts" in {s["name"] for s in texts[False]["sections"] if s["entries"]}

@@ -692,17 +692,52 @@ def test_evidence_seq_migration_gives_each_piece_its_events_place_in_the_log(
     assert [e["event_id"] for e in latest] == logged[-5:]
     assert [e["event_seq"] for e in latest] == list(range(len(logged) - 4, len(logged) + 1))
     conn = sqlite3.connect(db_path, isolation_level=None)
+    conn.execute("DROP INDEX evidence_acts")  # (0024's, on the column)
     conn.execute("DROP INDEX evidence_by_seq")
     conn.execute("ALTER TABLE evidence DROP COLUMN event_seq")
-    conn.execute("DELETE FROM _migrations WHERE name = '0023_i17_evidence_seq'")
+    conn.execute("DELETE FROM _migrations WHERE name >= '0023'")
     conn.close()
     assert reader(db_path).evidence("w", "mira", "well", latest=5) == latest  # (sorted)
     w = Writer(db_path)
-    assert w.migrations_applied == ["0023_i17_evidence_seq"]
+    assert w.migrations_applied == ["0023_i17_evidence_seq", "0024_i17_evidence_acts"]
     w.close()
     assert dump(db_path) == written
     assert reader(db_path).evidence("w", "mira", "well", latest=5) == latest
     rebuild_check(db_path)
+
+
+def test_evidence_acts_migration_indexes_an_old_files_episodes(db_path: Path) -> None:
+    """0024 on a file written before it: its narrative reads every episode of an act (the
+    old way) and says the same as after the migration, which only adds the index of the
+    episodes (the rows are untouched) that the narrative then counts them on."""
+    from sidecar.read.narrative import project
+    from sidecar.read.recall import _acts
+
+    w = Writer(db_path, synchronous="OFF")
+    put(w, *(
+        {"event_id": f"a{i}", "day": 1 + i, "kind": "act", "actor": "mira", "action": "fetch",
+         "status": ("completed", "rejected")[i % 3 == 0], "witnesses": ["bo"]}
+        for i in range(30)
+    ))  # fmt: skip
+    w.close()
+    written = dump(db_path)
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    conn.execute("DROP INDEX evidence_acts")
+    conn.execute("DELETE FROM _migrations WHERE name = '0024_i17_evidence_acts'")
+    conn.close()
+    old = reader(db_path)
+    assert not old.has_act_index()
+    before = project(old, "w", "bo").to_dict()
+    history = _acts(old, "w", "bo")["action:mira:fetch"]
+    assert history.counts == {"rejected": 10, "completed": 20} and history.last.day == 30
+    w = Writer(db_path)
+    assert w.migrations_applied == ["0024_i17_evidence_acts"]
+    w.close()
+    assert dump(db_path) == written
+    new = reader(db_path)
+    assert new.has_act_index()
+    assert _acts(new, "w", "bo")["action:mira:fetch"] == history
+    assert project(new, "w", "bo").to_dict() == before
 
 
 def test_bounded_refs_migration_counts_and_trims_an_old_database(db_path: Path) -> None:

@@ -493,7 +493,9 @@ def test_a_narratives_tellings_are_read_in_the_order_heard_without_a_sort(db: Pa
     }
     # and what first made her doubt one: the first logged of its contradicting pieces, in
     # one pass over them on the partial index (min(event_seq)), not a sort of them all
-    doubts = [s for s in traced["alice"] if "min(event_seq)" in s]
+    doubts = [
+        s for s in traced["alice"] if "min(event_seq)" in s and "relation = 'contradicts'" in s
+    ]
     assert doubts, "the narrative did not read what first made her doubt a belief"
     assert _plans(db, doubts) == {
         "SEARCH evidence USING INDEX evidence_contradicting (world=? AND resident=? AND root=?)"
@@ -514,3 +516,31 @@ def test_a_narratives_contradictions_are_one_row_per_belief_in_index_order(db: P
     plans = _plans(db, statements)
     assert all(p.startswith("SEARCH ev USING INDEX evidence_contradicting (") for p in plans)
     assert not any("TEMP B-TREE" in p or "events" in p for p in plans), plans
+
+
+def test_a_narratives_acts_and_corrections_cost_what_they_show(db: Path) -> None:
+    """What each act came to is counted on the covering partial index ``evidence_acts``
+    (migration 0024: no row read, however often the act was done), and only the episodes a
+    line names are read from the log, by key; each corrected belief's latest correction is
+    found on ``changes_corrected`` and read by key, not every correction of its history."""
+    traced = _traced(db, {"type": "narrative", "resident": "alice"})
+    counts = [s for s in traced if "count(*), min(event_seq), max(event_seq)" in s]
+    assert counts, "the narrative did not count her acts"
+    assert _plans(db, counts) == {
+        "SEARCH evidence USING COVERING INDEX evidence_acts "
+        "(world=? AND resident=? AND root>? AND root<?)"
+    }
+    episodes = [s for s in traced if s.startswith("SELECT seq, body FROM events")]
+    assert _plans(db, episodes) == {
+        "SEARCH events USING INDEX sqlite_autoindex_events_1 (world=? AND seq=?) "
+        "LIST SUBQUERY 1 SCAN json_each VIRTUAL TABLE INDEX 1:"
+    }
+    fixes = [s for s in traced if "l.kind = 'corrected'" in s]
+    assert fixes, "the narrative did not read her corrections"
+    assert _plans(db, fixes) == {
+        "SEARCH c USING PRIMARY KEY (world=? AND seq=?) LIST SUBQUERY 2 "
+        "SEARCH l USING INDEX changes_corrected (world=? AND resident=?) "
+        "SEARCH p USING PRIMARY KEY (world=? AND seq=?) LEFT-JOIN CORRELATED SCALAR SUBQUERY 1 "
+        "SEARCH q USING COVERING INDEX changes_by_belief "
+        "(world=? AND resident=? AND root=? AND seq<?)"
+    }

@@ -21,7 +21,7 @@ from ..engine.roots import trust_root
 from ..engine.said import SAID_TO_SHOWN
 from .own_words import OwnWords, said_beliefs
 from .queries import Contradiction, Correction
-from .recall import ActEpisode, Recall, TrustRecord
+from .recall import ActHistory, Recall, TrustRecord
 from .sources import Sources
 
 __all__ = [
@@ -67,19 +67,16 @@ NOTABLE_AT = 0.5
 
 @dataclass(frozen=True, slots=True)
 class Acts:
-    """The episodes of one actor and action the resident did or saw done, oldest first."""
+    """One actor and action the resident did or saw done, and what its episodes come to."""
 
     actor: str
     action: str
-    episodes: tuple[ActEpisode, ...]
+    history: ActHistory
 
     @property
-    def done(self) -> tuple[ActEpisode, ...]:
-        return tuple(a for a in self.episodes if a.status == "completed")
-
-    @property
-    def failed(self) -> tuple[ActEpisode, ...]:
-        return tuple(a for a in self.episodes if a.status != "completed")
+    def done(self) -> int:
+        """How many episodes were completed."""
+        return self.history.counts.get("completed", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,23 +245,16 @@ OWN_ACT_IMPORTANCE = 0.5
 FAILED_ACT_IMPORTANCE = 0.5
 
 
-def _act_item(resident: str, belief: Belief, acts: tuple[ActEpisode, ...]) -> Item:
-    first = acts[0]
-    counts: dict[str, int] = {}
-    for a in acts:
-        counts[a.status] = counts.get(a.status, 0) + 1
+def _act_item(resident: str, belief: Belief, history: ActHistory) -> Item:
+    first, counts = history.first, history.counts
     own = first.actor == resident
     if own:
-        failed = acts[-1].status != "completed"
+        failed = history.last.status != "completed"
         weight = OWN_ACT_IMPORTANCE + (FAILED_ACT_IMPORTANCE if failed else 0.0)
         belief = replace(belief, importance=min(1.0, max(weight, belief.importance or 0.0)))
     # Someone else doing a chore as usual (every episode completed, nothing marked
     # important) is routine: it ranks with the plain facts of my surroundings.
-    routine = (
-        not own
-        and all(a.status == "completed" for a in acts)
-        and (belief.importance or 0.0) < NOTABLE_AT
-    )
+    routine = not own and history.last_failed is None and (belief.importance or 0.0) < NOTABLE_AT
     social = False if routine else None
     return Item(
         belief=belief,
@@ -273,12 +263,12 @@ def _act_item(resident: str, belief: Belief, acts: tuple[ActEpisode, ...]) -> It
         tier=tier_of("acts", False, social),
         group=None,
         social=social,
-        acts=Acts(first.actor, first.action, acts),
+        acts=Acts(first.actor, first.action, history),
         extra={
             "actor": first.actor,
             "action": first.action,
-            "episodes": counts,
-            "last_day": acts[-1].day,
+            "episodes": dict(counts),
+            "last_day": history.last.day,
             "_people": (first.actor,),
         },
     )
@@ -346,8 +336,8 @@ def classify(recalled: Recall) -> list[Item]:
     items = belief_items(recalled, recalled.beliefs)
     by_root = {b.root: b for b in recalled.beliefs if b.root.startswith("action:")}
     items += [
-        _act_item(resident, by_root[root], acts)
-        for root, acts in recalled.acts.items()
+        _act_item(resident, by_root[root], history)
+        for root, history in recalled.acts.items()
         if root in by_root
     ]
     items += [_trust_item(resident, record) for record in recalled.trust]

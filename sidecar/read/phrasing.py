@@ -362,14 +362,15 @@ def _act_line(item: Item, words: Words, today: float) -> str:
     who = words.self_name if mine else words.name(acts.actor)
     whose = words.self_whose if mine else words.whose.format(who=words.name(acts.actor))
     label = words.action_label(acts.action)
-    done, failed = acts.done, acts.failed
+    done, failed = acts.done, acts.history.last_failed
     parts = []
     if done:
+        assert acts.history.last_done is not None
         split = words.split(label)
         if split is None:
-            template = words.act_done_one if len(done) == 1 else words.act_done_many
+            template = words.act_done_one if done == 1 else words.act_done_many
         else:  # a count between verb and object: 「我打了25次水」
-            template = words.act_done_one_vo if len(done) == 1 else words.act_done_many_vo
+            template = words.act_done_one_vo if done == 1 else words.act_done_many_vo
         v, o = split or ("", "")
         parts.append(
             template.format(
@@ -377,12 +378,12 @@ def _act_line(item: Item, words: Words, today: float) -> str:
                 did=words.past(label),
                 v=v,
                 o=o,
-                n=len(done),
-                when=words.when(done[-1].day, today),
+                n=done,
+                when=words.when(acts.history.last_done.day, today),
             )
         )
-    if failed:
-        last = failed[-1]
+    if failed is not None:
+        last = failed
         reason = " ".join(text_in(last.reason, words.lang).split()).rstrip(".。")
         reason = _embedded(words.first_person(reason), words) if reason else ""
         parts.append(

@@ -120,11 +120,13 @@ def corrections(
 ) -> dict[tuple[str, str], Correction]:
     """The latest correction of every corrected belief, keyed by ``(resident, root)``.
 
-    Reads only the corrections (partial index ``changes_corrected``) and, for each, the
-    change just before it (index ``changes_by_belief``), whose ``source_kind`` is the
-    belief's source back then.
+    Each belief's latest is found in SQL on the partial index ``changes_corrected`` (one row
+    per belief, never every correction of its history: an act that fails and succeeds by
+    turns all year is corrected thousands of times), then read by key with the change just
+    before it (index ``changes_by_belief``), whose ``source_kind`` is the belief's source
+    back then.
     """
-    where, params = _where(world, resident, root, "c", roots)
+    where, params = _where(world, resident, root, "l", roots)
     sql = (
         "SELECT c.*, "
         "p.source_kind AS prior_source_kind, p.source_resident AS prior_source "
@@ -133,8 +135,10 @@ def corrections(
         "AND p.root = c.root AND p.seq = (SELECT max(q.seq) FROM changes q "
         "WHERE q.world = c.world AND q.resident = c.resident AND q.root = c.root "
         "AND q.seq < c.seq) "
-        f"WHERE {where} AND c.kind = 'corrected' ORDER BY c.seq"
+        "WHERE c.world = ? AND c.seq IN (SELECT max(l.seq) FROM changes l "
+        f"WHERE {where} AND l.kind = 'corrected' GROUP BY l.resident, l.root)"
     )
+    params = [world, *params]
     out: dict[tuple[str, str], Correction] = {}
     for r in _rows(reader, sql, params):
         out[(r["resident"], r["root"])] = Correction(

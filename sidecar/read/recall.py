@@ -39,6 +39,7 @@ __all__ = [
     "GOALS_RECALLED",
     "PROMISES_RECALLED",
     "ActEpisode",
+    "ActHistory",
     "Bounded",
     "Cut",
     "OwnRecall",
@@ -63,6 +64,34 @@ class ActEpisode:
     day: float
     #: Why it failed, in the game's words (a stored text: see :mod:`sidecar.engine.texts`).
     reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ActHistory:
+    """One actor and action as the resident did or saw it done, however often: how many
+    episodes ended each way (statuses in the order first seen) and the few episodes its line
+    names. A chore done every day of a long game is still five records, never a list of
+    every episode."""
+
+    counts: Mapping[str, int]
+    first: ActEpisode
+    last: ActEpisode
+    #: The latest completed episode, and the latest that was not (None: there is none).
+    last_done: ActEpisode | None
+    last_failed: ActEpisode | None
+
+    @classmethod
+    def of(cls, episodes: Sequence[ActEpisode]) -> ActHistory:
+        """The history of ``episodes`` (oldest first; at least one)."""
+        counts: dict[str, int] = {}
+        last_done = last_failed = None
+        for a in episodes:
+            counts[a.status] = counts.get(a.status, 0) + 1
+            if a.status == "completed":
+                last_done = a
+            else:
+                last_failed = a
+        return cls(counts, episodes[0], episodes[-1], last_done, last_failed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +144,8 @@ class Recall:
     beliefs: tuple[Belief, ...]
     corrections: Mapping[tuple[str, str], Correction]
     contradictions: Mapping[tuple[str, str], Contradiction]
-    #: Episodes per ``action:`` root, oldest first.
-    acts: Mapping[str, tuple[ActEpisode, ...]]
+    #: What each ``action:`` root's episodes come to, in the order first done.
+    acts: Mapping[str, ActHistory]
     trust: tuple[TrustRecord, ...]
     #: What the resident said, latest first (at most own_words.SAID_RECALLED utterances).
     said: tuple[dict[str, Any], ...] = ()
@@ -196,9 +225,70 @@ def _from_rows(found: Sequence[Sequence[Any]]) -> tuple[Belief, ...]:
     # fmt: on
 
 
-def _acts(reader: Reader, world: str, resident: str) -> dict[str, tuple[ActEpisode, ...]]:
-    # The resident's action evidence only (a range of index evidence_by_belief), then each
-    # one's event: never the world's events, nor the resident's other evidence.
+#: Per ``action:`` root of a resident and status: how many episodes, the first and the
+#: latest by log position. One range of the covering partial index ``evidence_acts``
+#: (migration 0024), which holds exactly the pieces ``act`` events gave: no row is read.
+_ACT_COUNTS = (
+    "SELECT root, value, count(*), min(event_seq), max(event_seq) FROM evidence "
+    "WHERE world = ? AND resident = ? AND root >= 'action:' AND root < 'action;' "
+    "AND source_kind = 'firsthand' GROUP BY root, value"
+)
+
+
+def _episode(body: str) -> ActEpisode:
+    act = load_json(body)
+    reason = act.get("reason")
+    if isinstance(reason, dict):
+        reason = encode_texts(reason)
+    return ActEpisode(act["actor"], act["action"], act["status"], act["day"], reason)
+
+
+def _acts(reader: Reader, world: str, resident: str) -> dict[str, ActHistory]:
+    """What each act the resident did or saw done comes to (:class:`ActHistory`): counted in
+    SQL, and only the episodes a line names read from the log (at most four per act)."""
+    if not reader.has_act_index():  # a file no writer has opened since migration 0024
+        return _acts_by_episode(reader, world, resident)
+    per_root: dict[str, list[tuple[str, int, int, int]]] = defaultdict(list)
+    for root, value, n, first, last in _rows(reader, _ACT_COUNTS, (world, resident)):
+        per_root[root].append((load_json(value), n, first, last))
+    named: dict[str, tuple[int, int, int | None, int | None]] = {}
+    for root, statuses in per_root.items():
+        statuses.sort(key=lambda s: s[2])  # in the order first seen
+        done = [s[3] for s in statuses if s[0] == "completed"]
+        failed = [s[3] for s in statuses if s[0] != "completed"]
+        named[root] = (
+            statuses[0][2],
+            max(s[3] for s in statuses),
+            done[0] if done else None,
+            max(failed) if failed else None,
+        )
+    seqs = sorted({seq for four in named.values() for seq in four if seq is not None})
+    bodies = {
+        seq: _episode(body)
+        for seq, body in _rows(
+            reader,
+            "SELECT seq, body FROM events WHERE world = ? AND seq IN "
+            "(SELECT value FROM json_each(?))",
+            (world, orjson.dumps(seqs).decode()),
+        )
+    }
+    out: dict[str, ActHistory] = {}
+    for root in sorted(named, key=lambda r: named[r][0]):  # in the order first done
+        first, last, done_at, failed_at = named[root]
+        out[root] = ActHistory(
+            {status: n for status, n, _, _ in per_root[root]},
+            bodies[first],
+            bodies[last],
+            None if done_at is None else bodies[done_at],
+            None if failed_at is None else bodies[failed_at],
+        )
+    return out
+
+
+def _acts_by_episode(reader: Reader, world: str, resident: str) -> dict[str, ActHistory]:
+    """:func:`_acts` from every episode, for a file without index ``evidence_acts``: the
+    resident's action evidence only (a range of index evidence_by_belief), then each one's
+    event, never the world's events nor the resident's other evidence."""
     rows = _rows(
         reader,
         "SELECT ev.root, e.body FROM evidence ev CROSS JOIN events e "
@@ -209,14 +299,8 @@ def _acts(reader: Reader, world: str, resident: str) -> dict[str, tuple[ActEpiso
     )
     episodes: dict[str, list[ActEpisode]] = defaultdict(list)
     for root, body in rows:
-        act = load_json(body)
-        reason = act.get("reason")
-        if isinstance(reason, dict):
-            reason = encode_texts(reason)
-        episodes[root].append(
-            ActEpisode(act["actor"], act["action"], act["status"], act["day"], reason)
-        )
-    return {root: tuple(acts) for root, acts in episodes.items()}
+        episodes[root].append(_episode(body))
+    return {root: ActHistory.of(acts) for root, acts in episodes.items()}
 
 
 _MOVES_PAGE = 20

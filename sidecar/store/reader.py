@@ -267,6 +267,10 @@ class Reader(PromiseQueries):
         writer has not opened since may not)."""
         return self._in_schema("index", "evidence_by_seq")
 
+    def has_act_index(self) -> bool:
+        """Whether the file indexes the episodes of acts (migration 0024)."""
+        return self._in_schema("index", "evidence_acts")
+
     def _in_schema(self, kind: str, name: str) -> bool:
         """Whether the file has this table or index (a later migration's); asked once."""
         found = self._schema.get((kind, name))

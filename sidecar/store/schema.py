@@ -885,6 +885,23 @@ def _evidence_seq(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX evidence_by_seq ON evidence (world, resident, root, event_seq)")
 
 
+#: 0024 (issue 17): the pieces of evidence an ``act`` gave a resident, by act, status and log
+#: position, in a covering partial index: a narrative counts what each act it did or saw
+#: done came to (how often each way, the first and latest episodes) on it without reading a
+#: row, however many times the act was done in a long game, and reads the bodies of only
+#: the few episodes a line names (``sidecar/read/recall.py``). An ``action:`` root's firsthand
+#: evidence comes from ``act`` events only (an observation of one is refused, an implant is
+#: ``implanted``, what was said is hearsay), so the index holds exactly the episodes; it ends
+#: in ``source_kind`` only so SQLite can check its own condition without the row. (A
+#: function, not a script: the range's upper bound holds the statement separator.)
+def _evidence_acts(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "CREATE INDEX evidence_acts ON evidence "
+        "(world, resident, root, value, event_seq, source_kind) "
+        "WHERE source_kind = 'firsthand' AND root >= 'action:' AND root < 'action;'"
+    )
+
+
 Migration = str | Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -911,6 +928,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0021_trust_roots", _trust_roots),
     ("0022_i17_beliefs_sourced", _BELIEFS_SOURCED),
     ("0023_i17_evidence_seq", _evidence_seq),
+    ("0024_i17_evidence_acts", _evidence_acts),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
