@@ -638,13 +638,22 @@ def _counted_items(reader: Reader, world: str, resident: str) -> tuple[int, int]
     the trust table) :func:`.items.classify` would make, without reading them: neither is
     ever protected, so a bounded narrative only counts them. None when an ``action:`` belief
     carries an active intervention (its act item would be protected)."""
+    # An episode of the act: one probe of the covering index evidence_acts (migration 0024),
+    # or on a file without it, its evidence joined to the log until an ``act`` event shows.
+    episode = (
+        "SELECT 1 FROM evidence ev WHERE ev.world = b.world AND ev.resident = b.resident "
+        "AND ev.root = b.root AND ev.root >= 'action:' AND ev.root < 'action;' "
+        "AND ev.source_kind = 'firsthand'"
+        if reader.has_act_index()
+        else "SELECT 1 FROM evidence ev CROSS JOIN events e "
+        "ON e.world = ev.world AND e.event_id = ev.event_id WHERE ev.world = b.world "
+        "AND ev.resident = b.resident AND ev.root = b.root AND e.kind = 'act'"
+    )
     (acts, tampered), *_ = _rows(
         reader,
         "SELECT count(*), sum(b.intervention IN ('implanted', 'distorted')) FROM beliefs b "
         "WHERE b.world = ? AND b.resident = ? AND b.root >= 'action:' AND b.root < 'action;' "
-        "AND EXISTS (SELECT 1 FROM evidence ev CROSS JOIN events e "
-        "ON e.world = ev.world AND e.event_id = ev.event_id WHERE ev.world = b.world "
-        "AND ev.resident = b.resident AND ev.root = b.root AND e.kind = 'act')",
+        f"AND EXISTS ({episode})",
         (world, resident),
     )
     if tampered:
