@@ -503,10 +503,10 @@ def test_a_narratives_tellings_are_read_in_the_order_heard_without_a_sort(db: Pa
 
 
 def test_a_narratives_contradictions_are_one_row_per_belief_in_index_order(db: Path) -> None:
-    """The latest contradiction of each of a resident's beliefs is found in SQL (the piece
-    with the greatest ``event_seq``, migration 0023) on the partial index
-    ``evidence_contradicting``, in its order: no join to the log and no sort of every
-    contradicting piece she ever heard."""
+    """The latest contradiction of each of a resident's contested beliefs (the only ones a
+    line words it for) is found in SQL (the piece with the greatest ``event_seq``, migration
+    0023) on the partial index ``evidence_contradicting``, one probe per belief: no join to
+    the log, no sort, and none of every piece that ever contradicted what she held."""
     statements = [
         s
         for s in _traced(db, {"type": "narrative", "resident": "alice"})

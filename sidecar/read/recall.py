@@ -419,6 +419,9 @@ def _recalled(
     are looked up (the beliefs themselves, or a wider read of them), of the roots ``wanted``
     (None: all); ``registry``, when the read already loaded it."""
     found_corrections = corrections(reader, world, resident)
+    # A contradiction words only a contested belief (:func:`.items.classify_belief`): only
+    # theirs are read, never those of every belief ever contradicted in a long game.
+    contested = [b.root for b in beliefs if b.state in (State.DOUBTFUL, State.ANOMALOUS)]
     return Recall(
         resident=resident,
         day=reader.world_day(world),
@@ -426,7 +429,7 @@ def _recalled(
         root_texts=load_root_texts(reader, world, lang),
         beliefs=beliefs,
         corrections=found_corrections,
-        contradictions=contradictions(reader, world, resident),
+        contradictions=contradictions(reader, world, resident, roots=contested),
         acts=_acts(reader, world, resident),
         trust=_trust(reader, world, resident),
         said=_said(reader, world, resident),
