@@ -184,3 +184,27 @@ def test_what_did_i_tell_to_whom_is_answerable_at_budget_1000(tmp_path: Path, la
     assert len(text) <= 1000
     for question, answer in _QUESTIONS[lang].items():
         assert answer in text, (question, text)
+
+
+def test_a_claim_told_is_ranked_as_a_certain_firsthand_memory_of_its_latest_telling() -> None:
+    """The belief-shaped record a claim told is ranked by (built positionally, for speed) is
+    the one the keyword constructor builds: certain, firsthand, formed at the first telling,
+    as recent as the latest, about everyone told (first told first), every other field its
+    default."""
+    from sidecar.engine import Belief, SourceKind, State
+    from sidecar.read.own_words import said_beliefs
+
+    latest_first = [
+        {"root": "well", "value": "clean", "subject": {"en": "the well is clean", "zh-Hant": "井水乾淨"},
+         "to": ["kai", "lena"], "day": 7.5, "everyone": False},
+        {"root": "well", "value": "clean", "subject": "the well is clean", "to": ["bo"],
+         "day": 2.0, "everyone": False},
+    ]  # fmt: skip
+    ((belief, said),) = said_beliefs("mira", latest_first)
+    assert belief == Belief(
+        resident="mira", root="well", value="clean", subject="the well is clean",
+        confidence=100, state=State.INFLUENCING, source_kind=SourceKind.FIRSTHAND,
+        source_resident_id=None, formed_day=2.0, updated_day=7.5, last_evidence_day=7.5,
+        people=("bo", "kai", "lena"),
+    )  # fmt: skip
+    assert said.times == 2 and said.to == ("bo", "kai", "lena")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine import Belief, SourceKind, State, Value
+from ..engine.model import new_belief
 from ..engine.texts import encode_texts, text_in
 from .wording import Words
 
@@ -113,24 +114,20 @@ def said_beliefs(
 ) -> list[tuple[Belief, OwnWords]]:
     """Each claim told, with the belief-shaped record it is ranked by: certain (the resident
     knows what it said), as recent as its latest telling, about the people told."""
-    out = []
-    for said in merge(entries):
-        belief = Belief(
-            resident=resident,
-            root=said.root,
-            value=said.value,
-            subject=_subject(said.subject, "en"),
-            confidence=100,
-            state=State.INFLUENCING,
-            source_kind=SourceKind.FIRSTHAND,
-            source_resident_id=None,
-            formed_day=said.first_day,
-            updated_day=said.last_day,
-            last_evidence_day=said.last_day,
-            people=said.to,
+    # (built positionally, every other field its default: a long game's narrative ranks a
+    # couple of hundred of these per reply)
+    return [
+        (
+            new_belief(
+                resident, said.root, said.value, _subject(said.subject, "en"), 100,
+                State.INFLUENCING, SourceKind.FIRSTHAND, None, said.first_day, said.last_day,
+                said.last_day, None, said.to, (), (), None, (), 0, (), None, (), (), None,
+                0.0, None, None, 0,
+            ),
+            said,
         )
-        out.append((belief, said))
-    return out
+        for said in merge(entries)
+    ]  # fmt: skip
 
 
 def said_lines(said: OwnWords, words: Words, today: float) -> tuple[str, str]:
