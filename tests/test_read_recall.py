@@ -10,7 +10,7 @@ import pytest
 
 from sidecar.read.recall import recall
 from sidecar.store import Reader
-from tests.read_world import WORLD, build, crowd, observe, open_reader, say, story
+from tests.read_world import WORLD, build, crowd, intervene, observe, open_reader, say, story
 from tools.graphpages import sqlite_steps
 
 #: The fields of a belief the narrative classifies, ranks, words or sends.
@@ -99,8 +99,8 @@ def test_trust_recall_reads_by_key_not_the_whole_history(tmp_path: Path) -> None
 
 def _many_acts(seed: int, count: int) -> list[dict[str, Any]]:
     """A long game's chores: alice's and bo's acts (alice sees bo's), every status, some
-    failures with a reason (plain or per language), and talk about an act (hearsay on an
-    ``action:`` root, which is no episode)."""
+    failures with a reason (plain or per language), and talk about an act and a player's
+    implant of one (hearsay and implanted evidence on an ``action:`` root: no episodes)."""
     rng = random.Random(seed)
     events: list[dict[str, Any]] = []
     for i in range(count):
@@ -118,6 +118,9 @@ def _many_acts(seed: int, count: int) -> list[dict[str, Any]]:
         if i % 50 == 7:
             events.append(say(1 + i / 10, "cy", ["alice"], "action:bo:chop", "rejected",
                               "bo's chopping was refused"))  # fmt: skip
+        if i % 100 == 42:  # a player's implant on an act: no episode either
+            events.append(intervene(1 + i / 10, "alice", "implant", "action:bo:mend",
+                                    "completed", "bo mended the fence"))  # fmt: skip
     return events
 
 
