@@ -379,8 +379,18 @@ def decode(message: bytes | str) -> dict[str, Any]:
 
 
 def open_peer(stack: contextlib.ExitStack, url: str, world: str) -> ClientConnection:
+    # No keepalive pings: the sync client draws each ping's payload from the global
+    # ``random`` on a thread of its own, which hypothesis, drawing a burst meanwhile, takes
+    # for a strategy using ``random`` (a deprecation warning); a loopback peer needs none.
     ws = stack.enter_context(
-        sync_connect(url, compression=None, max_size=None, open_timeout=guard(10), proxy=None)
+        sync_connect(
+            url,
+            compression=None,
+            max_size=None,
+            open_timeout=guard(10),
+            proxy=None,
+            ping_interval=None,
+        )
     )
     ws.send(encode({"type": "hello", "protocol": 1, "world": world}))
     welcome = decode(ws.recv(timeout=guard(10)))
