@@ -137,15 +137,15 @@ def test_an_acts_history_is_counted_without_reading_every_episode(
 
     reader = open_reader(build(tmp_path / "acts.db", _many_acts(seed, 400)))
     assert reader.has_act_index()
-    counted = recall_module._acts(reader, WORLD, "alice")
-    every = recall_module._acts_by_episode(reader, WORLD, "alice")
+    counted = recall_module.act_histories(reader, WORLD, "alice")
+    every = recall_module.act_histories_by_episode(reader, WORLD, "alice")
     assert counted == every and list(counted) == list(every)
     assert sum(sum(h.counts.values()) for h in counted.values()) == 400  # the talk is no act
     assert any(h.last_failed is not None and h.last_failed.reason for h in counted.values())
     bodies: list[str] = []
     reader.conn.set_trace_callback(bodies.append)
     try:
-        recall_module._acts(reader, WORLD, "alice")
+        recall_module.act_histories(reader, WORLD, "alice")
     finally:
         reader.conn.set_trace_callback(None)
     (read,) = [s for s in bodies if "SELECT seq, body FROM events" in s]

@@ -711,7 +711,7 @@ def test_evidence_acts_migration_indexes_an_old_files_episodes(db_path: Path) ->
     old way) and says the same as after the migration, which only adds the index of the
     episodes (the rows are untouched) that the narrative then counts them on."""
     from sidecar.read.narrative import project
-    from sidecar.read.recall import _acts
+    from sidecar.read.recall import act_histories
 
     w = Writer(db_path, synchronous="OFF")
     put(w, *(
@@ -728,7 +728,7 @@ def test_evidence_acts_migration_indexes_an_old_files_episodes(db_path: Path) ->
     old = reader(db_path)
     assert not old.has_act_index()
     before = project(old, "w", "bo").to_dict()
-    history = _acts(old, "w", "bo")["action:mira:fetch"]
+    history = act_histories(old, "w", "bo")["action:mira:fetch"]
     assert history.counts == {"rejected": 10, "completed": 20} and history.last.day == 30
     w = Writer(db_path)
     assert w.migrations_applied == ["0024_i17_evidence_acts"]
@@ -736,7 +736,7 @@ def test_evidence_acts_migration_indexes_an_old_files_episodes(db_path: Path) ->
     assert dump(db_path) == written
     new = reader(db_path)
     assert new.has_act_index()
-    assert _acts(new, "w", "bo")["action:mira:fetch"] == history
+    assert act_histories(new, "w", "bo")["action:mira:fetch"] == history
     assert project(new, "w", "bo").to_dict() == before
 
 

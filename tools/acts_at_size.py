@@ -26,7 +26,7 @@ from typing import Any
 
 from sidecar.engine import parse_event
 from sidecar.read.narrative import project
-from sidecar.read.recall import _acts, _acts_by_episode
+from sidecar.read.recall import act_histories, act_histories_by_episode
 from sidecar.store import Reader, Writer
 
 WORLD = "chores"
@@ -82,17 +82,17 @@ def main(argv: list[str] | None = None) -> int:
         took = time.perf_counter() - start
         writer.close()
         reader = Reader(path)
-        counted = _acts(reader, WORLD, "kai")
+        counted = act_histories(reader, WORLD, "kai")
         episodes = sum(sum(h.counts.values()) for h in counted.values())
-        if counted != _acts_by_episode(reader, WORLD, "kai"):
+        if counted != act_histories_by_episode(reader, WORLD, "kai"):
             raise SystemExit("the counted act histories differ from every episode's")
         print(
             f"acts at size: Bo did {len(events):,} chores over {args.days} days, seen by Kai "
             f"(written in {took:.1f} s); Kai's act histories: {len(counted)} acts, "
             f"{episodes:,} episodes"
         )
-        index = timed(lambda: _acts(reader, WORLD, "kai"), args.runs)
-        every = timed(lambda: _acts_by_episode(reader, WORLD, "kai"), args.runs)
+        index = timed(lambda: act_histories(reader, WORLD, "kai"), args.runs)
+        every = timed(lambda: act_histories_by_episode(reader, WORLD, "kai"), args.runs)
         print(
             f"  act histories, counted on the index   p50 {index[0]:7.2f}  p99 {index[1]:7.2f} ms"
         )

@@ -45,6 +45,8 @@ __all__ = [
     "OwnRecall",
     "Recall",
     "TrustRecord",
+    "act_histories",
+    "act_histories_by_episode",
     "recall",
     "recall_bounded",
     "recall_own",
@@ -236,6 +238,7 @@ _ACT_COUNTS = (
 
 
 def _episode(body: str) -> ActEpisode:
+    """The episode an ``act`` event's logged body records."""
     act = load_json(body)
     reason = act.get("reason")
     if isinstance(reason, dict):
@@ -243,11 +246,11 @@ def _episode(body: str) -> ActEpisode:
     return ActEpisode(act["actor"], act["action"], act["status"], act["day"], reason)
 
 
-def _acts(reader: Reader, world: str, resident: str) -> dict[str, ActHistory]:
+def act_histories(reader: Reader, world: str, resident: str) -> dict[str, ActHistory]:
     """What each act the resident did or saw done comes to (:class:`ActHistory`): counted in
     SQL, and only the episodes a line names read from the log (at most four per act)."""
     if not reader.has_act_index():  # a file no writer has opened since migration 0024
-        return _acts_by_episode(reader, world, resident)
+        return act_histories_by_episode(reader, world, resident)
     per_root: dict[str, list[tuple[str, int, int, int]]] = defaultdict(list)
     for root, value, n, first, last in _rows(reader, _ACT_COUNTS, (world, resident)):
         per_root[root].append((load_json(value), n, first, last))
@@ -285,8 +288,8 @@ def _acts(reader: Reader, world: str, resident: str) -> dict[str, ActHistory]:
     return out
 
 
-def _acts_by_episode(reader: Reader, world: str, resident: str) -> dict[str, ActHistory]:
-    """:func:`_acts` from every episode, for a file without index ``evidence_acts``: the
+def act_histories_by_episode(reader: Reader, world: str, resident: str) -> dict[str, ActHistory]:
+    """:func:`act_histories` from every episode, for a file without index ``evidence_acts``: the
     resident's action evidence only (a range of index evidence_by_belief), then each one's
     event, never the world's events nor the resident's other evidence."""
     rows = _rows(
@@ -430,7 +433,7 @@ def _recalled(
         beliefs=beliefs,
         corrections=found_corrections,
         contradictions=contradictions(reader, world, resident, roots=contested),
-        acts=_acts(reader, world, resident),
+        acts=act_histories(reader, world, resident),
         trust=_trust(reader, world, resident),
         said=_said(reader, world, resident),
         sources=load_sources(reader, world, resident, told, found_corrections, wanted),
