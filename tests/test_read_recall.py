@@ -152,9 +152,11 @@ def test_an_acts_history_is_counted_without_reading_every_episode(
     assert read.count(",") + 1 <= 4 * len(counted)
     texts = {}
     for by_episode in (False, True):
-        fresh = open_reader(reader.conn.execute("PRAGMA database_list").fetchone()[2])
+        fresh = open_reader(tmp_path / "acts.db")
         if by_episode:
             fresh._schema["index", "evidence_acts"] = False  # read as an unmigrated file
         texts[by_episode] = project(fresh, WORLD, "alice", budget=4000).to_dict()
+        fresh.close()
+    reader.close()
     assert texts[False] == texts[True]
     assert "acts" in {s["name"] for s in texts[False]["sections"] if s["entries"]}
