@@ -5,8 +5,11 @@ store) → classify (:mod:`.items`) → rank (:mod:`.ranking`) → word (:mod:`.
 pack (:mod:`.packing`) — each stage using only the outputs of the stages before it.
 :func:`recall` runs a fixed handful of queries whatever the resident holds, each on an
 index (pinned by ``tests/test_store_plans.py``): the resident's beliefs, the latest
-correction and contradiction of each contested one, its action evidence, its trust table
-with the change records behind it, the world's registry and root schema and its clock.
+correction of each corrected one and contradiction of each contested one, what each of its
+acts came to (counted on an index, with only the episodes a line names read from the log),
+its trust table with the change records behind it, the world's registry and root schema and
+its clock. None of them reads a resident's whole history: a year of a game costs about what
+a month does.
 """
 
 from __future__ import annotations
