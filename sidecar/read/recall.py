@@ -8,9 +8,10 @@ index (pinned by ``tests/test_store_plans.py``): the resident's beliefs, the lat
 correction of each corrected one and contradiction of each contested one, what each of its
 acts came to (counted on an index, with only the episodes a line names read from the log),
 its trust table with the change records behind it, the world's registry and root schema and
-its clock. What they read grows with what a reply can show, not with how long the game has
-run (but for the corrections' partial index, whose entries are each checked against their
-row: ~1 ms for a year of daily chores).
+its clock. None reads every episode, correction or contradiction a long game piles up:
+what is left that grows with the game is one aggregate in SQL per shown belief over its own
+contradicting pieces, and the corrections' partial index, each entry checked against its row
+(~1 ms for a year of daily chores).
 """
 
 from __future__ import annotations
