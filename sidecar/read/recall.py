@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 import sqlite3
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -262,12 +262,11 @@ def act_histories(reader: Reader, world: str, resident: str) -> dict[str, ActHis
     named: dict[str, tuple[int, int, int | None, int | None]] = {}
     for root, statuses in per_root.items():
         statuses.sort(key=lambda s: s[2])  # in the order first seen
-        done = [s[3] for s in statuses if s[0] == "completed"]
         failed = [s[3] for s in statuses if s[0] != "completed"]
         named[root] = (
             statuses[0][2],
             max(s[3] for s in statuses),
-            done[0] if done else None,
+            next((s[3] for s in statuses if s[0] == "completed"), None),  # (one row at most)
             max(failed) if failed else None,
         )
     seqs = sorted({seq for four in named.values() for seq in four if seq is not None})
@@ -427,9 +426,6 @@ def _recalled(
     are looked up (the beliefs themselves, or a wider read of them), of the roots ``wanted``
     (None: all); ``registry``, when the read already loaded it."""
     found_corrections = corrections(reader, world, resident)
-    # A contradiction words only a contested belief (:func:`.items.classify_belief`): only
-    # theirs are read, never those of every belief ever contradicted in a long game.
-    contested = [b.root for b in beliefs if b.state in (State.DOUBTFUL, State.ANOMALOUS)]
     return Recall(
         resident=resident,
         day=reader.world_day(world),
@@ -437,13 +433,23 @@ def _recalled(
         root_texts=load_root_texts(reader, world, lang),
         beliefs=beliefs,
         corrections=found_corrections,
-        contradictions=contradictions(reader, world, resident, roots=contested),
+        contradictions=_contradictions(reader, world, resident, beliefs),
         acts=act_histories(reader, world, resident),
         trust=_trust(reader, world, resident),
         said=_said(reader, world, resident),
         sources=load_sources(reader, world, resident, told, found_corrections, wanted),
         own=recall_own(reader, world, resident),
     )
+
+
+def _contradictions(
+    reader: Reader, world: str, resident: str, beliefs: Iterable[Belief]
+) -> dict[tuple[str, str], Contradiction]:
+    """The latest contradiction of each contested one of ``beliefs``: a contradiction words
+    only a contested belief (:func:`.items.classify_belief`), so only theirs are read, never
+    those of every belief ever contradicted in a long game."""
+    contested = [b.root for b in beliefs if b.state in (State.DOUBTFUL, State.ANOMALOUS)]
+    return contradictions(reader, world, resident, roots=contested)
 
 
 def _said(reader: Reader, world: str, resident: str) -> tuple[dict[str, Any], ...]:
@@ -718,9 +724,8 @@ def recall_bounded(
     registry = load_registry(reader, world)
     matched = row_matches(focus, registry) if focus else None
     protected, cuts = _protected_rows(reader, world, resident, today, limit, matched)
-    # A correction words only a corrected belief, a contradiction only a contested one.
+    # A correction words only a corrected belief (a contradiction: _contradictions).
     corrected = [b.root for b in protected if b.state is State.CORRECTED]
-    contested = [b.root for b in protected if b.state in (State.DOUBTFUL, State.ANOMALOUS)]
     recalled = Recall(
         resident=resident,
         day=today,
@@ -728,7 +733,7 @@ def recall_bounded(
         root_texts=load_root_texts(reader, world, lang),
         beliefs=tuple(protected),
         corrections=corrections(reader, world, resident, roots=corrected),
-        contradictions=contradictions(reader, world, resident, roots=contested),
+        contradictions=_contradictions(reader, world, resident, protected),
         acts={},
         trust=(),
         said=_said(reader, world, resident),
