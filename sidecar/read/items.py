@@ -69,9 +69,15 @@ NOTABLE_AT = 0.5
 class Acts:
     """One actor and action the resident did or saw done, and what its episodes come to."""
 
-    actor: str
-    action: str
     history: ActHistory
+
+    @property
+    def actor(self) -> str:
+        return self.history.first.actor
+
+    @property
+    def action(self) -> str:
+        return self.history.first.action
 
     @property
     def done(self) -> int:
@@ -263,7 +269,7 @@ def _act_item(resident: str, belief: Belief, history: ActHistory) -> Item:
         tier=tier_of("acts", False, social),
         group=None,
         social=social,
-        acts=Acts(first.actor, first.action, history),
+        acts=Acts(history),
         extra={
             "actor": first.actor,
             "action": first.action,
