@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -27,7 +26,9 @@ from typing import Any
 from sidecar.engine import parse_event
 from sidecar.read.narrative import project
 from sidecar.read.recall import act_histories, act_histories_by_episode
-from sidecar.store import Reader, Writer
+from sidecar.store import Reader
+
+from .harness import percentiles, write_events
 
 WORLD = "chores"
 #: The kinds of chore Bo does, one after another.
@@ -60,8 +61,8 @@ def timed(run: Callable[[], object], runs: int) -> tuple[float, float]:
         start = time.perf_counter()
         run()
         samples.append((time.perf_counter() - start) * 1000)
-    samples.sort()
-    return statistics.median(samples), samples[min(len(samples) - 1, round(0.99 * len(samples)))]
+    found = percentiles(samples, (50, 99))
+    return found["p50"], found["p99"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,12 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     events = [parse_event(e) for e in story(args.days, args.chores)]
     with tempfile.TemporaryDirectory(prefix="credence-acts-") as tmp:
         path = Path(tmp) / "chores.db"
-        writer = Writer(path, synchronous="OFF")
-        start = time.perf_counter()
-        for i in range(0, len(events), 500):
-            writer.apply([(WORLD, e) for e in events[i : i + 500]])
-        took = time.perf_counter() - start
-        writer.close()
+        took, _ = write_events(path, WORLD, events, 500)
         reader = Reader(path)
         counted = act_histories(reader, WORLD, "kai")
         episodes = sum(sum(h.counts.values()) for h in counted.values())

@@ -1,4 +1,5 @@
-"""Shared plumbing of the load, bench and drill tools: a sidecar subprocess, RSS, percentiles.
+"""Shared plumbing of the load, bench and drill tools: a sidecar subprocess, RSS, percentiles,
+and a story written into a scratch database (the at-size tools).
 
 :class:`ServerProcess` starts a server as a child process (by default ``python -m
 sidecar.cli serve``) on a free loopback port, waits until it accepts TCP connections, and
@@ -21,6 +22,10 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sidecar.engine import WorldEvent
 
 __all__ = [
     "ServerProcess",
@@ -28,6 +33,7 @@ __all__ = [
     "percentiles",
     "read_memory",
     "sidecar_command",
+    "write_events",
 ]
 
 LOOPBACK = "127.0.0.1"
@@ -68,6 +74,24 @@ def percentiles(
         out[key] = ordered[max(0, math.ceil(p / 100 * n) - 1)] if n else 0.0
     out["max"] = ordered[-1] if n else 0.0
     return out
+
+
+def write_events(
+    path: Path, world: str, events: Sequence[WorldEvent], batch: int
+) -> tuple[float, int]:
+    """Write ``events`` into ``world`` of a new database at ``path`` through the real
+    :class:`~sidecar.store.Writer` (``synchronous=OFF``: a scratch file), ``batch`` events per
+    group commit: the seconds it took, and how many batches were redone event by event."""
+    from sidecar.store import Writer  # (the server-driving tools never need the store)
+
+    writer = Writer(path, synchronous="OFF")
+    try:
+        start = time.perf_counter()
+        for i in range(0, len(events), batch):
+            writer.apply([(world, e) for e in events[i : i + batch]])
+        return time.perf_counter() - start, writer.fallbacks
+    finally:
+        writer.close()
 
 
 def sidecar_command(

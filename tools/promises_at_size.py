@@ -22,7 +22,9 @@ from sidecar.engine import parse_event
 from sidecar.read.narrative import project
 from sidecar.read.promises import own_items, recall_own
 from sidecar.server.queries import answer
-from sidecar.store import Reader, Writer
+from sidecar.store import Reader
+
+from .harness import write_events
 
 WORLD = "year"
 
@@ -76,13 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     events = [parse_event(e) for e in story(args.promises, args.days)]
     with tempfile.TemporaryDirectory(prefix="credence-promises-") as tmp:
         path = Path(tmp) / "year.db"
-        writer = Writer(path, synchronous="OFF")
-        start = time.perf_counter()
-        for i in range(0, len(events), 200):
-            writer.apply([(WORLD, e) for e in events[i : i + 200]])
-        took = time.perf_counter() - start
-        fallbacks = writer.fallbacks
-        writer.close()
+        took, fallbacks = write_events(path, WORLD, events, 200)
         reader = Reader(path)
         rows = {
             t: reader.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]

@@ -31,8 +31,10 @@ from typing import Any
 
 from sidecar.engine import parse_event
 from sidecar.read import project
-from sidecar.store import Reader, Writer
+from sidecar.store import Reader
 from sidecar.store.said import _SELECT, said_page
+
+from .harness import write_events
 
 WORLD = "town"
 
@@ -84,13 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--said must be at least 200 and --rounds at least 1")
     with tempfile.TemporaryDirectory(prefix="credence-said-") as tmp:
         path = Path(tmp) / "said.db"
-        writer = Writer(path, synchronous="OFF")
         events = [parse_event(e) for e in _events(args.said)]
-        start = time.perf_counter()
-        for k in range(0, len(events), 500):
-            writer.apply([(WORLD, e) for e in events[k : k + 500]])
-        wrote = time.perf_counter() - start
-        writer.close()
+        wrote, _ = write_events(path, WORLD, events, 500)
         reader = Reader(path)
         conn = reader.conn
         last = conn.execute(
