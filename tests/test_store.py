@@ -777,3 +777,22 @@ def test_bounded_refs_migration_counts_and_trims_an_old_database(db_path: Path) 
     w.close()
     assert dump(db_path) == written
     rebuild_check(db_path)
+
+
+def test_a_migration_script_splits_where_sqlite_says_a_statement_ends() -> None:
+    """A semicolon inside a literal (a root range's upper bound) or a trigger's body does not
+    end a statement; comment lines are left out; the last may lack its semicolon."""
+    from sidecar.store.schema import _statements
+
+    script = """
+-- an index on one range of roots
+CREATE INDEX a ON t (x) WHERE x >= 'action:' AND x < 'action;';
+CREATE TRIGGER b AFTER INSERT ON t
+    BEGIN UPDATE u SET n = n + 1; END;
+DROP INDEX c
+"""
+    assert _statements(script) == [
+        "CREATE INDEX a ON t (x) WHERE x >= 'action:' AND x < 'action;'",
+        "CREATE TRIGGER b AFTER INSERT ON t\n    BEGIN UPDATE u SET n = n + 1; END",
+        "DROP INDEX c",
+    ]

@@ -558,24 +558,18 @@ WHERE root LIKE 'believes:%' AND subject_after LIKE {_SPEAKER} || ' said: %';
 #: on it without reading a row (its WHERE is ``recall._SHOWN``, word for word, so the
 #: planner can use it). The memories the player is still tampering with are on a partial
 #: index of the few that carry an active intervention.
-_NARRATIVE_INDEXES = (
-    # (run one by one: the root bounds hold semicolons, which _statements would split at)
-    "CREATE INDEX IF NOT EXISTS beliefs_shown ON beliefs "
-    "(world, resident, state, source_kind, confidence, root, updated_day, importance, "
-    "intervention) "
-    "WHERE NOT (root >= 'action:' AND root < 'action;') "
-    "AND NOT (root >= 'believes:' AND root < 'believes;') "
-    "AND (intervention IS NULL OR intervention <> 'suppressed')",
-    "CREATE INDEX IF NOT EXISTS beliefs_intervened ON beliefs "
-    "(world, resident, state, source_kind, confidence, root, updated_day, importance, "
-    "intervention) "
-    "WHERE intervention IN ('implanted', 'distorted')",
-)
-
-
-def _narrative_indexes(conn: sqlite3.Connection) -> None:
-    for statement in _NARRATIVE_INDEXES:
-        conn.execute(statement)
+_NARRATIVE_INDEXES = """
+CREATE INDEX IF NOT EXISTS beliefs_shown ON beliefs
+    (world, resident, state, source_kind, confidence, root, updated_day, importance,
+    intervention)
+    WHERE NOT (root >= 'action:' AND root < 'action;')
+    AND NOT (root >= 'believes:' AND root < 'believes;')
+    AND (intervention IS NULL OR intervention <> 'suppressed');
+CREATE INDEX IF NOT EXISTS beliefs_intervened ON beliefs
+    (world, resident, state, source_kind, confidence, root, updated_day, importance,
+    intervention)
+    WHERE intervention IN ('implanted', 'distorted');
+"""
 
 
 #: 0015 (issue 17): a belief's evidence in day order, for the paged ``graph`` query. The index
@@ -892,14 +886,11 @@ def _evidence_seq(conn: sqlite3.Connection) -> None:
 #: the few episodes a line names (``sidecar/read/recall.py``). An ``action:`` root's firsthand
 #: evidence comes from ``act`` events only (an observation of one is refused, an implant is
 #: ``implanted``, what was said is hearsay), so the index holds exactly the episodes; it ends
-#: in ``source_kind`` only so SQLite can check its own condition without the row. (A
-#: function, not a script: the range's upper bound holds the statement separator.)
-def _evidence_acts(conn: sqlite3.Connection) -> None:
-    conn.execute(
-        "CREATE INDEX evidence_acts ON evidence "
-        "(world, resident, root, value, event_seq, source_kind) "
-        "WHERE source_kind = 'firsthand' AND root >= 'action:' AND root < 'action;'"
-    )
+#: in ``source_kind`` only so SQLite can check its own condition without the row.
+_EVIDENCE_ACTS = """
+CREATE INDEX evidence_acts ON evidence (world, resident, root, value, event_seq, source_kind)
+    WHERE source_kind = 'firsthand' AND root >= 'action:' AND root < 'action;';
+"""
 
 
 Migration = str | Callable[[sqlite3.Connection], None]
@@ -918,7 +909,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0010_i18_said", said.create),  # own words: sidecar/store/said.py
     ("0011_i18_promises_goals", _promises_goals),
     ("0012_i18_neutral_text", _NEUTRAL_TEXT),
-    ("0013_i17_narrative_indexes", _narrative_indexes),
+    ("0013_i17_narrative_indexes", _NARRATIVE_INDEXES),
     ("0015_i17_graph_pages", _GRAPH_PAGES),
     ("0016_i17_world_counters", _world_counters),
     ("0017_i17_trust_moves", _TRUST_MOVES_INDEX),
@@ -928,7 +919,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0021_trust_roots", _trust_roots),
     ("0022_i17_beliefs_sourced", _BELIEFS_SOURCED),
     ("0023_i17_evidence_seq", _evidence_seq),
-    ("0024_i17_evidence_acts", _evidence_acts),
+    ("0024_i17_evidence_acts", _EVIDENCE_ACTS),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -985,6 +976,18 @@ def migrate(conn: sqlite3.Connection, *, upto: int = SCHEMA_VERSION) -> list[str
 
 
 def _statements(sql: str) -> list[str]:
-    """Split a migration into statements (ours contain no semicolons inside literals)."""
-    lines = [line for line in sql.splitlines() if not line.lstrip().startswith("--")]
-    return [part.strip() for part in "\n".join(lines).split(";") if part.strip()]
+    """Split a migration into statements, one per run of lines SQLite calls complete
+    (``sqlite3.complete_statement``): a semicolon inside a literal, such as the upper bound
+    of a root range (``'action;'``), does not end one. Comment lines are left out."""
+    out: list[str] = []
+    pending: list[str] = []
+    for line in sql.splitlines():
+        if line.lstrip().startswith("--"):
+            continue
+        pending.append(line)
+        text = "\n".join(pending)
+        if sqlite3.complete_statement(text):
+            out.append(text.strip().removesuffix(";").strip())
+            pending = []
+    out.append("\n".join(pending).strip())  # (a last statement without its semicolon)
+    return [statement for statement in out if statement]
