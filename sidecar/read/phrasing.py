@@ -446,7 +446,8 @@ class Phrased:
         self._fixed: tuple[str, str] | None = None
 
     def _lines(self) -> tuple[str, str] | None:
-        """The full and compact line of an act or trust item (worded once), else None."""
+        """The full and compact line of an item worded by its own function (worded on the
+        first call), else None."""
         if self._fixed is None and self._worder is not None:
             self._fixed = self._worder()
         return self._fixed
