@@ -444,13 +444,20 @@ def test_a_focused_social_read_gives_the_full_reads_narrative(
     from sidecar.read.items import classify_belief
     from sidecar.read.narrative import _project_social
     from sidecar.read.ranking import rank
-    from sidecar.read.recall import recall, recall_social, section_sizes
+    from sidecar.read.recall import (
+        recall,
+        recall_social,
+        section_sizes,
+        unworded_beliefs,
+        unworded_subjects,
+    )
 
     path = build(tmp_path_factory.mktemp("focused") / "f.db", calm_town(seed, steps))
     reader = Reader(path)
     try:
         sizes = section_sizes(reader, WORLD, "mira")[0]
         answered = 0
+        unbuilt: dict[bool, int] = {True: 0, False: 0}  # answered with them unbuilt, or not
         for focus in SOCIAL_FOCUSES:
             for lang in LANGS:
                 for budget in FOCUSED_SOCIAL_BUDGETS:
@@ -459,6 +466,9 @@ def test_a_focused_social_read_gives_the_full_reads_narrative(
                         _project_social(reader, WORLD, "mira", budget, lang, sizes, focus=focus)
                         is not None
                     )
+                    first = _unworded_answers(reader, budget, lang, sizes, focus)
+                    if first is not None:
+                        unbuilt[first] += 1
             # what it leaves out: plain facts and faded memories, none of which the focus matches
             read = recall_social(reader, WORLD, "mira", "en", focus=focus)
             whole = recall(reader, WORLD, "mira", "en")
@@ -468,9 +478,45 @@ def test_a_focused_social_read_gives_the_full_reads_narrative(
                 "sure", "believe", "faded",
             }  # fmt: skip
             assert not any(i.relevant for i in rank(left, focus, whole.day, whole.registry))
+            # unworded=False: those that match it are read as rows, not built, and are
+            # exactly the plain facts and faded memories a worded read adds for it
+            bare = recall_social(reader, WORLD, "mira", "en", focus=focus, worded=False)
+            assert bare is not None and bare.unworded
+            assert set(bare.beliefs) | set(unworded_beliefs(bare)) == set(read.beliefs)
+            assert not set(bare.beliefs) & set(unworded_beliefs(bare))
+            by_root = {b.root: b for b in read.beliefs}
+            assert {
+                (section, subject, root, value) for section, subject, root, value in
+                unworded_subjects(bare)
+            } == {
+                (classify_belief(by_root[r]).section, by_root[r].subject, r, by_root[r].value)
+                for r in (b.root for b in unworded_beliefs(bare))
+            }  # fmt: skip
         assert answered >= len(SOCIAL_FOCUSES) * len(LANGS) * 2, answered
+        # both ways are compared above: with the matching plain memories unbuilt (counted
+        # from their shortest subject) and, where one might have had a line, built
+        assert unbuilt[True] >= 10 and unbuilt[False] >= 10, unbuilt
     finally:
         reader.close()
+
+
+def _unworded_answers(
+    reader: Reader, budget: int, lang: str, sizes: dict[str, int], focus: Focus
+) -> bool | None:
+    """Whether a focused social read answers with the plain memories that match the focus
+    left unbuilt (None: none were)."""
+    from sidecar.read.items import classify
+    from sidecar.read.narrative import _social
+    from sidecar.read.promises import own_items
+    from sidecar.read.ranking import rank
+    from sidecar.read.recall import recall_social
+
+    recalled = recall_social(reader, WORLD, "mira", lang, focus=focus, worded=False)
+    if recalled is None or not recalled.unworded:
+        return None
+    items = classify(recalled) + own_items("mira", recalled.own)
+    items = rank(items, focus, recalled.day, recalled.registry)
+    return _social("mira", budget, lang, sizes, recalled, items, focus=focus) is not None
 
 
 def test_a_notable_plain_fact_sends_the_narrative_to_the_full_read(

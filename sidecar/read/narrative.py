@@ -54,11 +54,20 @@ from typing import Any
 
 from protocol import TAGS_SHOWN
 
+from ..engine import Belief
 from ..engine.texts import wire_text
 from ..store import Reader
-from .items import Item, belief_items, classify
-from .packing import MIN_BUDGET, Horizon, Layout, pack, pack_bounded, pack_social
-from .phrasing import narrative_words, phrase
+from .items import Item, belief_items, classify, tier_of
+from .packing import (
+    MERGE_ITEM_SUBJECT,
+    MIN_BUDGET,
+    Horizon,
+    Layout,
+    pack,
+    pack_bounded,
+    pack_social,
+)
+from .phrasing import narrative_words, phrase, subject_text
 from .promises import own_items
 from .queries import NotFound, resident_known
 from .ranking import Focus, rank
@@ -70,6 +79,8 @@ from .recall import (
     recall_social,
     section_sizes,
     told_ceiling,
+    unworded_beliefs,
+    unworded_subjects,
 )
 from .wording import SECTIONS, Words, words_for
 
@@ -282,11 +293,21 @@ def _project_social(
     unread too; ``told=False``: only that."""
     focus = focus or Focus()
     if focus:  # rumours that match the focus rank two tiers up: always read
-        recalled = recall_social(reader, world, resident, lang, focus=focus)
+        recalled = recall_social(reader, world, resident, lang, focus=focus, worded=False)
         if recalled is None:
             return None
         items = classify(recalled) + own_items(resident, recalled.own)
         items = rank(items, focus, recalled.day, recalled.registry)
+        if recalled.unworded:
+            # First with the plain facts and faded memories that match it unbuilt (a big
+            # resident's rank after what she was told and did, when the budget is spent),
+            # then with them built.
+            found = _social(resident, budget, lang, sizes, recalled, items, focus=focus)
+            if found is not None:
+                return found
+            added = unworded_beliefs(recalled)
+            beliefs, items = _adding(recalled, items, added, focus)
+            recalled = replace(recalled, beliefs=beliefs, unworded=())
         return _social(resident, budget, lang, sizes, recalled, items, focus=focus)
     recalled = recall_social(reader, world, resident, lang, told=False)
     if recalled is None:
@@ -307,15 +328,23 @@ def _project_social(
 
 
 def _with_told(recalled: Recall, items: list[Item]) -> tuple[Recall, list[Item]]:
-    """``recalled`` and its ranked ``items`` with the rumours it held back added: what the
-    read and the pipe up to wording give with them, only the added ones classified and
-    ranked (the items of beliefs come first, in root order; each is ranked on its own)."""
-    told = recalled.held
+    """``recalled`` and its ranked ``items`` with the rumours it held back added."""
+    beliefs, items = _adding(recalled, items, recalled.held, Focus())
+    return replace(recalled, beliefs=beliefs, held=()), items
+
+
+def _adding(
+    recalled: Recall, items: list[Item], added: tuple[Belief, ...], focus: Focus
+) -> tuple[tuple[Belief, ...], list[Item]]:
+    """The beliefs of ``recalled`` and its ranked ``items`` with the ``added`` beliefs (in
+    root order): what the read and the pipe up to wording give with them, only the added
+    ones classified and ranked (the items of beliefs come first, in root order; each is
+    ranked on its own)."""
     n = sum(1 for i in items if i.from_belief)  # the items of beliefs come first
-    added = rank(belief_items(recalled, told), Focus(), recalled.day, recalled.registry)
-    merged = list(heapq.merge(items[:n], added, key=lambda i: i.belief.root))
-    beliefs = tuple(heapq.merge(recalled.beliefs, told, key=lambda b: b.root))
-    return replace(recalled, beliefs=beliefs, held=()), merged + items[n:]
+    ranked = rank(belief_items(recalled, added), focus, recalled.day, recalled.registry)
+    merged = list(heapq.merge(items[:n], ranked, key=lambda i: i.belief.root))
+    beliefs = tuple(heapq.merge(recalled.beliefs, added, key=lambda b: b.root))
+    return beliefs, merged + items[n:]
 
 
 def _social(
@@ -336,12 +365,28 @@ def _social(
         return None  # nor when they disagree on the rumours left unread
     words = narrative_words(lang, recalled)
     phrased = phrase(items, words, recalled.day)
-    layout = pack_social(phrased, words, budget, unread, ahead)
+    unworded = _unworded(recalled, words)
+    if any(n > unread.get(section, 0) for section, (_, n, _) in unworded.items()):
+        return None  # never happens: the unbuilt ones are part of the unread
+    layout = pack_social(phrased, words, budget, unread, ahead, unworded)
     if layout is None:
         return None
     return _narrative(
         resident, lang, budget, layout, items, words, unread, focus or Focus(), recalled.day
     )
+
+
+def _unworded(recalled: Recall, words: Words) -> dict[str, tuple[int, int, int]]:
+    """Per section of the memories a social read left unbuilt (all match the focus): the
+    tier they rank in, how many there are, and the fewest characters any of their
+    subjects has as a line words it (cut for a merged line, the shortest cut any line
+    makes: :func:`.packing.pack_social` bounds their lines from below with it)."""
+    out: dict[str, tuple[int, int, int]] = {}
+    for section, subject, root, value in unworded_subjects(recalled):
+        chars = len(subject_text(subject, root, value, words, MERGE_ITEM_SUBJECT, recalled.day))
+        _, n, fewest = out.get(section, (0, 0, chars))
+        out[section] = (tier_of(section, True), n + 1, min(fewest, chars))
+    return out
 
 
 def bounded_limits(budget: int) -> tuple[int, ...]:

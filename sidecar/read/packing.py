@@ -460,6 +460,7 @@ def _compressed(
     unread: Mapping[str, int] | None = None,
     ahead: tuple[int, float] | None = None,
     uncertain: Collection[int] = (),
+    unworded: Mapping[str, tuple[int, int, int]] | None = None,
 ) -> Layout | None:
     """The compressed layout: breadth, then detail, then background (see :func:`pack`), of
     the ``protected`` items and the other items' ``units`` (:func:`_units`; both in priority
@@ -469,7 +470,9 @@ def _compressed(
     (:func:`pack_social`), and rumours when ``ahead`` bounds their rank (tier, highest
     rounded score): None when one of them might have had a line; so does a unit of an
     ``uncertain`` item (by ``id``: one whose merged line may list unread ones too) whose
-    shortest form might fit."""
+    shortest form might fit; and so do the ``unworded`` memories of a section (its tier, how
+    many, the fewest characters of their subjects: see :func:`pack_social`) when the line
+    of the shortest might fit where the breadth pass reaches their tier."""
     layout = _protected(protected, words, room, short=short)
     if layout.summary is not None or layout.counts:
         return layout  # even the contested and corrected beliefs had to be counted
@@ -484,8 +487,11 @@ def _compressed(
     # of what matters: every memory in its short form, then full sentences section by section
     unread = unread or {}
     social = {s: n for s, n in unread.items() if n and s not in _BULK_SECTIONS}
+    waiting = dict(unworded or {})  # reached by the breadth pass with what bears on the focus
     for band in (focused, general):
         for kind, unit in band:
+            if waiting and band is focused and not _passed(layout, waiting, unit[0].key[0], room):
+                return None
             if band is general and ahead is not None and not _before(unit[0], ahead):
                 # The unread rumours would be tried from here on: only when
                 # not even their emptiest line fits do none of them ever get one.
@@ -500,6 +506,8 @@ def _compressed(
             if found is not None:
                 placed.append(found)
         if band is focused:
+            if waiting and not _passed(layout, waiting, None, room):
+                return None
             _detail(layout, [p for p in placed if _relevant(p.line)], room)
     if ahead is not None and _closed(layout, social, room) is None:
         return None  # they come last, and one might still fit
@@ -514,6 +522,24 @@ def _compressed(
     if closed != {s for s in unread if unread[s] and s in layout._sections}:
         return None  # never happens: only an unread memory could open their sections
     return layout
+
+
+def _passed(
+    layout: Layout, waiting: dict[str, tuple[int, int, int]], tier: int | None, room: int
+) -> bool:
+    """Whether the unworded memories of each ``waiting`` section whose tier the breadth pass
+    has reached (every one at ``tier`` None) never get a line: not even the emptiest line
+    the shortest of their subjects makes (:func:`_least` around it) fits what is left.
+    Where it first reaches their tier, what is left is the most they would ever find: the
+    layout only grows. Each section shown so is no longer waiting; False when one might fit."""
+    for section, (at, n, fewest) in list(waiting.items()):
+        if tier is not None and tier < at:
+            continue
+        heading = 0 if section in layout._sections else len(layout.heading(section)) + 2
+        if n and layout.used + heading + 3 + _least(layout.words, section) + fewest <= room:
+            return False
+        del waiting[section]
+    return True
 
 
 def _may_fit(layout: Layout, first: Phrased, room: int) -> bool:
@@ -723,6 +749,7 @@ def pack_social(
     budget: int,
     unread: Mapping[str, int],
     ahead: tuple[int, float] | None = None,
+    unworded: Mapping[str, tuple[int, int, int]] | None = None,
 ) -> Layout | None:
     """What :func:`pack` gives for ``items`` plus ``unread`` background memories per section
     (faded ones, plain sure and believed facts: :func:`.recall.recall_social`), when that can
@@ -741,7 +768,12 @@ def pack_social(
     one of them: the unread ones do not, so no family holds a read one), and one may share
     a merged line (its place or person) with unread ones: such a line is left out only
     when not even its shortest form fits where the breadth pass reaches it, whatever else
-    it would list; else None."""
+    it would list; else None. Those that bear on it may be left unread as well
+    (``unworded``, part of ``unread``: per section, their tier, how many, and the fewest
+    characters any of their subjects has in a line, cut as a merged line cuts it): every
+    line of one holds its subject, cut at :data:`MERGE_ITEM_SUBJECT` or more, and the words
+    of a template around it, so they are counted when not even the shortest subject's
+    emptiest line fits where the breadth pass reaches their tier."""
     if budget < MIN_BUDGET:
         raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")
     counted = _BULK_SECTIONS if ahead is None else _BULK_SECTIONS | {"told"}
@@ -762,11 +794,11 @@ def pack_social(
     room = budget - (len(words.omitted(max(total, 2))) + 2)
     protected = [i for i in ordered if i.protected]
     units = _units([i for i in ordered if not i.protected])
-    best = _compressed(protected, units, words, room, False, unread, ahead, uncertain)
+    best = _compressed(protected, units, words, room, False, unread, ahead, uncertain, unworded)
     if best is None:
         return None
     if len(best.included()) < total and not best.short:
-        short = _compressed(protected, units, words, room, True, unread, ahead, uncertain)
+        short = _compressed(protected, units, words, room, True, unread, ahead, uncertain, unworded)
         if short is None:
             return None
         if (len(short.included()), _fuller(short)) > (len(best.included()), _fuller(best)):

@@ -58,6 +58,8 @@ __all__ = [
     "recall_social",
     "section_sizes",
     "told_ceiling",
+    "unworded_beliefs",
+    "unworded_subjects",
 ]
 
 
@@ -164,6 +166,10 @@ class Recall:
     #: The rumours a social read with ``told=False`` read but left out of ``beliefs``, in
     #: root order (:func:`recall_social`; ``narrative._with_told`` adds them when needed).
     held: tuple[Belief, ...] = ()
+    #: The plain facts and faded memories matching the focus that a social read with
+    #: ``worded=False`` read but did not build, as rows of :data:`_BELIEF_COLUMNS` in root
+    #: order (:func:`recall_social`; :func:`unworded_beliefs` builds them when needed).
+    unworded: tuple[Sequence[Any], ...] = ()
 
 
 def _rows(reader: Reader, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> list[sqlite3.Row]:
@@ -210,6 +216,26 @@ def _beliefs(
     except sqlite3.Error as exc:
         raise StoreError(f"query failed: {exc}") from exc
     return _from_rows(found)
+
+
+def unworded_beliefs(recalled: Recall) -> tuple[Belief, ...]:
+    """The beliefs of the rows a social read left unbuilt (:attr:`Recall.unworded`)."""
+    return _from_rows(recalled.unworded)
+
+
+def unworded_subjects(recalled: Recall) -> Iterator[tuple[str, str | None, str, Any]]:
+    """Of each row a social read left unbuilt (:attr:`Recall.unworded`: a plain fact or
+    faded memory, untampered with), the section :func:`.items.classify` places its belief
+    in (faded, else sure when seen and sure enough, else believe) and what its subject is
+    worded from: the stored subject, the root and the value."""
+    from .items import SURE_AT  # items reads this module's records
+
+    for row in recalled.unworded:
+        if row[5] == "past":
+            section = "faded"
+        else:
+            section = "sure" if row[6] == "firsthand" and row[4] >= SURE_AT else "believe"
+        yield section, row[3], row[1], load_json(row[2])
 
 
 def _from_rows(found: Sequence[Sequence[Any]]) -> tuple[Belief, ...]:
@@ -802,7 +828,7 @@ _TOLD = (
 
 def recall_social(
     reader: Reader, world: str, resident: str, lang: str, *, told: bool = True,
-    focus: Focus | None = None,
+    focus: Focus | None = None, worded: bool = True,
 ) -> Recall | None:  # fmt: skip
     """What a narrative of a big resident needs when its plain facts and faded memories are
     only to be counted (:func:`.packing.pack_social` checks they could never have had a
@@ -816,7 +842,9 @@ def recall_social(
     prefilter (:func:`.ranking.row_prefilter`) keeps the rows that may match, and the
     focus function (:func:`.ranking.row_matches`) counts their terms, once per row (in
     SQL only for a subject beyond ASCII, which the prefilter cannot judge: it would keep
-    them all)."""
+    them all). ``worded=False``: those are read but not built (:attr:`Recall.unworded`):
+    most of a big resident's never get a line, which the packer can tell from the
+    shortest subject among them (``narrative._social``)."""
     from .items import NOTABLE_AT  # items reads this module's records
     from .ranking import WIDE_SQL, row_matches, row_prefilter
 
@@ -854,7 +882,6 @@ def recall_social(
     finally:
         if focus:  # no closure left on the connection
             reader.conn.create_function(MATCHED_SQL.split("(")[0], 6, None)
-    read = _from_rows(rows)
     # A plain fact that matches the focus is read to be worded (the prefilter may keep some
     # that do not: counted here, and left out); one told by several (and not matching it)
     # still takes its place among those whose tellers are named, but no line of this read
@@ -862,9 +889,24 @@ def recall_social(
     matched = {
         r[1] for r in rows if count is not None and not r[-2] and count(*(r[i] for i in _MATCHED))
     }
-    beliefs = tuple(b for b, r in zip(read, rows, strict=True) if r[-1] or b.root in matched)
-    wanted = {b.root for b, r in zip(read, rows, strict=True) if r[-2] or b.root in matched}
+    # Unworded: those matching plain rows (untampered with) are kept as rows; only the ones
+    # told by several are built, to take their place among the candidates for tellers.
+    unworded = tuple(
+        r for r in rows if not worded and not r[-2] and r[17] is None and r[1] in matched
+    )
+    skipped = {id(r) for r in unworded if len(_strings(r[11])) < 2}
+    built = [r for r in rows if id(r) not in skipped] if skipped else rows
+    read = _from_rows(built)
+    apart = {r[1] for r in unworded}
+    beliefs = tuple(
+        b
+        for b, r in zip(read, built, strict=True)
+        if r[-1] or (b.root in matched and b.root not in apart)
+    )
+    wanted = {r[1] for r in rows if r[-2] or r[1] in matched}
     recalled = _recalled(reader, world, resident, lang, beliefs, read, wanted, registry)
+    if unworded:
+        recalled = replace(recalled, unworded=unworded)
     if told:
         return recalled
     # Held back: what _SOCIAL reads and _SOCIAL_FEW does not (the rumours still held, but
