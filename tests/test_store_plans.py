@@ -340,14 +340,27 @@ def test_a_calm_residents_narrative_reads_all_but_its_plain_facts_on_indexes(
     try:
 
         def plan(marker: str) -> str:
-            (found,) = [s for s in seen if marker in s]
-            return " ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + found))
+            found = [s for s in seen if marker in s]
+            assert found, marker
+            return " | ".join(
+                " ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + one))
+                for one in found
+            )
 
         counted = plan("importance >= 0.5")
         assert "COVERING INDEX beliefs_shown (world=? AND resident=? AND state=?)" in counted
         read = plan("OR (root >= 'relation:'")
-        if focused:  # the matching plain facts are anywhere in her range: one pass over it
-            assert "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=?)" in read, read
+        if focused:
+            # the matching plain facts are anywhere in her range: one pass over it, on both
+            # sides of the believes: roots, each in root order (no sort); those told by
+            # several on beliefs_sourced
+            for part in (
+                "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=? AND root<?)",
+                "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=? AND root>?)",
+                "SEARCH beliefs USING INDEX beliefs_sourced (world=? AND resident=?)",
+            ):
+                assert part in read, (part, read)
+            assert "TEMP B-TREE" not in read, read
         else:  # each part of what it keeps on a range of an index, never her whole range
             for part in (
                 "INDEX beliefs_shown (world=? AND resident=? AND state=?)",

@@ -872,13 +872,12 @@ def recall_social(
         reader.conn.create_function(MATCHED_SQL.split("(")[0], 6, count, deterministic=True)
     selected = f"SELECT {_BELIEF_COLUMNS}, {_SOCIAL}, {social} FROM beliefs "
     selected += "WHERE world = :world AND resident = :resident AND "
-    if focus:  # the matching rows are anywhere in her range: one pass over it
-        where = f"{_NOT_BELIEVES} AND ({_SOCIAL} OR {_TOLD_BY_SEVERAL} {matching})"
-        sql = f"{selected}{where} ORDER BY root"
-    else:  # only the rows it keeps, each part on an index
-        sql = " UNION ".join(selected + part for part in _SOCIAL_PARTS) + " ORDER BY root"
     try:
-        rows = _rows(reader, sql, params)
+        if focus:
+            rows = _focused_rows(reader, selected, matching, params)
+        else:  # only the rows it keeps, each part on an index
+            sql = " UNION ".join(selected + part for part in _SOCIAL_PARTS) + " ORDER BY root"
+            rows = _rows(reader, sql, params)
     finally:
         if focus:  # no closure left on the connection
             reader.conn.create_function(MATCHED_SQL.split("(")[0], 6, None)
@@ -917,6 +916,22 @@ def recall_social(
         if r[-2] and not r[-1] and b.intervention is not Intervention.SUPPRESSED
     )
     return replace(recalled, held=held)
+
+
+def _focused_rows(
+    reader: Reader, selected: str, matching: str, params: Mapping[str, Any]
+) -> list[Any]:
+    """The rows of a focused social read, in root order: those it keeps and those that
+    match the focus (anywhere in her range: one pass over it, both sides of the
+    ``believes:`` roots, each a primary-key range in root order), and those told by several
+    (on ``beliefs_sourced``, merged in where the pass left them)."""
+    kept = f"({_SOCIAL} {matching}) ORDER BY root"
+    rows = _rows(reader, f"{selected}root < 'believes:' AND {kept}", params)
+    rows += _rows(reader, f"{selected}root >= 'believes;' AND {kept}", params)
+    sourced = _rows(reader, f"{selected}{_SOURCED} AND {_NOT_BELIEVES} ORDER BY root", params)
+    seen = {r[1] for r in rows}
+    apart = [r for r in sourced if r[1] not in seen]
+    return list(heapq.merge(rows, apart, key=lambda r: r[1])) if apart else rows
 
 
 def told_ceiling(reader: Reader, world: str, resident: str, today: float) -> Cut | None:
