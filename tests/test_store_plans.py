@@ -343,8 +343,7 @@ def test_a_calm_residents_narrative_reads_all_but_its_plain_facts_on_indexes(
             found = [s for s in seen if marker in s]
             assert found, marker
             return " | ".join(
-                " ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + one))
-                for one in found
+                " ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + one)) for one in found
             )
 
         counted = plan("importance >= 0.5")
