@@ -484,6 +484,10 @@ def test_a_focused_social_read_gives_the_full_reads_narrative(
             assert bare is not None and bare.unworded
             assert set(bare.beliefs) | set(unworded_beliefs(bare)) == set(read.beliefs)
             assert not set(bare.beliefs) & set(unworded_beliefs(bare))
+            few = recall_social(reader, WORLD, "mira", "en", focus=focus, worded=False, told=False)
+            assert few is not None
+            assert [r[1] for r in few.unworded] == [r[1] for r in bare.unworded]
+            assert set(few.beliefs) | set(few.held) == set(bare.beliefs)
             by_root = {b.root: b for b in read.beliefs}
             assert {
                 (section, subject, root, value) for section, subject, root, value in

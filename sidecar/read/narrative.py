@@ -300,8 +300,8 @@ def _project_social(
         items = rank(items, focus, recalled.day, recalled.registry)
         if recalled.unworded:
             # First with the plain facts and faded memories that match it unbuilt (a big
-            # resident's rank after what she was told and did, when the budget is spent),
-            # then with them built.
+            # resident's rank below what she was told and did, which often fills the
+            # budget first), then, when a line of theirs might fit, with them built.
             found = _social(resident, budget, lang, sizes, recalled, items, focus=focus)
             if found is not None:
                 return found

@@ -912,7 +912,7 @@ def recall_social(
     # suppressed ones, which no section shows): exactly the rows of _TOLD.
     held = tuple(
         b
-        for b, r in zip(read, rows, strict=True)
+        for b, r in zip(read, built, strict=True)
         if r[-2] and not r[-1] and b.intervention is not Intervention.SUPPRESSED
     )
     return replace(recalled, held=held)
