@@ -488,12 +488,18 @@ def test_a_focused_social_read_gives_the_full_reads_narrative(
             assert few is not None
             assert [r[1] for r in few.unworded] == [r[1] for r in bare.unworded]
             assert set(few.beliefs) | set(few.held) == set(bare.beliefs)
-            by_root = {b.root: b for b in read.beliefs}
+            # each with the section and tier the pipe gives its belief, and its subject
+            ranked = {
+                i.belief.root: i
+                for i in rank([classify_belief(b) for b in read.beliefs], focus, whole.day,
+                              whole.registry)
+            }  # fmt: skip
             assert {
-                (section, subject, root, value) for section, subject, root, value in
-                unworded_subjects(bare)
+                (section, tier, subject, root, value)
+                for section, tier, subject, root, value in unworded_subjects(bare)
             } == {
-                (classify_belief(by_root[r]).section, by_root[r].subject, r, by_root[r].value)
+                (ranked[r].section, ranked[r].tier, ranked[r].belief.subject, r,
+                 ranked[r].belief.value)
                 for r in (b.root for b in unworded_beliefs(bare))
             }  # fmt: skip
         assert answered >= len(SOCIAL_FOCUSES) * len(LANGS) * 2, answered

@@ -57,7 +57,7 @@ from protocol import TAGS_SHOWN
 from ..engine import Belief
 from ..engine.texts import wire_text
 from ..store import Reader
-from .items import Item, belief_items, classify, tier_of
+from .items import Item, belief_items, classify
 from .packing import (
     MERGE_ITEM_SUBJECT,
     MIN_BUDGET,
@@ -382,10 +382,10 @@ def _unworded(recalled: Recall, words: Words) -> dict[str, tuple[int, int, int]]
     subjects has as a line words it (cut for a merged line, the shortest cut any line
     makes: :func:`.packing.pack_social` bounds their lines from below with it)."""
     out: dict[str, tuple[int, int, int]] = {}
-    for section, subject, root, value in unworded_subjects(recalled):
+    for section, tier, subject, root, value in unworded_subjects(recalled):
         chars = len(subject_text(subject, root, value, words, MERGE_ITEM_SUBJECT, recalled.day))
-        _, n, fewest = out.get(section, (0, 0, chars))
-        out[section] = (tier_of(section, True), n + 1, min(fewest, chars))
+        first, n, fewest = out.get(section, (tier, 0, chars))
+        out[section] = (min(first, tier), n + 1, min(fewest, chars))
     return out
 
 

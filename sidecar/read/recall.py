@@ -223,19 +223,23 @@ def unworded_beliefs(recalled: Recall) -> tuple[Belief, ...]:
     return _from_rows(recalled.unworded)
 
 
-def unworded_subjects(recalled: Recall) -> Iterator[tuple[str, str | None, str, Any]]:
+def unworded_subjects(recalled: Recall) -> Iterator[tuple[str, int, str | None, str, Any]]:
     """Of each row a social read left unbuilt (:attr:`Recall.unworded`: a plain fact or
-    faded memory, untampered with), the section :func:`.items.classify` places its belief
-    in (faded, else sure when seen and sure enough, else believe) and what its subject is
-    worded from: the stored subject, the root and the value."""
-    from .items import SURE_AT  # items reads this module's records
+    faded memory, untampered with, that matches the focus), the section
+    :func:`.items.classify` places its belief in (faded, else sure when seen and sure
+    enough, else believe), the tier :func:`.ranking.rank` gives it (a notable fact ranks
+    with what the resident was told), and what its subject is worded from: the stored
+    subject, the root and the value."""
+    from .items import NOTABLE_AT, SURE_AT, tier_of  # items reads this module's records
 
     for row in recalled.unworded:
         if row[5] == "past":
             section = "faded"
         else:
             section = "sure" if row[6] == "firsthand" and row[4] >= SURE_AT else "believe"
-        yield section, row[3], row[1], load_json(row[2])
+        notable = section != "faded" and (row[15] or 0.0) >= NOTABLE_AT
+        tier = tier_of(section, True, True if notable else None)
+        yield section, tier, row[3], row[1], load_json(row[2])
 
 
 def _from_rows(found: Sequence[Sequence[Any]]) -> tuple[Belief, ...]:
