@@ -63,6 +63,7 @@ from .packing import (
     MIN_BUDGET,
     Horizon,
     Layout,
+    Unworded,
     pack,
     pack_bounded,
     pack_social,
@@ -366,7 +367,7 @@ def _social(
     words = narrative_words(lang, recalled)
     phrased = phrase(items, words, recalled.day)
     unworded = _unworded(recalled, words)
-    if any(n > unread.get(section, 0) for section, (_, n, _) in unworded.items()):
+    if any(u.number > unread.get(section, 0) for section, u in unworded.items()):
         return None  # never happens: the unbuilt ones are part of the unread
     layout = pack_social(phrased, words, budget, unread, ahead, unworded)
     if layout is None:
@@ -376,16 +377,18 @@ def _social(
     )
 
 
-def _unworded(recalled: Recall, words: Words) -> dict[str, tuple[int, int, int]]:
-    """Per section of the memories a social read left unbuilt (all match the focus): the
-    tier they rank in, how many there are, and the fewest characters any of their
-    subjects has as a line words it (cut for a merged line, the shortest cut any line
-    makes: :func:`.packing.pack_social` bounds their lines from below with it)."""
-    out: dict[str, tuple[int, int, int]] = {}
+def _unworded(recalled: Recall, words: Words) -> dict[str, Unworded]:
+    """Per section, the memories a social read left unbuilt (all match the focus): the
+    earliest tier they rank in, how many there are, and the fewest characters any of their
+    subjects has as a line words it (cut for a merged line, the shortest cut any line makes:
+    :func:`.packing.pack_social` bounds their lines from below with it)."""
+    out: dict[str, Unworded] = {}
     for section, tier, subject, root, value in unworded_subjects(recalled):
         chars = len(subject_text(subject, root, value, words, MERGE_ITEM_SUBJECT, recalled.day))
-        first, n, fewest = out.get(section, (tier, 0, chars))
-        out[section] = (min(first, tier), n + 1, min(fewest, chars))
+        so_far = out.get(section, Unworded(tier, 0, chars))
+        out[section] = Unworded(
+            min(so_far.tier, tier), so_far.number + 1, min(so_far.fewest, chars)
+        )
     return out
 
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
+from typing import NamedTuple
 
 from .phrasing import KIND_CLIP, Phrased, clip_text
 from .wording import SECTIONS, Words
@@ -55,6 +56,7 @@ __all__ = [
     "Layout",
     "Line",
     "Trace",
+    "Unworded",
     "pack",
     "pack_bounded",
     "pack_social",
@@ -78,6 +80,17 @@ _BULK_SECTIONS = frozenset({"sure", "believe", "faded"})
 #: before any line gets its full sentence: contested, corrected, and what I was told, said,
 #: did and saw that matters. Routine facts and faded memories come after, as room remains.
 BREADTH_TIER = 4
+
+
+class Unworded(NamedTuple):
+    """The memories of one section a read left unbuilt (all bear on the focus): the tier
+    they rank from, how many there are, and the fewest characters any of their subjects
+    has as a merged line cuts it (:data:`MERGE_ITEM_SUBJECT`), which every line of theirs
+    holds (:func:`pack_social`)."""
+
+    tier: int
+    number: int
+    fewest: int
 
 
 @dataclass(slots=True)
@@ -460,7 +473,7 @@ def _compressed(
     unread: Mapping[str, int] | None = None,
     ahead: tuple[int, float] | None = None,
     uncertain: Collection[int] = (),
-    unworded: Mapping[str, tuple[int, int, int]] | None = None,
+    unworded: Mapping[str, Unworded] | None = None,
 ) -> Layout | None:
     """The compressed layout: breadth, then detail, then background (see :func:`pack`), of
     the ``protected`` items and the other items' ``units`` (:func:`_units`; both in priority
@@ -524,19 +537,18 @@ def _compressed(
     return layout
 
 
-def _passed(
-    layout: Layout, waiting: dict[str, tuple[int, int, int]], tier: int | None, room: int
-) -> bool:
+def _passed(layout: Layout, waiting: dict[str, Unworded], tier: int | None, room: int) -> bool:
     """Whether the unworded memories of each ``waiting`` section whose tier the breadth pass
     has reached (every one at ``tier`` None) never get a line: not even the emptiest line
     the shortest of their subjects makes (:func:`_least` around it) fits what is left.
     Where it first reaches their tier, what is left is the most they would ever find: the
     layout only grows. Each section shown so is no longer waiting; False when one might fit."""
-    for section, (at, n, fewest) in list(waiting.items()):
-        if tier is not None and tier < at:
+    for section, unbuilt in list(waiting.items()):
+        if tier is not None and tier < unbuilt.tier:
             continue
         heading = 0 if section in layout._sections else len(layout.heading(section)) + 2
-        if n and layout.used + heading + 3 + _least(layout.words, section) + fewest <= room:
+        least = heading + 3 + _least(layout.words, section) + unbuilt.fewest
+        if unbuilt.number and layout.used + least <= room:
             return False
         del waiting[section]
     return True
@@ -749,7 +761,7 @@ def pack_social(
     budget: int,
     unread: Mapping[str, int],
     ahead: tuple[int, float] | None = None,
-    unworded: Mapping[str, tuple[int, int, int]] | None = None,
+    unworded: Mapping[str, Unworded] | None = None,
 ) -> Layout | None:
     """What :func:`pack` gives for ``items`` plus ``unread`` background memories per section
     (faded ones, plain sure and believed facts: :func:`.recall.recall_social`), when that can
