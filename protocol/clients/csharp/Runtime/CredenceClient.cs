@@ -160,6 +160,8 @@ namespace Credence
             public int? CloseCode;
             public string CloseReason;
             public string LastErrorCode;
+            /// <summary>Its receive and write loops: CloseAsync waits for them to end.</summary>
+            public Task Loops = Task.FromResult(true);
         }
 
         readonly CredenceOptions options;
@@ -177,6 +179,8 @@ namespace Credence
 
         Conn conn;
         ConnectionState state = ConnectionState.Idle;
+        // The reconnect loop running after a drop, if any: CloseAsync waits for it to end.
+        Task reconnecting = Task.FromResult(true);
         long lastSeq;
         bool haveSeq;
         bool inBacklog;
@@ -358,8 +362,11 @@ namespace Credence
                     inbox.Enqueue(welcome);
                     Pump();
                 }
-                Background(ReceiveLoop(c));
-                Background(WriteLoop(c));
+                var receiving = ReceiveLoop(c);
+                var writing = WriteLoop(c);
+                Background(receiving);
+                Background(writing);
+                c.Loops = Task.WhenAll(receiving, writing);
                 return welcome;
             }
         }
@@ -482,7 +489,12 @@ namespace Credence
                 reconnect = state == ConnectionState.Reconnecting;
             }
             inbox.Enqueue(gone);
-            if (reconnect) Background(ReconnectLoop());
+            if (reconnect)
+            {
+                var loop = ReconnectLoop();
+                Background(loop);
+                lock (gate) reconnecting = loop;
+            }
             else FailAll(new CredenceConnectionException("the connection closed (" + gone.CloseCode + " " + gone.Reason + ")", gone.CloseCode, c.LastErrorCode));
         }
 
@@ -543,15 +555,20 @@ namespace Credence
             if (c != null) c.Ws.Abort();
         }
 
-        /// <summary>Close the connection (1000); every task still pending fails with CredenceConnectionException.</summary>
+        /// <summary>Close the connection (1000); every task still pending fails with
+        /// CredenceConnectionException. When it returns, the client's background loops (receive,
+        /// write, reconnect) have ended (each is given up to 2 s): nothing of the client runs on
+        /// after it, so a game, an editor reload or a process can let go of it.</summary>
         public async Task CloseAsync()
         {
             Conn c;
+            Task reconnect;
             lock (gate)
             {
                 if (state == ConnectionState.Closed) return;
                 state = ConnectionState.Closed;
                 c = conn;
+                reconnect = reconnecting;
             }
             lifetime.Cancel();
             if (c != null)
@@ -564,7 +581,9 @@ namespace Credence
                 }
                 catch (Exception) { }
                 c.Ws.Abort();
+                await Task.WhenAny(c.Loops, Task.Delay(2000)).ConfigureAwait(false);
             }
+            await Task.WhenAny(reconnect, Task.Delay(2000)).ConfigureAwait(false);
             FailAll(new CredenceConnectionException("the client was closed", null, null));
         }
 
