@@ -546,9 +546,7 @@ def _passed(layout: Layout, waiting: dict[str, Unworded], tier: int | None, room
     for section, unbuilt in list(waiting.items()):
         if tier is not None and tier < unbuilt.tier:
             continue
-        heading = 0 if section in layout._sections else len(layout.heading(section)) + 2
-        least = heading + 3 + _least(layout.words, section) + unbuilt.fewest
-        if unbuilt.number and layout.used + least <= room:
+        if unbuilt.number and _emptiest_fits(layout, section, room, unbuilt.fewest):
             return False
         del waiting[section]
     return True
@@ -580,10 +578,17 @@ def _closed(layout: Layout, unread: Mapping[str, int], room: int) -> set[str] | 
     only adds to what is used, so then none of them ever gets a line, whatever it says."""
     opened = {s for s in unread if unread[s] and s in layout._sections}
     for section, n in unread.items():
-        heading = 0 if section in opened else len(layout.heading(section)) + 2
-        if n and layout.used + heading + 3 + _least(layout.words, section) <= room:
+        if n and _emptiest_fits(layout, section, room):
             return None
     return opened
+
+
+def _emptiest_fits(layout: Layout, section: str, room: int, subject: int = 0) -> bool:
+    """Whether the emptiest line an unread memory of ``section`` could make fits what is
+    left: "- ", a newline, its heading if new, the words of its templates (:func:`_least`)
+    and a subject of at least ``subject`` characters."""
+    least = _least(layout.words, section) + subject
+    return layout.used + layout.line_cost(section, "") + least <= room
 
 
 class _Blank(dict[str, str]):
