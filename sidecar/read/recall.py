@@ -10,8 +10,8 @@ acts came to (counted on an index, with only the episodes a line names read from
 its trust table with the change records behind it, the world's registry and root schema and
 its clock. None reads every episode, correction or contradiction a long game piles up:
 what is left that grows with the game is one aggregate in SQL per shown belief over its own
-contradicting pieces, and the corrections' partial index, each entry checked against its row
-(~1 ms for a year of daily chores).
+contradicting pieces, and one pass over the resident's range of the corrections' partial
+index (its entries alone: the kind its condition implies is not checked against the row).
 """
 
 from __future__ import annotations
@@ -167,8 +167,9 @@ class Recall:
     #: root order (:func:`recall_social`; ``narrative._with_told`` adds them when needed).
     held: tuple[Belief, ...] = ()
     #: The plain facts and faded memories matching the focus that a social read with
-    #: ``worded=False`` read but did not build, as rows of :data:`_BELIEF_COLUMNS` in root
-    #: order (:func:`recall_social`; :func:`unworded_beliefs` builds them when needed).
+    #: ``worded=False`` read but did not build, as rows of :data:`_BELIEF_COLUMNS` and their
+    #: section (:data:`SECTION_SQL`) in root order (:func:`recall_social`;
+    #: :func:`unworded_beliefs` builds them when needed).
     unworded: tuple[Sequence[Any], ...] = ()
 
 
@@ -192,6 +193,8 @@ _BELIEF_COLUMNS = (
 
 #: Where :data:`MATCHED_SQL`'s arguments are among :data:`_BELIEF_COLUMNS`.
 _MATCHED = (1, 3, 8, 9, 10, 11)
+#: Where a social read's row holds its section (:data:`SECTION_SQL`), after those columns.
+_SECTION = 18
 
 
 def _strings(text: str) -> tuple[str, ...]:
@@ -226,17 +229,14 @@ def unworded_beliefs(recalled: Recall) -> tuple[Belief, ...]:
 def unworded_subjects(recalled: Recall) -> Iterator[tuple[str, int, str | None, str, Any]]:
     """Of each row a social read left unbuilt (:attr:`Recall.unworded`: a plain fact or
     faded memory, untampered with, that matches the focus), the section
-    :func:`.items.classify` places its belief in (faded, else sure when seen and sure
-    enough, else believe), the tier :func:`.ranking.rank` gives it (a notable fact ranks
-    with what the resident was told), and what its subject is worded from: the stored
-    subject, the root and the value."""
-    from .items import NOTABLE_AT, SURE_AT, tier_of  # items reads this module's records
+    :func:`.items.classify` places its belief in (read with it: :data:`SECTION_SQL`), the
+    tier :func:`.ranking.rank` gives it (a notable fact ranks with what the resident was
+    told), and what its subject is worded from: the stored subject, the root and the
+    value."""
+    from .items import NOTABLE_AT, tier_of  # items reads this module's records
 
     for row in recalled.unworded:
-        if row[5] == "past":
-            section = "faded"
-        else:
-            section = "sure" if row[6] == "firsthand" and row[4] >= SURE_AT else "believe"
+        section = row[_SECTION]
         notable = section != "faded" and (row[15] or 0.0) >= NOTABLE_AT
         tier = tier_of(section, True, True if notable else None)
         yield section, tier, row[3], row[1], load_json(row[2])
@@ -874,7 +874,8 @@ def recall_social(
         matching = f"OR {prefilter} OR ({WIDE_SQL} AND {MATCHED_SQL} > 0) "
         count = row_matches(focus, registry)
         reader.conn.create_function(MATCHED_SQL.split("(")[0], 6, count, deterministic=True)
-    selected = f"SELECT {_BELIEF_COLUMNS}, {_SOCIAL}, {social} FROM beliefs "
+    # (each row's section too, :data:`SECTION_SQL`: an unworded one is placed by it)
+    selected = f"SELECT {_BELIEF_COLUMNS}, {SECTION_SQL}, {_SOCIAL}, {social} FROM beliefs "
     selected += "WHERE world = :world AND resident = :resident AND "
     try:
         if focus:
