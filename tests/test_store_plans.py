@@ -370,6 +370,9 @@ def test_a_calm_residents_narrative_reads_all_but_its_plain_facts_on_indexes(
             ):
                 assert part in read, (part, read)
             assert "PRIMARY KEY (world=? AND resident=?)" not in read, read
+            # the parts one after another (UNION ALL), put in root order in Python: no
+            # part sorted in a temporary B-tree to be merged
+            assert "TEMP B-TREE" not in read and "UNION ALL" in read, read
     finally:
         conn.close()
 
