@@ -33,6 +33,7 @@ configs; ``CREDENCE_FUZZ_FRAMES=10000`` (set by ``.ci/run``) sends at least 10,0
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import itertools
 import math
@@ -245,7 +246,7 @@ TEMPLATES: dict[str, st.SearchStrategy[dict[str, Any]]] = {
 big_list = st.sampled_from(
     [[f"r{i}" for i in range(MAX_RESIDENTS + 1)], [f"r{i}" for i in range(1001)],
      [f"r{i % 7}" for i in range(600)], [[]] * 3, [{}], ["*"], [""], ["ann", 5]]
-)  # fmt: skip
+).map(copy.deepcopy)  # fmt: skip
 edge_number = st.sampled_from(
     [0, -1, 1, 100, 101, 199, 200, 201, 2**53 - 1, 2**53, -(2**53), 1e12, 1e12 + 1, 1e6 + 1,
      0.5, -0.0, 1e308, 50_001, math.inf, math.nan]
@@ -267,8 +268,10 @@ hostile: st.SearchStrategy[Any] = st.one_of(
     big_list,
     st.lists(scalar, max_size=4),
     st.dictionaries(st.text(max_size=8), scalar, max_size=3),
-    st.just({"root": "well", "value": "dry"}),
-    st.just({"root": "well", "value": "dry", "interpretation": "x"}),
+    # (a fresh map each time: a fuzzer may mutate what it drew in place, which must never
+    # change what later examples draw)
+    st.builds(lambda: {"root": "well", "value": "dry"}),
+    st.builds(lambda: {"root": "well", "value": "dry", "interpretation": "x"}),
     st.lists(st.dictionaries(st.sampled_from(["root", "merge", "people", "value"]), scalar),
              max_size=3),
 )  # fmt: skip
@@ -330,7 +333,9 @@ def swapped(old: Any, rnd: random.Random) -> Any:
         own = "list"
     else:
         own = "map"
-    return rnd.choice(rnd.choice([v for k, v in _OTHER_TYPES.items() if k != own]))
+    # A copy: a fuzzer may go on to mutate what it put in place (an export header's rules
+    # swapped for a map, then a rule set in it), which must never change these samples.
+    return copy.deepcopy(rnd.choice(rnd.choice([v for k, v in _OTHER_TYPES.items() if k != own])))
 
 
 @st.composite
