@@ -812,12 +812,10 @@ def pack_social(
     total = len(items) + sum(unread.values())
     if grouped:
         unread = dict(unread)
-        members = Counter(
-            (i.section, i.group) for i in items if i.item.from_belief and not i.protected
-        )
+        members = Counter((i.section, i.group) for i in items if i.item.from_belief)
         for (section, group), n in grouped.items():
             if members[(section, group)] < MERGE_MAX_ITEMS:
-                return None  # never happens: the read builds the best of each group
+                return None  # never happens: the read keeps the best of each group
             unread[section] = unread.get(section, 0) - n
             if unread[section] < 0:
                 return None  # never happens: the grouped ones are part of the unread

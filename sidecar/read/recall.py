@@ -509,15 +509,15 @@ def recall(reader: Reader, world: str, resident: str, lang: str) -> Recall:
 def _recalled(
     reader: Reader, world: str, resident: str, lang: str,
     beliefs: tuple[Belief, ...], told: Sequence[Belief], wanted: Collection[str] | None = None,
-    registry: Registry | None = None, day: float | None = None,
+    registry: Registry | None = None,
 ) -> Recall:  # fmt: skip
     """The rest of a recall around its ``beliefs``; ``told`` are the beliefs whose tellers
     are looked up (the beliefs themselves, or a wider read of them), of the roots ``wanted``
-    (None: all); ``registry`` and the world's ``day``, when the read already has them."""
+    (None: all); ``registry``, when the read already loaded it."""
     found_corrections = corrections(reader, world, resident)
     return Recall(
         resident=resident,
-        day=reader.world_day(world) if day is None else day,
+        day=reader.world_day(world),
         registry=load_registry(reader, world) if registry is None else registry,
         root_texts=load_root_texts(reader, world, lang),
         beliefs=beliefs,
@@ -907,9 +907,7 @@ def recall_social(
     SQL only for a subject beyond ASCII, which the prefilter cannot judge: it would keep
     them all). ``worded=False``: those are read but not built (:attr:`Recall.unworded`):
     most of a big resident's never get a line, which the packer can tell from the
-    shortest subject among them (``narrative._social``); nor are the rumours and people
-    lines that rank below six others of their own merged group, which no line can list
-    (:attr:`Recall.grouped`, :func:`_grouped`)."""
+    shortest subject among them (``narrative._social``)."""
     from .items import NOTABLE_AT  # items reads this module's records
     from .ranking import WIDE_SQL, row_matches, row_prefilter
 
@@ -964,10 +962,8 @@ def recall_social(
     # Grouped: the rumours and people lines no merged line of their group could list.
     grouped: tuple[Sequence[Any], ...] = ()
     counts: dict[tuple[str, str], int] = {}
-    today = None
     if not worded and told and count is not None:
-        today = reader.world_day(world)  # (the day they are ranked for, below too)
-        grouped, counts = _grouped(rows, count, today)
+        grouped, counts = _grouped(rows, count, reader.world_day(world))
         skipped.update(id(r) for r in grouped)
     built = [r for r in rows if id(r) not in skipped] if skipped else rows
     read = _from_rows(built)
@@ -978,7 +974,7 @@ def recall_social(
         if r[-1] or (b.root in matched and b.root not in apart)
     )
     wanted = {r[1] for r in rows if r[-2] or r[1] in matched}
-    recalled = _recalled(reader, world, resident, lang, beliefs, read, wanted, registry, today)
+    recalled = _recalled(reader, world, resident, lang, beliefs, read, wanted, registry)
     if unworded or grouped:
         recalled = replace(recalled, unworded=unworded, grouped=grouped, grouped_counts=counts)
     if told:
