@@ -443,10 +443,8 @@ def test_a_focused_social_read_gives_the_full_reads_narrative(
     not match the focus."""
     from sidecar.read.items import classify_belief
     from sidecar.read.narrative import _project_social
-    from sidecar.read.packing import MERGE_MAX_ITEMS
     from sidecar.read.ranking import rank
     from sidecar.read.recall import (
-        grouped_beliefs,
         recall,
         recall_social,
         section_sizes,
@@ -460,7 +458,6 @@ def test_a_focused_social_read_gives_the_full_reads_narrative(
         sizes = section_sizes(reader, WORLD, "mira")[0]
         answered = 0
         unbuilt: dict[bool, int] = {True: 0, False: 0}  # answered with them unbuilt, or not
-        grouped_seen = 0
         for focus in SOCIAL_FOCUSES:
             for lang in LANGS:
                 for budget in FOCUSED_SOCIAL_BUDGETS:
@@ -485,38 +482,18 @@ def test_a_focused_social_read_gives_the_full_reads_narrative(
             # exactly the plain facts and faded memories a worded read adds for it
             bare = recall_social(reader, WORLD, "mira", "en", focus=focus, worded=False)
             assert bare is not None and bare.unworded
-            unbuilt_sets = (set(unworded_beliefs(bare)), set(grouped_beliefs(bare)))
-            assert set(bare.beliefs).union(*unbuilt_sets) == set(read.beliefs)
-            assert not set(bare.beliefs) & unbuilt_sets[0] and not unbuilt_sets[0] & unbuilt_sets[1]
-            assert not set(bare.beliefs) & unbuilt_sets[1]
+            assert set(bare.beliefs) | set(unworded_beliefs(bare)) == set(read.beliefs)
+            assert not set(bare.beliefs) & set(unworded_beliefs(bare))
             few = recall_social(reader, WORLD, "mira", "en", focus=focus, worded=False, told=False)
-            assert few is not None and not few.grouped  # (only the read that words them all)
+            assert few is not None
             assert [r[1] for r in few.unworded] == [r[1] for r in bare.unworded]
-            assert set(few.beliefs) | set(few.held) == set(bare.beliefs) | unbuilt_sets[1]
+            assert set(few.beliefs) | set(few.held) == set(bare.beliefs)
             # each with the section and tier the pipe gives its belief, and its subject
             ranked = {
                 i.belief.root: i
                 for i in rank([classify_belief(b) for b in read.beliefs], focus, whole.day,
                               whole.registry)
             }  # fmt: skip
-            # grouped: exactly the rumours and people lines (untampered, told by one at most,
-            # not bearing on the focus) that rank below MERGE_MAX_ITEMS such ones of their
-            # own merged group, counted per group
-            groups: dict[tuple[str, str], list[Any]] = {}
-            for i in ranked.values():
-                b = i.belief
-                if (i.section in ("told", "people") and not i.relevant and i.group is not None
-                        and b.intervention is None and len(b.heard_from) <= 1):  # fmt: skip
-                    groups.setdefault((i.section, i.group), []).append(i)
-            below = {
-                at: sorted(members, key=lambda i: i.key)[MERGE_MAX_ITEMS:]
-                for at, members in groups.items()
-            }
-            assert {r[1] for r in bare.grouped} == {
-                i.belief.root for members in below.values() for i in members
-            }
-            assert dict(bare.grouped_counts) == {at: len(m) for at, m in below.items() if m}
-            grouped_seen += bool(bare.grouped)
             assert {
                 (section, tier, subject, root, value)
                 for section, tier, subject, root, value in unworded_subjects(bare)
@@ -529,76 +506,6 @@ def test_a_focused_social_read_gives_the_full_reads_narrative(
         # both ways are compared above: with the matching plain memories unbuilt (counted
         # from their shortest subject) and, where one might have had a line, built
         assert unbuilt[True] >= 10 and unbuilt[False] >= 10, unbuilt
-        assert grouped_seen >= 3, grouped_seen  # (and the narratives above are the same)
-    finally:
-        reader.close()
-
-
-def crowded_rumours(seed: int) -> list[dict[str, Any]]:
-    """Mira hears many rumours at three places from the townsfolk, amid many plain facts
-    and a few people lines: every place's merged group holds far more than a merged line
-    lists, so a focus on one teller leads each group's line with that teller's rumours
-    and the line counts the others."""
-    rng = random.Random(seed)
-    out: list[dict[str, Any]] = []
-    day = 1.0
-    for i in range(900):
-        day += rng.choice((0, 0, 0.02))  # runs of equal days (scores tie); none fades
-        if i % 3 == 0:
-            place = ("mill", "well", "inn")[i % 9 // 3]
-            out.append({"event_id": f"e{i}", "day": day, "kind": "say",
-                        "speaker": rng.choice(TOWNSFOLK), "listeners": ["mira"],
-                        "places": [place], "importance": rng.choice((0.0, 0.3)),
-                        "claim": {"root": f"rumour:{i}", "value": True},
-                        "subject": f"rumour {i} at the {place}"})  # fmt: skip
-        elif i % 29 == 1:
-            other = rng.choice(TOWNSFOLK)
-            out.append({"event_id": f"e{i}", "day": day, "kind": "observe",
-                        "witnesses": ["mira"], "people": [other],
-                        "claim": {"root": f"relation:{other}:{i}", "value": "kind"},
-                        "subject": f"{other} was kind to me"})  # fmt: skip
-        else:
-            out.append({"event_id": f"e{i}", "day": day, "kind": "observe",
-                        "witnesses": ["mira"], "claim": {"root": f"fact:{i}", "value": i % 4},
-                        "subject": f"fact {i} holds"})  # fmt: skip
-    return out
-
-
-def test_a_merged_line_counts_the_members_a_focused_read_left_unbuilt(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> None:
-    """A focused social read leaves unbuilt the rumours that rank below six others of their
-    place's merged group (no line can list them); the lines of those groups, led by what
-    the focus bears on, still count them in their "and N more": at every budget, in both
-    languages, the same narrative as the full read, answered that way."""
-    from sidecar.read.items import classify
-    from sidecar.read.narrative import _social
-    from sidecar.read.promises import own_items
-    from sidecar.read.ranking import rank
-    from sidecar.read.recall import recall_social, section_sizes
-
-    reader = Reader(build(tmp_path_factory.mktemp("crowded") / "c.db", crowded_rumours(3)))
-    try:
-        sizes = section_sizes(reader, WORLD, "mira")[0]
-        counted = 0
-        for teller in TOWNSFOLK[:3]:
-            focus = Focus(people=(teller,))
-            for lang in LANGS:
-                for budget in SOCIAL_BUDGETS:
-                    same_both_ways(reader, budget, lang, focus)
-                    recalled = recall_social(reader, WORLD, "mira", lang, focus=focus, worded=False)
-                    assert recalled is not None and recalled.grouped and not recalled.unworded
-                    items = classify(recalled) + own_items("mira", recalled.own)
-                    items = rank(items, focus, recalled.day, recalled.registry)
-                    found = _social("mira", budget, lang, sizes, recalled, items, focus=focus)
-                    # answered with them unbuilt, a merged line counting some of them
-                    if found is not None and any(
-                        e["merged"] in {g for _, g in recalled.grouped_counts}
-                        for section in found.sections
-                        for e in section["entries"]
-                    ):
-                        counted += 1
-        assert counted >= 5, counted
     finally:
         reader.close()
 
@@ -615,7 +522,7 @@ def _unworded_answers(
     from sidecar.read.recall import recall_social
 
     recalled = recall_social(reader, WORLD, "mira", lang, focus=focus, worded=False)
-    if recalled is None or not (recalled.unworded or recalled.grouped):
+    if recalled is None or not recalled.unworded:
         return None
     items = classify(recalled) + own_items("mira", recalled.own)
     items = rank(items, focus, recalled.day, recalled.registry)

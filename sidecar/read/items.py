@@ -9,7 +9,7 @@ wording happens here (that is :mod:`.phrasing`), no ranking (:mod:`.ranking`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,7 +38,6 @@ __all__ = [
     "belief_items",
     "classify",
     "classify_belief",
-    "group_of",
     "tier_of",
 ]
 
@@ -177,25 +176,17 @@ def tier_of(section: str, relevant: bool, social: bool | None = None) -> int:
 
 
 def _group(belief: Belief, section: str) -> str | None:
-    return group_of(section, belief.resident, belief.root, belief.people, belief.places)
-
-
-def group_of(
-    section: str, resident: str, root: str, people: Sequence[str], places: Sequence[str]
-) -> str | None:
-    """What several lines can be merged under: the place, else the person, a memory of
-    ``section`` is about (from its belief's fields: a read may place a row before building
-    it, :func:`.recall.recall_social`)."""
-    others = [p for p in people if p != resident]
+    """What several lines can be merged under: the place, else the person, it is about."""
+    people = [p for p in belief.people if p != belief.resident]
     if section == "people":
-        if others:
-            return others[0]
-        parts = [p for p in root[len(RELATION_PREFIX) :].split(":") if p]
-        named = [p for p in parts if p != resident]
-        return named[-1] if named else None
-    if places:
-        return places[0]
-    return others[0] if others else None
+        if people:
+            return people[0]
+        parts = [p for p in belief.root[len(RELATION_PREFIX) :].split(":") if p]
+        others = [p for p in parts if p != belief.resident]
+        return others[-1] if others else None
+    if belief.places:
+        return belief.places[0]
+    return people[0] if people else None
 
 
 def _band(belief: Belief, section: str) -> str:

@@ -75,7 +75,6 @@ from .ranking import Focus, rank
 from .recall import (
     Cut,
     Recall,
-    grouped_beliefs,
     recall,
     recall_bounded,
     recall_social,
@@ -300,23 +299,16 @@ def _project_social(
             return None
         items = classify(recalled) + own_items(resident, recalled.own)
         items = rank(items, focus, recalled.day, recalled.registry)
-        if recalled.unworded or recalled.grouped:
+        if recalled.unworded:
             # First with the plain facts and faded memories that match it unbuilt (a big
             # resident's rank below what she was told and did, which often fills the
-            # budget first), and the rumours and people lines no merged line lists; then,
-            # when a line of theirs might fit, with them built.
+            # budget first), then, when a line of theirs might fit, with them built.
             found = _social(resident, budget, lang, sizes, recalled, items, focus=focus)
             if found is not None:
                 return found
-            added = tuple(
-                heapq.merge(
-                    unworded_beliefs(recalled), grouped_beliefs(recalled), key=lambda b: b.root
-                )
-            )
+            added = unworded_beliefs(recalled)
             beliefs, items = _adding(recalled, items, added, focus)
-            recalled = replace(
-                recalled, beliefs=beliefs, unworded=(), grouped=(), grouped_counts={}
-            )
+            recalled = replace(recalled, beliefs=beliefs, unworded=())
         return _social(resident, budget, lang, sizes, recalled, items, focus=focus)
     recalled = recall_social(reader, world, resident, lang, told=False)
     if recalled is None:
@@ -377,7 +369,7 @@ def _social(
     unworded = _unworded(recalled, words)
     if any(u.number > unread.get(section, 0) for section, u in unworded.items()):
         return None  # never happens: the unbuilt ones are part of the unread
-    layout = pack_social(phrased, words, budget, unread, ahead, unworded, recalled.grouped_counts)
+    layout = pack_social(phrased, words, budget, unread, ahead, unworded)
     if layout is None:
         return None
     return _narrative(

@@ -39,7 +39,6 @@ rendered text is never longer than the plan.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
@@ -383,14 +382,13 @@ def _units(items: list[Phrased]) -> list[tuple[str, list[Phrased]]]:
 
 
 def _merged_text(
-    words: Words, group: str, items: list[Phrased], shown: int, parts: list[str], more: int = 0
+    words: Words, group: str, items: list[Phrased], shown: int, parts: list[str]
 ) -> str:
-    """The merged line of the first ``shown`` of ``items`` and ``more`` unread members that
-    rank after them, whose compact forms start ``parts`` (worded once for every ``shown``
-    tried)."""
+    """The merged line of the first ``shown`` of ``items``, whose compact forms start
+    ``parts`` (worded once for every ``shown`` tried)."""
     body = words.merge_sep.join(parts[:shown])
-    if shown < len(items) + more:
-        body += words.merge_more.format(n=len(items) + more - shown)
+    if shown < len(items):
+        body += words.merge_more.format(n=len(items) - shown)
     return words.merged.format(k=words.name(group), items=body)
 
 
@@ -402,14 +400,9 @@ class _Placed:
     fuller: str | None = None
 
 
-def _cheapest(
-    layout: Layout, kind: str, unit: list[Phrased], room: int,
-    grouped: Mapping[tuple[str, str], int] | None = None,
-) -> _Placed | None:  # fmt: skip
+def _cheapest(layout: Layout, kind: str, unit: list[Phrased], room: int) -> _Placed | None:
     """Lay out ``unit`` in its shortest form that fits (a merged line with as many items as
-    fit, counting the ``grouped`` members of its group a read left unread: each ranks after
-    :data:`MERGE_MAX_ITEMS` read ones), remembering its full form for the detail pass; None
-    when nothing fits."""
+    fit), remembering its full form for the detail pass; None when nothing fits."""
     words = layout.words
     first = unit[0]
     if layout.used + layout.line_cost(first.section, "") > room:
@@ -424,9 +417,8 @@ def _cheapest(
         if not layout.fits(first.section, least, room):
             return None
         parts += [i.compact(MERGE_ITEM_SUBJECT) for i in unit[1:most]]
-        more = grouped.get((first.section, first.group), 0) if grouped else 0
         for shown in range(most, 0, -1):
-            text = _merged_text(words, first.group, unit, shown, parts, more)
+            text = _merged_text(words, first.group, unit, shown, parts)
             if layout.fits(first.section, text, room):
                 line = Line(first.section, text, unit[:shown], first.key, merged=first.group)
                 layout.add(line)
@@ -482,7 +474,6 @@ def _compressed(
     ahead: tuple[int, float] | None = None,
     uncertain: Collection[int] = (),
     unworded: Mapping[str, Unworded] | None = None,
-    grouped: Mapping[tuple[str, str], int] | None = None,
 ) -> Layout | None:
     """The compressed layout: breadth, then detail, then background (see :func:`pack`), of
     the ``protected`` items and the other items' ``units`` (:func:`_units`; both in priority
@@ -494,8 +485,7 @@ def _compressed(
     ``uncertain`` item (by ``id``: one whose merged line may list unread ones too) whose
     shortest form might fit; and so do the ``unworded`` memories of a section (its tier, how
     many, the fewest characters of their subjects: see :func:`pack_social`) when the line
-    of the shortest might fit where the breadth pass reaches their tier. ``grouped``
-    members are counted in their merged lines (:func:`_cheapest`)."""
+    of the shortest might fit where the breadth pass reaches their tier."""
     layout = _protected(protected, words, room, short=short)
     if layout.summary is not None or layout.counts:
         return layout  # even the contested and corrected beliefs had to be counted
@@ -525,7 +515,7 @@ def _compressed(
                 if _may_fit(layout, unit[0], room):
                     return None  # its line might list unread memories too
                 continue
-            found = _cheapest(layout, kind, unit, room, grouped)
+            found = _cheapest(layout, kind, unit, room)
             if found is not None:
                 placed.append(found)
         if band is focused:
@@ -539,7 +529,7 @@ def _compressed(
     if closed is None:
         return None
     for kind, unit in background:  # 3. background, in rank order, as room remains
-        found = _cheapest(layout, kind, unit, room, grouped)
+        found = _cheapest(layout, kind, unit, room)
         if found is not None and found.fuller is not None:
             _detail(layout, [found], room)
     if closed != {s for s in unread if unread[s] and s in layout._sections}:
@@ -777,7 +767,6 @@ def pack_social(
     unread: Mapping[str, int],
     ahead: tuple[int, float] | None = None,
     unworded: Mapping[str, Unworded] | None = None,
-    grouped: Mapping[tuple[str, str], int] | None = None,
 ) -> Layout | None:
     """What :func:`pack` gives for ``items`` plus ``unread`` background memories per section
     (faded ones, plain sure and believed facts: :func:`.recall.recall_social`), when that can
@@ -801,24 +790,9 @@ def pack_social(
     characters any of their subjects has in a line, cut as a merged line cuts it): every
     line of one holds its subject, cut at :data:`MERGE_ITEM_SUBJECT` or more, and the words
     of a template around it, so they are counted when not even the shortest subject's
-    emptiest line fits where the breadth pass reaches their tier.
-
-    ``grouped`` (part of ``unread``) counts, per ``(section, group)``, members of a merged
-    group left unread because at least :data:`MERGE_MAX_ITEMS` read ones of the group rank
-    above each of them (:func:`.recall.recall_social`): no line ever lists one, and a merged
-    line of their group counts them with its other members."""
+    emptiest line fits where the breadth pass reaches their tier."""
     if budget < MIN_BUDGET:
         raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")
-    total = len(items) + sum(unread.values())
-    if grouped:
-        unread = dict(unread)
-        members = Counter((i.section, i.group) for i in items if i.item.from_belief)
-        for (section, group), n in grouped.items():
-            if members[(section, group)] < MERGE_MAX_ITEMS:
-                return None  # never happens: the read keeps the best of each group
-            unread[section] = unread.get(section, 0) - n
-            if unread[section] < 0:
-                return None  # never happens: the grouped ones are part of the unread
     counted = _BULK_SECTIONS if ahead is None else _BULK_SECTIONS | {"told"}
     if any(n and s not in counted for s, n in unread.items()):
         return None
@@ -833,18 +807,15 @@ def pack_social(
     uncertain = {id(i) for i in shared if i.group is not None}
     if not _longer(ordered, budget):
         return None
+    total = len(items) + sum(unread.values())
     room = budget - (len(words.omitted(max(total, 2))) + 2)
     protected = [i for i in ordered if i.protected]
     units = _units([i for i in ordered if not i.protected])
-    best = _compressed(
-        protected, units, words, room, False, unread, ahead, uncertain, unworded, grouped
-    )
+    best = _compressed(protected, units, words, room, False, unread, ahead, uncertain, unworded)
     if best is None:
         return None
     if len(best.included()) < total and not best.short:
-        short = _compressed(
-            protected, units, words, room, True, unread, ahead, uncertain, unworded, grouped
-        )
+        short = _compressed(protected, units, words, room, True, unread, ahead, uncertain, unworded)
         if short is None:
             return None
         if (len(short.included()), _fuller(short)) > (len(best.included()), _fuller(best)):

@@ -50,7 +50,6 @@ __all__ = [
     "Focus",
     "Terms",
     "Why",
-    "parts_of",
     "rank",
     "row_matches",
     "row_prefilter",
@@ -249,20 +248,12 @@ def row_prefilter(focus: Focus, registry: Registry) -> tuple[str, dict[str, str]
 def _parts(b: Belief, matched: int, today: float) -> tuple[float, float, float, float, float]:
     """The score of a memory matching ``matched`` focus terms and its parts, unrounded (one
     expression for :func:`rank`'s order and for every ``why``)."""
-    return parts_of(b.updated_day, b.importance, b.confidence, matched, today)
-
-
-def parts_of(
-    updated_day: float, importance: float | None, confidence: int, matched: int, today: float
-) -> tuple[float, float, float, float, float]:
-    """:func:`_parts` from a belief's fields (a read may rank a row before building it:
-    :func:`.recall.recall_social`)."""
     relevance = 1 - 0.5**matched
-    recency = 0.5 ** (max(0.0, today - updated_day) / HALF_LIFE_DAYS)
-    weight = min(1.0, importance or 0.0)
-    sure = confidence / 100
-    score = RELEVANCE_WEIGHT * relevance + recency + weight + CONFIDENCE_WEIGHT * sure
-    return score, relevance, recency, weight, sure
+    recency = 0.5 ** (max(0.0, today - b.updated_day) / HALF_LIFE_DAYS)
+    importance = min(1.0, b.importance or 0.0)
+    confidence = b.confidence / 100
+    score = RELEVANCE_WEIGHT * relevance + recency + importance + CONFIDENCE_WEIGHT * confidence
+    return score, relevance, recency, importance, confidence
 
 
 def score_parts(item: Item, matched: Sequence[str], today: float) -> dict[str, float]:

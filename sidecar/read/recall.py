@@ -171,12 +171,6 @@ class Recall:
     #: section (:data:`SECTION_SQL`) in root order (:func:`recall_social`;
     #: :func:`unworded_beliefs` builds them when needed).
     unworded: tuple[Sequence[Any], ...] = ()
-    #: The rumours and people lines that same read did not build because six of their own
-    #: merged line rank above them (so no line lists them: one only counts them), as rows in
-    #: root order; :attr:`grouped_counts` counts them per ``(section, group)``
-    #: (:func:`grouped_beliefs` builds them when needed).
-    grouped: tuple[Sequence[Any], ...] = ()
-    grouped_counts: Mapping[tuple[str, str], int] = field(default_factory=dict)
 
 
 def _rows(reader: Reader, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> list[sqlite3.Row]:
@@ -199,10 +193,8 @@ _BELIEF_COLUMNS = (
 
 #: Where :data:`MATCHED_SQL`'s arguments are among :data:`_BELIEF_COLUMNS`.
 _MATCHED = (1, 3, 8, 9, 10, 11)
-#: Where a social read's row holds its section (:data:`SECTION_SQL`), after those columns,
-#: and whether it may match the focus (the prefilter, :func:`.ranking.row_prefilter`).
+#: Where a social read's row holds its section (:data:`SECTION_SQL`), after those columns.
 _SECTION = 18
-_MAY = 19
 
 
 def _strings(text: str) -> tuple[str, ...]:
@@ -232,57 +224,6 @@ def _beliefs(
 def unworded_beliefs(recalled: Recall) -> tuple[Belief, ...]:
     """The beliefs of the rows a social read left unbuilt (:attr:`Recall.unworded`)."""
     return _from_rows(recalled.unworded)
-
-
-def grouped_beliefs(recalled: Recall) -> tuple[Belief, ...]:
-    """The beliefs of the rows a social read left unbuilt in their groups
-    (:attr:`Recall.grouped`)."""
-    return _from_rows(recalled.grouped)
-
-
-def _grouped(
-    rows: Sequence[Sequence[Any]], count: Callable[..., int], today: float
-) -> tuple[tuple[Sequence[Any], ...], dict[tuple[str, str], int]]:
-    """Of a focused social read's ``rows``, the rumours and people lines (untampered with,
-    told by at most one person, not matching the focus) that rank below six others of their
-    own merged group: a merged line lists at most :data:`.packing.MERGE_MAX_ITEMS` of its
-    group, its best first, and only counts the rest, so none of these is ever worded. Each
-    row is placed (:func:`.items.group_of`) and ranked (:func:`.ranking.parts_of`,
-    :attr:`.items.Item.key`) as the pipe places and ranks its belief, from the row alone.
-    The rows in root order, and how many per ``(section, group)``."""
-    from .items import group_of, tier_of  # items reads this module's records
-    from .packing import MERGE_MAX_ITEMS
-    from .ranking import parts_of
-
-    tiers = {section: tier_of(section, False) for section in ("told", "people")}
-    groups: dict[tuple[str, str], list[Sequence[Any]]] = {}
-    for r in rows:
-        section = r[_SECTION]
-        if section not in tiers or r[17] is not None:
-            continue
-        heard = r[11]  # told by several (a candidate for its tellers): two quoted ids at least
-        if '",' in heard and len(_strings(heard)) > 1:
-            continue
-        if r[_MAY] and count(*(r[i] for i in _MATCHED)):  # it bears on the focus
-            continue
-        group = group_of(section, r[0], r[1], _strings(r[8]), _strings(r[9]))
-        if group is not None:  # (else a line of its own)
-            groups.setdefault((section, group), []).append(r)
-    left: list[Sequence[Any]] = []
-    counts: dict[tuple[str, str], int] = {}
-
-    def key(r: Sequence[Any]) -> tuple[float, float, str]:  # Item.key, but the tier
-        score = round(parts_of(r[13], r[15], r[4], 0, today)[0], 4)
-        return (-score, -r[13], r[1])
-
-    for at, members in groups.items():
-        if len(members) <= MERGE_MAX_ITEMS:
-            continue
-        members.sort(key=key)  # (one section: one tier)
-        counts[at] = len(members) - MERGE_MAX_ITEMS
-        left += members[MERGE_MAX_ITEMS:]
-    left.sort(key=lambda r: r[1])
-    return tuple(left), counts
 
 
 def unworded_subjects(recalled: Recall) -> Iterator[tuple[str, int, str | None, str, Any]]:
@@ -925,18 +866,16 @@ def recall_social(
     # most recent first) whatever their section: read too, so the same ones get them.
     social = _SOCIAL if told else _SOCIAL_FEW
     params: dict[str, Any] = {"world": world, "resident": resident}
-    matching, may, count, registry = "", "0", None, None
+    matching, count, registry = "", None, None
     if focus:
         registry = load_registry(reader, world)
         prefilter, found = row_prefilter(focus, registry)
         params.update(found)
         matching = f"OR {prefilter} OR ({WIDE_SQL} AND {MATCHED_SQL} > 0) "
-        may = f"({prefilter} OR {WIDE_SQL})"
         count = row_matches(focus, registry)
         reader.conn.create_function(MATCHED_SQL.split("(")[0], 6, count, deterministic=True)
-    # (each row's section too, :data:`SECTION_SQL`: an unworded one is placed by it; and
-    # whether it may match the focus: a rumour that cannot is ranked from its row)
-    selected = f"SELECT {_BELIEF_COLUMNS}, {SECTION_SQL}, {may}, {_SOCIAL}, {social} FROM beliefs "
+    # (each row's section too, :data:`SECTION_SQL`: an unworded one is placed by it)
+    selected = f"SELECT {_BELIEF_COLUMNS}, {SECTION_SQL}, {_SOCIAL}, {social} FROM beliefs "
     selected += "WHERE world = :world AND resident = :resident AND "
     try:
         if focus:
@@ -959,12 +898,6 @@ def recall_social(
         r for r in rows if not worded and not r[-2] and r[17] is None and r[1] in matched
     )
     skipped = {id(r) for r in unworded if len(_strings(r[11])) < 2}
-    # Grouped: the rumours and people lines no merged line of their group could list.
-    grouped: tuple[Sequence[Any], ...] = ()
-    counts: dict[tuple[str, str], int] = {}
-    if not worded and told and count is not None:
-        grouped, counts = _grouped(rows, count, reader.world_day(world))
-        skipped.update(id(r) for r in grouped)
     built = [r for r in rows if id(r) not in skipped] if skipped else rows
     read = _from_rows(built)
     apart = {r[1] for r in unworded}
@@ -975,8 +908,8 @@ def recall_social(
     )
     wanted = {r[1] for r in rows if r[-2] or r[1] in matched}
     recalled = _recalled(reader, world, resident, lang, beliefs, read, wanted, registry)
-    if unworded or grouped:
-        recalled = replace(recalled, unworded=unworded, grouped=grouped, grouped_counts=counts)
+    if unworded:
+        recalled = replace(recalled, unworded=unworded)
     if told:
         return recalled
     # Held back: what _SOCIAL reads and _SOCIAL_FEW does not (the rumours still held, but
