@@ -510,6 +510,68 @@ def test_a_focused_social_read_gives_the_full_reads_narrative(
         reader.close()
 
 
+def crowded_rumours(seed: int) -> list[dict[str, Any]]:
+    """Mira hears many rumours at three places from the townsfolk, amid many plain facts
+    and a few people lines, within a few days (none fades): every place's merged group holds
+    far more than a merged line lists, so a focus on one teller leads each group's line
+    with that teller's rumours and the line counts the others."""
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = []
+    day = 1.0
+    for i in range(900):
+        day += rng.choice((0, 0, 0.02))  # runs of equal days: scores tie
+        if i % 3 == 0:
+            place = ("mill", "well", "inn")[i % 9 // 3]
+            out.append({"event_id": f"e{i}", "day": day, "kind": "say",
+                        "speaker": rng.choice(TOWNSFOLK), "listeners": ["mira"],
+                        "places": [place], "importance": rng.choice((0.0, 0.3)),
+                        "claim": {"root": f"rumour:{i}", "value": True},
+                        "subject": f"rumour {i} at the {place}"})  # fmt: skip
+        elif i % 29 == 1:
+            other = rng.choice(TOWNSFOLK)
+            out.append({"event_id": f"e{i}", "day": day, "kind": "observe",
+                        "witnesses": ["mira"], "people": [other],
+                        "claim": {"root": f"relation:{other}:{i}", "value": "kind"},
+                        "subject": f"{other} was kind to me"})  # fmt: skip
+        else:
+            out.append({"event_id": f"e{i}", "day": day, "kind": "observe",
+                        "witnesses": ["mira"], "claim": {"root": f"fact:{i}", "value": i % 4},
+                        "subject": f"fact {i} holds"})  # fmt: skip
+    return out
+
+
+def test_a_focused_social_read_of_crowded_merged_groups_gives_the_full_reads_narrative(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Merged groups far larger than a line lists, led by the rumours of the teller in
+    focus: at every budget, in both languages, the same narrative as the full read, and the
+    social read answers many of them with a merged line that counts more members than it
+    shows."""
+    from sidecar.read.narrative import _project_social
+    from sidecar.read.recall import section_sizes
+
+    reader = Reader(build(tmp_path_factory.mktemp("crowded") / "c.db", crowded_rumours(3)))
+    try:
+        sizes = section_sizes(reader, WORLD, "mira")[0]
+        answered = 0
+        for teller in TOWNSFOLK[:3]:
+            focus = Focus(people=(teller,))
+            for lang in LANGS:
+                for budget in SOCIAL_BUDGETS:
+                    same_both_ways(reader, budget, lang, focus)
+                    found = _project_social(reader, WORLD, "mira", budget, lang, sizes, focus=focus)
+                    # answered by the social read with a merged line (at most six of a
+                    # group of ~100: it counts the rest)
+                    answered += found is not None and any(
+                        e["merged"] is not None
+                        for section in found.sections
+                        for e in section["entries"]
+                    )
+        assert answered >= 5, answered
+    finally:
+        reader.close()
+
+
 def _unworded_answers(
     reader: Reader, budget: int, lang: str, sizes: dict[str, int], focus: Focus
 ) -> bool | None:
