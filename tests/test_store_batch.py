@@ -132,6 +132,19 @@ def test_each_table_written_once_per_batch_and_each_belief_once(db_path: Path) -
     w.close()
 
 
+def test_a_batchs_savepoint_is_journaled_in_memory(db_path: Path) -> None:
+    """The pages a batch first changes are copied for its savepoint into a statement
+    journal held in memory (``temp_store = MEMORY``, 2), not a temporary file written page
+    by page: the ack latency of a town-wide announce depends on it (tools/PERFORMANCE.md);
+    a new file and one that was migrated alike."""
+    for path in (db_path, db_path):  # (the second open finds the schema in place)
+        w = Writer(path, synchronous="OFF")
+        try:
+            assert w.conn.execute("PRAGMA temp_store").fetchone()[0] == 2
+        finally:
+            w.close()
+
+
 def test_aging_in_a_batch_sees_beliefs_formed_earlier_in_it(db_path: Path) -> None:
     """Hearsay formed and then aged within one batch: the tick ages the staged belief."""
     w = Writer(db_path, synchronous="OFF")

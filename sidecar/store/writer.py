@@ -189,6 +189,13 @@ class Writer:
         except sqlite3.Error as exc:
             self.conn.close()
             raise CannotOpen(f"{self.path}: cannot write the database: {exc}") from exc
+        # A batch is written inside a savepoint (its rows roll back alone when SQLite refuses
+        # one), so SQLite copies every page a batch first changes into a statement journal:
+        # by default a temporary file, one write() per page. A town-wide announce changes a
+        # few hundred scattered pages; in memory (after the migrations, whose index builds may
+        # sort far more than a batch) that cut Writer.apply p99 at 200 events/s by about a
+        # third (tools/PERFORMANCE.md). A batch's pages bound it.
+        self.conn.execute("PRAGMA temp_store = MEMORY")
         self._worlds: dict[str, _WorldState] = {}  # (least recently used first)
         self.world_states = max(1, world_states)
         self._cache = _Cache(cache_budget, TRUST_CACHE_LIMIT) if cache else None
