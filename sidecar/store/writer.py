@@ -4,7 +4,8 @@
 events, runs each through the engine's :func:`~sidecar.engine.ingest` inside one
 transaction — folded in Python first, then written with one ``executemany`` per table; a bad
 event is refused whole while the rest commit (if SQLite itself refuses a row, the batch is
-redone with a savepoint per event to find which) — commits once, and only then returns.
+rolled back and redone with a savepoint per event to find which) — commits once, and only
+then returns.
 Whatever it returns is durable: that return is the commit boundary the server waits on
 before it acknowledges. The engine reads through the batch's overlay (:mod:`.overlay`) and
 the write-through cache (:mod:`.cache`); raw ``sqlite3`` errors become the store's own
@@ -189,12 +190,11 @@ class Writer:
         except sqlite3.Error as exc:
             self.conn.close()
             raise CannotOpen(f"{self.path}: cannot write the database: {exc}") from exc
-        # A batch is written inside a savepoint (its rows roll back alone when SQLite refuses
-        # one), so SQLite copies every page a batch first changes into a statement journal:
-        # by default a temporary file, one write() per page. A town-wide announce changes a
-        # few hundred scattered pages; in memory (after the migrations, whose index builds may
-        # sort far more than a batch) that cut Writer.apply p99 at 200 events/s by about a
-        # third (tools/PERFORMANCE.md). A batch's pages bound it.
+        # Each row's statement keeps a journal of the pages it changes (to undo just that
+        # statement), and so does an event's savepoint on the event-by-event path: by default
+        # a temporary file once past 64 KiB, one write() per page. In memory (set after the
+        # migrations, whose index builds may sort far more): one row's or one event's pages
+        # bound it (tools/PERFORMANCE.md).
         self.conn.execute("PRAGMA temp_store = MEMORY")
         self._worlds: dict[str, _WorldState] = {}  # (least recently used first)
         self.world_states = max(1, world_states)
@@ -317,9 +317,15 @@ class Writer:
     def _try_batched(
         self, batch: Sequence[tuple[str, WorldEvent]], snapshot: dict[str, _WorldState | None]
     ) -> tuple[_Batch | None, list[EventResult]]:
-        """The batched path inside a savepoint; ``(None, [])`` if it handed the batch back."""
+        """The batched path, the transaction's first writes; ``(None, [])`` if it handed the
+        batch back, in a new transaction.
+
+        Not in a savepoint: SQLite would copy every page the batch first changes into a
+        statement journal (a temporary file past 64 KiB), and, since each row's statement
+        truncates that journal back to where the statement began, an in-memory one is walked
+        from its start at every row. A batch that cannot be written is rolled back whole
+        instead, and the write lock taken again (``tools/PERFORMANCE.md``)."""
         conn = self.conn
-        conn.execute("SAVEPOINT batch")
         try:
             staged, results = self._apply_batched(batch)
         except Exception as exc:  # redo event by event: it decides what fails, and how
@@ -329,13 +335,14 @@ class Writer:
             # back as written): DEBUG. Anything else is unexpected: WARNING.
             level = logging.DEBUG if isinstance(exc, _Fallback) else logging.WARNING
             log.log(level, "batch of %d events redone event by event: %r", len(batch), exc)
-            conn.execute("ROLLBACK TO batch")
-            conn.execute("RELEASE batch")
-            # The cache only took reads of committed rows meanwhile: it stays valid.
+            conn.execute("ROLLBACK")
+            conn.execute("BEGIN IMMEDIATE")
+            # The cache only took reads of committed rows meanwhile: it stays valid, unless
+            # another connection wrote while the lock was let go.
+            self._check_cache()
             self._restore(snapshot)
             self.fallbacks += 1
             return None, []
-        conn.execute("RELEASE batch")
         return staged, results
 
     def _apply_batched(
@@ -399,7 +406,7 @@ class Writer:
             raise _Fallback("a schema event is stored event by event")
         if out.names or out.labels:  # a registration (rare): written by the per-event path
             raise _Fallback("a register event is written event by event")
-        if out.touches_promises:  # written now, inside the batch's savepoint: the fold's
+        if out.touches_promises:  # written now, in the batch's transaction: the fold's
             write_promise_rows(self.conn, world, out)  # next reads of them see these rows
             staged.promises_due.pop(world, None)  # (and the batch's read of due views goes)
         staged.event_ids.add((world, out.event.event_id))
