@@ -138,9 +138,9 @@ def test_a_batch_is_written_without_a_savepoint_and_journals_stay_in_memory(
     """A batch's rows are the transaction's first writes, with no savepoint around them
     (SQLite would journal every page the batch changes and walk that journal at every row);
     what a row's statement or an event's savepoint journals is held in memory
-    (``temp_store = MEMORY``, 2), not in a temporary file written page by page: the ack
-    latency of a town-wide announce depends on both (tools/PERFORMANCE.md). A new file and
-    one opened again alike."""
+    (``temp_store = MEMORY``, 2), not in a temporary file written page by page: together
+    ~1.35x on ``Writer.apply`` (tools/PERFORMANCE.md). A new file and one opened again
+    alike."""
     for opened in range(2):  # (the second open finds the schema in place)
         w = Writer(db_path, synchronous="OFF")
         try:
