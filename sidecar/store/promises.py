@@ -5,9 +5,10 @@
 goal. A row is rewritten only when the engine moves it, and each move is one change record
 in ``changes`` (kinds ``promise`` and ``goal``), which is what notifications, ``explain``
 and a goal's history read. Both write paths write an outcome's rows as soon as its event is
-folded, inside the batch's (or the event's) savepoint, and the engine reads them back over
-the same connection: the batched path's next event sees exactly what the event-by-event path
-would, with no overlay, and a batch handed back rolls them away with everything else.
+folded, inside the batch's transaction (or the event's savepoint), and the engine reads them
+back over the same connection: the batched path's next event sees exactly what the
+event-by-event path would, with no overlay, and a batch handed back rolls them away with
+everything else.
 
 :class:`PromiseReads` is the engine's read access (mixed into the writer's view);
 :class:`PromiseQueries` the read side (mixed into :class:`~.store.Reader`).
