@@ -5,13 +5,21 @@ from __future__ import annotations
 import itertools
 import sqlite3
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sidecar.engine import Belief, SourceKind, State
 from sidecar.read import Focus
 from sidecar.read.items import classify_belief
-from sidecar.read.ranking import WIDE_SQL, Terms, matches, rank, row_matches, row_prefilter
+from sidecar.read.ranking import (
+    WIDE_SQL,
+    Terms,
+    matches,
+    rank,
+    row_matched,
+    row_matches,
+    row_prefilter,
+)
 from sidecar.read.registry import Registry
 from sidecar.store.rows import dump_json
 
@@ -74,6 +82,46 @@ def test_a_rows_match_count_is_what_rank_finds_for_its_belief() -> None:
             assert count(*stored) == len(expected), (focus, root, expected)
             total += len(expected)
         assert total > 0, focus
+
+
+def test_whether_a_row_matches_is_whether_its_count_is_above_zero() -> None:
+    """The boolean a focused read asks of each row it keeps agrees with the count for every
+    focus and belief (escaped ids, quotes and backslashes in terms, empty terms), and says
+    yes for some and no for some of them."""
+    for focus in FOCUSES:
+        count, matched = row_matches(focus, REGISTRY), row_matched(focus, REGISTRY)
+        answers = set()
+        for fields in BELIEFS:
+            stored = _stored(fields)
+            assert matched(*stored) == (count(*stored) > 0), (focus, fields)
+            answers.add(matched(*stored))
+        assert answers == {True, False} or focus == Focus(roots=("fact:", "rumour:1", "")), focus
+
+
+#: Ids and terms from the characters that can make a list's text lie about its elements:
+#: quotes, backslashes, commas and brackets (JSON's own), a control character, a space.
+_LISTED = st.text(alphabet=st.sampled_from('ab",\\[] \x01'), max_size=4)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(_LISTED, max_size=3), st.lists(_LISTED, max_size=3), st.lists(_LISTED, max_size=3),
+    st.lists(_LISTED, max_size=3), st.lists(_LISTED, max_size=2), st.lists(_LISTED, max_size=2),
+    st.lists(_LISTED, max_size=2),
+)  # fmt: skip
+@example([], [], [], ["a", "b"], [","], [], [])  # between two quotes, but no element
+@example(["a\\"], [], [], [], ["a"], [], [])  # a's own quotes, but stored escaped
+def test_a_row_matches_exactly_when_its_count_says_so_whatever_its_lists_hold(
+    people: list[str], places: list[str], topics: list[str], heard: list[str],
+    focus_people: list[str], focus_places: list[str], focus_topics: list[str],
+) -> None:  # fmt: skip
+    """Stored lists and focus terms holding JSON's own characters (a focus on ``","`` is
+    in the text between any two elements, yet names no element): the boolean never
+    disagrees with the count."""
+    focus = Focus(people=tuple(focus_people), places=tuple(focus_places),
+                  topics=tuple(focus_topics))  # fmt: skip
+    stored = _stored(("fact:1", "ab", people, places, topics, heard))
+    assert row_matched(focus, REGISTRY)(*stored) == (row_matches(focus, REGISTRY)(*stored) > 0)
 
 
 def _kept(focus: Focus, stored: tuple[str, ...]) -> bool:

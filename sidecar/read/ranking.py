@@ -179,6 +179,47 @@ def row_matches(focus: Focus, registry: Registry) -> Callable[..., int]:
     return count
 
 
+def row_matched(focus: Focus, registry: Registry) -> Callable[..., bool]:
+    """Whether a belief row (the arguments of :func:`row_matches`) matches any of
+    ``focus``'s terms: :func:`row_matches` above 0, most rows settled from the stored text
+    alone. A focused read of a big resident keeps hundreds of rows that name the person or
+    place in focus in a list, and asks only whether each matches.
+
+    In a list stored without a backslash every element is itself between quotes, and every
+    quote delimits one; so a term that holds no quote, backslash, comma or control
+    character occurs in that text between quotes exactly when it is an element (between
+    two elements the text holds only a comma). A row that no such test settles is counted."""
+    count = row_matches(focus, registry)
+    terms = Terms.of(focus, registry)
+
+    def quoted(term: str) -> str | None:  # the term's stored form, when it is that simple
+        plain = term and not any(c in '"\\,' or c < " " for c in term)
+        return f'"{term}"' if plain else None
+
+    people = tuple(q for q in (quoted(p) for p, _ in terms.people) if q)
+    places = tuple(q for q in (quoted(p) for p, _ in terms.places) if q)
+    topics = tuple(q for q in (quoted(t) for t, _ in terms.topics) if q)
+    prefixes = terms.roots
+
+    def listed(text: str, wanted: tuple[str, ...]) -> bool:
+        return "\\" not in text and any(q in text for q in wanted)
+
+    def matched(
+        root: str, subject: str | None, people_text: str, places_text: str, topics_text: str,
+        heard_text: str,
+    ) -> bool:  # fmt: skip
+        if (
+            (people and (listed(people_text, people) or listed(heard_text, people)))
+            or (places and listed(places_text, places))
+            or (topics and listed(topics_text, topics))
+            or any(root.startswith(prefix) for prefix in prefixes)
+        ):
+            return True
+        return count(root, subject, people_text, places_text, topics_text, heard_text) > 0
+
+    return matched
+
+
 #: Whether a row's subject has a character outside ASCII (its length in characters is not
 #: its length in bytes): only then can its casefold differ from SQLite's ``lower()`` or
 #: ``LIKE``, so only then may :func:`row_prefilter` miss a row that matches.

@@ -195,6 +195,8 @@ _BELIEF_COLUMNS = (
 _MATCHED = (1, 3, 8, 9, 10, 11)
 #: Where a social read's row holds its section (:data:`SECTION_SQL`), after those columns.
 _SECTION = 18
+#: Where a social read's row says whether :data:`_SOCIAL` keeps it, after its section.
+_SOCIAL_AT = _SECTION + 1
 
 
 def _strings(text: str) -> tuple[str, ...]:
@@ -850,7 +852,7 @@ def recall_social(
     most of a big resident's never get a line, which the packer can tell from the
     shortest subject among them (``narrative._social``)."""
     from .items import NOTABLE_AT  # items reads this module's records
-    from .ranking import WIDE_SQL, row_matches, row_prefilter
+    from .ranking import WIDE_SQL, row_matched, row_prefilter
 
     ((notable,),) = _rows(
         reader,
@@ -864,7 +866,9 @@ def recall_social(
         return None
     # Beliefs told by several people are candidates for their sources (sources._chosen, the
     # most recent first) whatever their section: read too, so the same ones get them.
-    social = _SOCIAL if told else _SOCIAL_FEW
+    # Each row's section (:data:`SECTION_SQL`: an unworded one is placed by it) and whether
+    # _SOCIAL keeps it; held back, also whether _SOCIAL_FEW does (else the same column).
+    few = _SOCIAL_AT if told else _SOCIAL_AT + 1
     params: dict[str, Any] = {"world": world, "resident": resident}
     matching, count, registry = "", None, None
     if focus:
@@ -872,10 +876,10 @@ def recall_social(
         prefilter, found = row_prefilter(focus, registry)
         params.update(found)
         matching = f"OR {prefilter} OR ({WIDE_SQL} AND {MATCHED_SQL} > 0) "
-        count = row_matches(focus, registry)
+        count = row_matched(focus, registry)
         reader.conn.create_function(MATCHED_SQL.split("(")[0], 6, count, deterministic=True)
-    # (each row's section too, :data:`SECTION_SQL`: an unworded one is placed by it)
-    selected = f"SELECT {_BELIEF_COLUMNS}, {SECTION_SQL}, {_SOCIAL}, {social} FROM beliefs "
+    selected = f"SELECT {_BELIEF_COLUMNS}, {SECTION_SQL}, {_SOCIAL}"
+    selected += " FROM beliefs " if told else f", {_SOCIAL_FEW} FROM beliefs "
     selected += "WHERE world = :world AND resident = :resident AND "
     try:
         if focus:
@@ -890,12 +894,14 @@ def recall_social(
     # still takes its place among those whose tellers are named, but no line of this read
     # is ever its own: its tellers are not looked up.
     matched = {
-        r[1] for r in rows if count is not None and not r[-2] and count(*(r[i] for i in _MATCHED))
+        r[1]
+        for r in rows
+        if count is not None and not r[_SOCIAL_AT] and count(*(r[i] for i in _MATCHED))
     }
     # Unworded: those matching plain rows (untampered with) are kept as rows; only the ones
     # told by several are built, to take their place among the candidates for tellers.
     unworded = tuple(
-        r for r in rows if not worded and not r[-2] and r[17] is None and r[1] in matched
+        r for r in rows if not worded and not r[_SOCIAL_AT] and r[17] is None and r[1] in matched
     )
     skipped = {id(r) for r in unworded if len(_strings(r[11])) < 2}
     built = [r for r in rows if id(r) not in skipped] if skipped else rows
@@ -904,9 +910,9 @@ def recall_social(
     beliefs = tuple(
         b
         for b, r in zip(read, built, strict=True)
-        if r[-1] or (b.root in matched and b.root not in apart)
+        if r[few] or (b.root in matched and b.root not in apart)
     )
-    wanted = {r[1] for r in rows if r[-2] or r[1] in matched}
+    wanted = {r[1] for r in rows if r[_SOCIAL_AT] or r[1] in matched}
     recalled = _recalled(reader, world, resident, lang, beliefs, read, wanted, registry)
     if unworded:
         recalled = replace(recalled, unworded=unworded)
@@ -917,7 +923,7 @@ def recall_social(
     held = tuple(
         b
         for b, r in zip(read, built, strict=True)
-        if r[-2] and not r[-1] and b.intervention is not Intervention.SUPPRESSED
+        if r[_SOCIAL_AT] and not r[few] and b.intervention is not Intervention.SUPPRESSED
     )
     return replace(recalled, held=held)
 
