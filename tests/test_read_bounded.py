@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -577,18 +578,22 @@ def _unworded_answers(
 ) -> bool | None:
     """Whether a focused social read answers with the plain memories that match the focus
     left unbuilt (None: none were)."""
+    from functools import partial
+
     from sidecar.read.items import classify
     from sidecar.read.narrative import _social
+    from sidecar.read.packing import MERGE_ITEM_SUBJECT
     from sidecar.read.promises import own_items
     from sidecar.read.ranking import rank
-    from sidecar.read.recall import recall_social
+    from sidecar.read.recall import plain_subjects, recall_social
 
     recalled = recall_social(reader, WORLD, "mira", lang, focus=focus, worded=False)
     if recalled is None or not recalled.unworded:
         return None
     items = classify(recalled) + own_items("mira", recalled.own)
     items = rank(items, focus, recalled.day, recalled.registry)
-    return _social("mira", budget, lang, sizes, recalled, items, focus=focus) is not None
+    subjects = partial(plain_subjects, reader, WORLD, "mira", MERGE_ITEM_SUBJECT)
+    return _social("mira", budget, lang, sizes, recalled, items, subjects, focus=focus) is not None
 
 
 def test_a_notable_plain_fact_sends_the_narrative_to_the_full_read(
@@ -742,5 +747,154 @@ def test_a_social_read_answers_only_with_the_full_reads_narrative(
                 found = _project_social(reader, WORLD, "mira", budget, "en", sizes, told=told)
                 event(f"told={told}: {'answered' if found else 'full read'}")
                 assert found is None or found.to_dict() == full, (budget, told)
+    finally:
+        reader.close()
+
+
+# -- what bounds a plain memory's line (recall.plain_subjects) -----------------------------
+
+#: Subjects that a line words as stored and subjects it does not: runs and ends of spaces,
+#: full stops, tabs and newlines, characters beyond ASCII (an ideographic space among
+#: them), her own names in any case, a language map, and lengths about the merged line's
+#: cut (60).
+_SUBJECT_PARTS = st.sampled_from((
+    "the mill", "a", "  ", " ", ".", "。", "\t", "\n", "é", "波", "\u3000", "\xa0", "Mira",
+    "MIRA's", "mira", "x" * 25, "old red cart", "{", "Bo",
+))  # fmt: skip
+_PLAIN_ROOTS = st.sampled_from(("fact:a", "fact:b:day", "fair:date", "thing", "x:when", "y:days"))
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_the_plain_subjects_bound_is_the_shortest_line_subject_exactly(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+) -> None:
+    """Per plain section, the fewest characters a merged line gives any plain memory's
+    subject, found as :func:`recall.plain_subjects` finds them (SQL for the subjects worded
+    as stored, the rest worded) is exactly the least over every such memory the full read
+    holds, in both languages, whatever the subjects (and some are worded as stored, some
+    not, so both halves are compared)."""
+    from sidecar.read.items import belief_items
+    from sidecar.read.narrative import _fewest
+    from sidecar.read.packing import MERGE_ITEM_SUBJECT
+    from sidecar.read.phrasing import narrative_words, subject_text
+    from sidecar.read.recall import PLAIN_SECTIONS, plain_subjects, recall
+
+    drawn = data.draw(st.lists(st.tuples(
+        st.lists(_SUBJECT_PARTS, max_size=5).map("".join), _PLAIN_ROOTS, st.integers(0, 30),
+        st.booleans(), st.booleans(), st.sampled_from((60, 90)),
+    ), min_size=1, max_size=25))  # fmt: skip
+    events: list[dict[str, Any]] = [
+        {"event_id": "r", "day": 0, "kind": "register",
+         "residents": [{"resident": "mira", "names": {"en": "Mira", "zh-Hant": "米拉"}}]}
+    ]  # fmt: skip
+    for n, (subject, root, value, mapped, old, confidence) in enumerate(drawn):
+        subject = subject or "."  # (required: cleaned of its full stop, the root is named)
+        text: Any = {"en": subject, "zh-Hant": subject[:3] or "."} if mapped else subject
+        events.append({"event_id": f"e{n}", "day": 1 + n % 3, "kind": "observe",
+                       "witnesses": ["mira"], "claim": {"root": f"{root}{n}", "value": value},
+                       "subject": text, "confidence": confidence})  # fmt: skip
+        if old:  # never seen again: it fades by the last day
+            events[-1]["claim"]["root"] = f"old:{root}{n}"
+    events.append({"event_id": "t", "day": 40, "kind": "tick"})
+    reader = Reader(build(tmp_path_factory.mktemp("plain") / "p.db", events))
+    try:
+        whole = recall(reader, WORLD, "mira", "en")
+        plain = [i for i in belief_items(whole, whole.beliefs) if i.section in PLAIN_SECTIONS]
+        found = plain_subjects(reader, WORLD, "mira", MERGE_ITEM_SUBJECT, ("Mira", "米拉"))
+        event(f"as stored: {bool(found[0])}, worded: {bool(found[1])}")
+        for lang in LANGS:
+            words = narrative_words(lang, whole)
+            expected: dict[str, int] = {}
+            for item in plain:
+                b = item.belief
+                n = len(
+                    subject_text(b.subject, b.root, b.value, words, MERGE_ITEM_SUBJECT, whole.day)
+                )
+                expected[item.section] = min(expected.get(item.section, n), n)
+            assert _fewest(found, words, whole.day) == expected, lang
+    finally:
+        reader.close()
+
+
+def test_the_plain_subjects_bound_lets_the_social_read_answer_where_a_line_only_might_fit(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where room is left at the end for the emptiest line of a plain memory but not for
+    one with the shortest subject she has, the social read now answers (the full read
+    gives the same narrative: ``test_the_social_read_gives_the_full_reads_narrative``):
+    more budgets answered than with no subject counted, and each the full read's text."""
+    import sidecar.read.narrative as narrative
+
+    reader = Reader(build(tmp_path_factory.mktemp("bound") / "b.db", calm_town(5, 1200)))
+    try:
+        cases = [(budget, lang) for budget in range(300, 8000, 250) for lang in LANGS]
+        bounded = [c for c in cases if _social_answers(reader, *c)]
+        for budget, lang in bounded:
+            fast = project(reader, WORLD, "mira", budget=budget, lang=lang)
+            full = project(reader, WORLD, "mira", budget=budget, lang=lang, bounded=False)
+            assert fast.to_dict() == full.to_dict(), (budget, lang)
+        monkeypatch.setattr(narrative, "plain_subjects", lambda *args: ({}, []))
+        unbounded = [c for c in cases if _social_answers(reader, *c)]
+    finally:
+        reader.close()
+    assert set(unbounded) < set(bounded), (len(unbounded), len(bounded))
+
+
+#: Subjects a line words shorter (or longer) than stored, each beside a plain one of about
+#: its stored length: it must be worded, not counted as stored.
+_UNSTORED = (
+    "ab  cd efgh",  # a run of spaces
+    " abcdefghij",  # a space first
+    "abcdefghij ",  # a space last
+    "abcdefghij.",  # a full stop
+    "ab\n\ncdefgh",  # whitespace JSON escapes
+    "ab\t cdefghi",
+    "Mira hid it",  # her own name, first person
+    "I saw MIRA x",
+    '{"en": "ab", "zh-Hant": "c"}',  # a language map
+    "x" * 59 + " yz",  # past the merged line's cut
+    "the fair is on day 2",  # an event's day, put in the past (longer)
+)
+
+
+@pytest.mark.parametrize("odd", _UNSTORED)
+def test_the_plain_subjects_bound_words_every_subject_not_worded_as_stored(
+    tmp_path_factory: pytest.TempPathFactory, odd: str
+) -> None:
+    """A resident with two plain facts, one worded as stored and one that is not (a run of
+    spaces, a space or full stop at an end, escaped whitespace, her own name, a language
+    map, a subject past the cut, an event's day): the bound is the least a line words
+    either, in both languages."""
+    from sidecar.read.narrative import _fewest
+    from sidecar.read.packing import MERGE_ITEM_SUBJECT
+    from sidecar.read.phrasing import narrative_words, subject_text
+    from sidecar.read.recall import plain_subjects, recall
+
+    texts = orjson.loads(odd) if odd.startswith("{") else odd
+    root = "fair:day" if "day" in odd else "fact:odd"
+    plain = "z" * min(len(odd), 60)
+    events = [
+        {"event_id": "r", "day": 0, "kind": "register",
+         "residents": [{"resident": "mira", "names": {"en": "Mira"}}]},
+        {"event_id": "e1", "day": 5, "kind": "observe", "witnesses": ["mira"],
+         "claim": {"root": root, "value": 2}, "subject": texts},
+        {"event_id": "e2", "day": 5, "kind": "observe", "witnesses": ["mira"],
+         "claim": {"root": "fact:plain", "value": 1}, "subject": plain},
+    ]  # fmt: skip
+    reader = Reader(build(tmp_path_factory.mktemp("odd") / "o.db", events))
+    try:
+        whole = recall(reader, WORLD, "mira", "en")
+        found = plain_subjects(reader, WORLD, "mira", MERGE_ITEM_SUBJECT, ("Mira",))
+        assert [r[2] for r in found[1]] == [root]  # worded, not counted as stored
+        for lang in LANGS:
+            words = narrative_words(lang, whole)
+            least = min(
+                len(subject_text(b.subject, b.root, b.value, words, MERGE_ITEM_SUBJECT, whole.day))
+                for b in whole.beliefs
+            )
+            assert _fewest(found, words, whole.day) == {"believe": least}, lang
     finally:
         reader.close()

@@ -559,3 +559,28 @@ def test_a_narratives_acts_and_corrections_cost_what_they_show(db: Path) -> None
         "SEARCH q USING COVERING INDEX changes_by_belief "
         "(world=? AND resident=? AND root=? AND seq<?)"
     }
+
+
+def test_the_bound_on_plain_lines_reads_her_subjects_on_her_primary_key_range(db: Path) -> None:
+    """What bounds a plain memory's line (``recall.plain_subjects``: the fewest characters
+    of the subjects worded as stored, and the others) reads the resident's primary-key
+    range, her rows in place: not ``beliefs_shown`` (which holds no subject) with a lookup
+    of every row, and nothing sorted."""
+    from sidecar.read.recall import plain_subjects
+
+    reader = Reader(db)
+    seen: list[str] = []
+    reader.conn.set_trace_callback(seen.append)
+    try:
+        plain_subjects(reader, WORLD, "alice", 60, ("Alice",))
+        # and the rows it words itself: a subject past the cut is one of them
+        _, others = plain_subjects(reader, WORLD, "alice", 1, ("Alice",))
+    finally:
+        reader.conn.set_trace_callback(None)
+        reader.close()
+    assert others, "a pass for the rows it words"
+    plans = _plans(db, [s for s in seen if "FROM beliefs" in s])
+    assert len(plans) == 2, plans
+    for one in plans:
+        assert "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=?)" in one, one
+        assert "beliefs_shown" not in one and "TEMP B-TREE" not in one, one

@@ -48,8 +48,9 @@ rules are in :mod:`.packing`.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache, partial
 from typing import Any
 
 from protocol import TAGS_SHOWN
@@ -75,6 +76,7 @@ from .ranking import Focus, rank
 from .recall import (
     Cut,
     Recall,
+    plain_subjects,
     recall,
     recall_bounded,
     recall_social,
@@ -293,6 +295,8 @@ def _project_social(
     None otherwise (then the full read answers). Unfocused, it first leaves the rumours
     unread too; ``told=False``: only that."""
     focus = focus or Focus()
+    # (every plain memory's subject, read only when a line of one might otherwise fit)
+    subjects = partial(plain_subjects, reader, world, resident, MERGE_ITEM_SUBJECT)
     if focus:  # rumours that match the focus rank two tiers up: always read
         recalled = recall_social(reader, world, resident, lang, focus=focus, worded=False)
         if recalled is None:
@@ -303,13 +307,13 @@ def _project_social(
             # First with the plain facts and faded memories that match it unbuilt (a big
             # resident's rank below what she was told and did, which often fills the
             # budget first), then, when a line of theirs might fit, with them built.
-            found = _social(resident, budget, lang, sizes, recalled, items, focus=focus)
+            found = _social(resident, budget, lang, sizes, recalled, items, subjects, focus=focus)
             if found is not None:
                 return found
             added = unworded_beliefs(recalled)
             beliefs, items = _adding(recalled, items, added, focus)
             recalled = replace(recalled, beliefs=beliefs, unworded=())
-        return _social(resident, budget, lang, sizes, recalled, items, focus=focus)
+        return _social(resident, budget, lang, sizes, recalled, items, subjects, focus=focus)
     recalled = recall_social(reader, world, resident, lang, told=False)
     if recalled is None:
         return None
@@ -321,11 +325,13 @@ def _project_social(
         # First with the rumours unread too (often the acts, people and doubts already
         # fill the budget before their rank), then with them read.
         ahead = (unread.tier, round(unread.score, 4) + 1e-4)  # every one ranks at most here
-        found = _social(resident, budget, lang, sizes, recalled, items, ahead, unread.read)
+        found = _social(
+            resident, budget, lang, sizes, recalled, items, subjects, ahead, unread.read
+        )
         if found is not None or not told:
             return found
         recalled, items = _with_told(recalled, items)
-    return _social(resident, budget, lang, sizes, recalled, items)
+    return _social(resident, budget, lang, sizes, recalled, items, subjects)
 
 
 def _with_told(recalled: Recall, items: list[Item]) -> tuple[Recall, list[Item]]:
@@ -348,13 +354,18 @@ def _adding(
     return beliefs, merged + items[n:]
 
 
+#: Reads a resident's plain subjects for her own names (:func:`.recall.plain_subjects`).
+_Subjects = Callable[[Sequence[str]], tuple[dict[str, int], list[tuple[str, str | None, str, Any]]]]
+
+
 def _social(
     resident: str, budget: int, lang: str, sizes: Mapping[str, int], recalled: Recall,
-    items: list[Item], ahead: tuple[int, float] | None = None, told: int = 0,
-    focus: Focus | None = None,
+    items: list[Item], subjects: _Subjects, ahead: tuple[int, float] | None = None,
+    told: int = 0, focus: Focus | None = None,
 ) -> Narrative | None:  # fmt: skip
     """The pipe of :func:`_project_social` from the ``items`` of one read, ranked for
-    ``focus``; ``told`` rumours were left unread, ranking at most ``ahead``."""
+    ``focus``; ``told`` rumours were left unread, ranking at most ``ahead``; ``subjects``
+    reads the plain ones' subjects if the packer needs them."""
     read = dict.fromkeys(SECTIONS, 0)
     for item in items:
         if item.from_belief:
@@ -369,7 +380,8 @@ def _social(
     unworded = _unworded(recalled, words)
     if any(u.number > unread.get(section, 0) for section, u in unworded.items()):
         return None  # never happens: the unbuilt ones are part of the unread
-    layout = pack_social(phrased, words, budget, unread, ahead, unworded)
+    fewest = cache(lambda: _fewest(subjects(words.self_names), words, recalled.day))
+    layout = pack_social(phrased, words, budget, unread, ahead, unworded, fewest)
     if layout is None:
         return None
     return _narrative(
@@ -390,6 +402,21 @@ def _unworded(recalled: Recall, words: Words) -> dict[str, Unworded]:
             min(so_far.tier, tier), so_far.number + 1, min(so_far.fewest, chars)
         )
     return out
+
+
+def _fewest(
+    found: tuple[dict[str, int], list[tuple[str, str | None, str, Any]]], words: Words,
+    today: float,
+) -> dict[str, int]:  # fmt: skip
+    """Per plain section, the fewest characters any plain memory's subject has as a merged
+    line cuts it: of those worded as stored, found in SQL (their length); of the others,
+    worded here."""
+    fewest, others = found
+    fewest = dict(fewest)
+    for section, subject, root, value in others:
+        chars = len(subject_text(subject, root, value, words, MERGE_ITEM_SUBJECT, today))
+        fewest[section] = min(fewest.get(section, chars), chars)
+    return fewest
 
 
 def bounded_limits(budget: int) -> tuple[int, ...]:

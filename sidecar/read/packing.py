@@ -474,6 +474,7 @@ def _compressed(
     ahead: tuple[int, float] | None = None,
     uncertain: Collection[int] = (),
     unworded: Mapping[str, Unworded] | None = None,
+    fewest: Callable[[], Mapping[str, int]] | None = None,
 ) -> Layout | None:
     """The compressed layout: breadth, then detail, then background (see :func:`pack`), of
     the ``protected`` items and the other items' ``units`` (:func:`_units`; both in priority
@@ -485,7 +486,9 @@ def _compressed(
     ``uncertain`` item (by ``id``: one whose merged line may list unread ones too) whose
     shortest form might fit; and so do the ``unworded`` memories of a section (its tier, how
     many, the fewest characters of their subjects: see :func:`pack_social`) when the line
-    of the shortest might fit where the breadth pass reaches their tier."""
+    of the shortest might fit where the breadth pass reaches their tier. ``fewest`` gives,
+    when first needed, the fewest characters any unread memory's subject has in a merged
+    line, per section (see :func:`pack_social`)."""
     layout = _protected(protected, words, room, short=short)
     if layout.summary is not None or layout.counts:
         return layout  # even the contested and corrected beliefs had to be counted
@@ -526,6 +529,10 @@ def _compressed(
         return None  # they come last, and one might still fit
     _detail(layout, placed, room)
     closed = _closed(layout, unread, room)
+    if closed is None and fewest is not None:
+        # Every line of a plain memory holds its subject, cut as a merged line cuts it: with
+        # the fewest characters any of theirs has there, none may fit after all.
+        closed = _closed(layout, unread, room, fewest())
     if closed is None:
         return None
     for kind, unit in background:  # 3. background, in rank order, as room remains
@@ -571,14 +578,18 @@ def _before(item: Phrased, ahead: tuple[int, float]) -> bool:
     return item.key[0] < tier or (item.key[0] == tier and -item.key[1] > score)
 
 
-def _closed(layout: Layout, unread: Mapping[str, int], room: int) -> set[str] | None:
+def _closed(
+    layout: Layout, unread: Mapping[str, int], room: int, fewest: Mapping[str, int] | None = None
+) -> set[str] | None:
     """Which sections of the ``unread`` memories already have a heading, when not even the
-    emptiest line of any of them ("- ", a newline, its heading if new, and the words of its
-    templates, :func:`_least`) fits what is left; None when one might. The background pass
-    only adds to what is used, so then none of them ever gets a line, whatever it says."""
+    emptiest line of any of them ("- ", a newline, its heading if new, the words of its
+    templates, :func:`_least`, and a subject of at least ``fewest[section]`` characters)
+    fits what is left; None when one might. The background pass only adds to what is used,
+    so then none of them ever gets a line, whatever it says."""
     opened = {s for s in unread if unread[s] and s in layout._sections}
+    fewest = fewest or {}
     for section, n in unread.items():
-        if n and _emptiest_fits(layout, section, room):
+        if n and _emptiest_fits(layout, section, room, fewest.get(section, 0)):
             return None
     return opened
 
@@ -767,6 +778,7 @@ def pack_social(
     unread: Mapping[str, int],
     ahead: tuple[int, float] | None = None,
     unworded: Mapping[str, Unworded] | None = None,
+    fewest: Callable[[], Mapping[str, int]] | None = None,
 ) -> Layout | None:
     """What :func:`pack` gives for ``items`` plus ``unread`` background memories per section
     (faded ones, plain sure and believed facts: :func:`.recall.recall_social`), when that can
@@ -790,7 +802,12 @@ def pack_social(
     characters any of their subjects has in a line, cut as a merged line cuts it): every
     line of one holds its subject, cut at :data:`MERGE_ITEM_SUBJECT` or more, and the words
     of a template around it, so they are counted when not even the shortest subject's
-    emptiest line fits where the breadth pass reaches their tier."""
+    emptiest line fits where the breadth pass reaches their tier.
+
+    Where the emptiest line of an unread memory might still fit when the background pass
+    starts, ``fewest`` (called only then) gives per section the fewest characters any
+    unread memory's subject has, cut as a merged line cuts it: every line of one holds that
+    much besides its template, so they are counted when not even that line fits."""
     if budget < MIN_BUDGET:
         raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")
     counted = _BULK_SECTIONS if ahead is None else _BULK_SECTIONS | {"told"}
@@ -811,11 +828,15 @@ def pack_social(
     room = budget - (len(words.omitted(max(total, 2))) + 2)
     protected = [i for i in ordered if i.protected]
     units = _units([i for i in ordered if not i.protected])
-    best = _compressed(protected, units, words, room, False, unread, ahead, uncertain, unworded)
+    best = _compressed(
+        protected, units, words, room, False, unread, ahead, uncertain, unworded, fewest
+    )
     if best is None:
         return None
     if len(best.included()) < total and not best.short:
-        short = _compressed(protected, units, words, room, True, unread, ahead, uncertain, unworded)
+        short = _compressed(
+            protected, units, words, room, True, unread, ahead, uncertain, unworded, fewest
+        )
         if short is None:
             return None
         if (len(short.included()), _fuller(short)) > (len(best.included()), _fuller(best)):

@@ -52,6 +52,7 @@ __all__ = [
     "TrustRecord",
     "act_histories",
     "act_histories_by_episode",
+    "plain_subjects",
     "recall",
     "recall_bounded",
     "recall_own",
@@ -242,6 +243,83 @@ def unworded_subjects(recalled: Recall) -> Iterator[tuple[str, int, str | None, 
         notable = section != "faded" and (row[15] or 0.0) >= NOTABLE_AT
         tier = tier_of(section, True, True if notable else None)
         yield section, tier, row[3], row[1], load_json(row[2])
+
+
+#: The sections of plain memories: faded ones and routine sure or believed facts, which a
+#: social read only counts (:func:`recall_social`).
+PLAIN_SECTIONS = ("sure", "believe", "faded")
+
+
+def _worded_as_stored(clip: int, names: Sequence[str], params: dict[str, Any]) -> str:
+    """A SQL condition on a belief row under which a line words its subject exactly as
+    stored, so the subject's text there is as long as its column (each step of
+    :func:`.phrasing.subject_text` leaves it alone): one to ``clip`` characters, all of
+    them ASCII that JSON does not escape (so no control character), no run of spaces and no
+    space or full stop at either end (nothing to clean), no ``{`` first (no language map),
+    none of her own ``names`` inside, whatever its case (nothing put in the first person:
+    an ASCII subject's casefold is its lower case, which ``LIKE`` ignores), and no root
+    ending like an event's day (nothing put in the past). The names go into ``params``."""
+    tests = [
+        f"length(subject) BETWEEN 1 AND {int(clip)}",
+        "length(CAST(json_quote(subject) AS BLOB)) = length(subject) + 2",
+        "instr(subject, '  ') = 0",
+        "substr(subject, 1, 1) NOT IN (' ', '{')",
+        "substr(subject, -1, 1) NOT IN (' ', '.')",
+        "substr(root, -3) <> 'day' AND substr(root, -4) NOT IN ('date', 'when')",
+    ]
+    for name in dict.fromkeys(n.casefold() for n in names if n):
+        if name.isascii():  # (a casefold beyond ASCII is in no ASCII subject's)
+            key = f"own{len(params)}"
+            params[key] = (
+                "%" + name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            )
+            tests.append(f"subject NOT LIKE :{key} ESCAPE '\\'")
+    return " AND ".join(tests)
+
+
+#: A plain memory's row (:data:`PLAIN_SECTIONS`), as :data:`SECTION_SQL` places it. The
+#: root's tests are kept off ``beliefs_shown`` (unary ``+``): this pass reads every plain
+#: subject, which that index does not hold, so its primary-key range is cheaper.
+_PLAIN = (
+    "NOT (+root >= 'action:' AND +root < 'action;') "
+    "AND NOT (+root >= 'believes:' AND +root < 'believes;') "
+    "AND (intervention IS NULL OR intervention <> 'suppressed') "
+    "AND (state = 'past' OR (state = 'influencing' AND source_kind <> 'hearsay' "
+    "AND NOT (+root >= 'relation:' AND +root < 'relation;')))"
+)
+
+
+def plain_subjects(
+    reader: Reader, world: str, resident: str, clip: int, names: Sequence[str]
+) -> tuple[dict[str, int], list[tuple[str, str | None, str, Any]]]:
+    """What bounds the lines of a resident's plain memories from below, per section of
+    :data:`PLAIN_SECTIONS`, without building them: the fewest characters among the subjects
+    a line words as stored (:func:`_worded_as_stored`, with her own ``names`` and the
+    merged line's ``clip``), found in SQL, and every other plain row as ``(section,
+    subject, root, value)`` for the caller to word (read in a second pass, only when there
+    are any). Each pass is her primary-key range (``tests/test_store_plans.py``)."""
+    params: dict[str, Any] = {"world": world, "resident": resident}
+    stored = _worded_as_stored(clip, names, params)
+    rows = f"FROM beliefs WHERE world = :world AND resident = :resident AND {_PLAIN}"
+    # (LIMIT -1 keeps the inner query a co-routine: flattened, each use of its length
+    # would evaluate the condition again)
+    inner = (
+        f"SELECT {SECTION_SQL} AS section, CASE WHEN {stored} THEN length(subject) "
+        f"ELSE -1 END AS n {rows} LIMIT -1"
+    )
+    shortest = ", ".join(
+        f"min(n) FILTER (WHERE n >= 0 AND section = '{s}')" for s in PLAIN_SECTIONS
+    )
+    ((*found, unstored),) = _rows(
+        reader, f"SELECT {shortest}, count(*) FILTER (WHERE n < 0) FROM ({inner})", params
+    )
+    fewest = {s: n for s, n in zip(PLAIN_SECTIONS, found, strict=True) if n is not None}
+    if not unstored:
+        return fewest, []
+    others = _rows(
+        reader, f"SELECT {SECTION_SQL}, subject, root, value {rows} AND NOT ({stored})", params
+    )
+    return fewest, [(r[0], r[1], r[2], load_json(r[3])) for r in others]
 
 
 def _from_rows(found: Sequence[Sequence[Any]]) -> tuple[Belief, ...]:
