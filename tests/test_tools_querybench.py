@@ -51,3 +51,15 @@ def test_quick_querybench_prints_consistent_figures() -> None:
     assert int(big[3]) > 1 and 0 < int(big[4]) <= MAX_OUTBOUND
     every = re.search(rf"^explain, every ref +{NUMBER} +{NUMBER} +(\d+)  once", out, re.M)
     assert every and int(every[3]) > 1
+    # the narrative across budgets: a row per focus and language, p50 <= slowest per budget
+    from tools.querybench import SWEEP, SWEEP_BUDGETS
+
+    for name in ("narrative en", "narrative zh-Hant", "focused en", "focused zh-Hant"):
+        row = re.search(rf"^{name} +((?:{NUMBER} +/ *{NUMBER} *)+)$", out, re.M)
+        assert row, f"no sweep row for {name}:\n{out}"
+        cells = re.findall(rf"{NUMBER} +/ *{NUMBER}", row[1])
+        assert len(cells) == len(SWEEP_BUDGETS)
+        for p50, slowest in cells:
+            assert 0 < float(p50) <= float(slowest) + 1  # (the slowest printed whole)
+    swept = re.search(r"^sweep: (\d+) of (\d+) budgets had a sample over 50 ms$", out, re.M)
+    assert swept and int(swept[1]) <= int(swept[2]) == len(SWEEP), out

@@ -21,7 +21,9 @@ the real WebSocket + msgpack wire, every part of the reply of:
   costs the same: ``python -m tools.graphpages``);
 
 and once each, the largest replies there are: ``narrative`` at budget 50,000 in zh-Hant, and
-``explain`` of ``well:water`` without a limit (every piece of evidence, paged). Queries run
+``explain`` of ``well:water`` without a limit (every piece of evidence, paged); then the
+narrative across budgets (:data:`SWEEP_BUDGETS`, 600 to 20,000 characters), unfocused and
+focused, in both languages, ``--sweep-samples`` each. Queries run
 interleaved, so a noisy neighbour hurts them alike. Printed: p50 and p99 (ms) per query and
 size, the growth ``p50@large / p50@small`` beside the growth of the data (×10), and the
 targets (p99 ≤ 50 ms at the large size, growth no worse than linear). Figures are printed,
@@ -86,6 +88,19 @@ LARGEST: dict[str, dict[str, Any]] = {
         "type": "narrative", "resident": RESIDENT, "budget": 50_000, "lang": "zh-Hant",
     },
     "explain, every ref": {"type": "explain", "resident": RESIDENT, "root": "well:water"},
+}  # fmt: skip
+#: Budgets the narrative is also timed at, unfocused and focused, in both languages, with
+#: fewer samples each (``--sweep-samples``): a prompt may be short or long, and which read
+#: answers (bounded, social or full) depends on what fits.
+SWEEP_BUDGETS = (600, 1000, 4000, 8000, 20000)
+SWEEP_LANGS = ("en", "zh-Hant")
+#: The swept narratives, by (focused, language, budget).
+SWEEP: dict[tuple[bool, str, int], dict[str, Any]] = {
+    (focused, lang, budget): {
+        "type": "narrative", "resident": RESIDENT, "budget": budget, "lang": lang,
+        **({"focus": FOCUS} if focused else {}),
+    }
+    for focused in (False, True) for lang in SWEEP_LANGS for budget in SWEEP_BUDGETS
 }  # fmt: skip
 
 
@@ -232,8 +247,11 @@ async def _ask(ws: Any, frame: dict[str, Any], rid: int) -> tuple[float, int, in
             return (time.perf_counter() - t0) * 1000, parts, largest
 
 
-async def _measure(url: str, samples: int) -> dict[str, Timed]:
+async def _measure(
+    url: str, samples: int, sweep_samples: int
+) -> tuple[dict[str, Timed], dict[tuple[bool, str, int], Timed]]:
     out = {name: Timed() for name in (*QUERIES, *LARGEST)}
+    swept = {key: Timed() for key in SWEEP}
     async with websockets.connect(url, max_size=None) as ws:
         await ws.send(msgpack.packb({"type": "hello", "protocol": 1, "world": WORLD}))
         welcome = msgpack.unpackb(await ws.recv())
@@ -255,7 +273,14 @@ async def _measure(url: str, samples: int) -> dict[str, Timed]:
             rid += 1
             ms, parts, largest = await _ask(ws, frame, rid)
             out[name] = Timed([ms], parts, largest)
-    return out
+        for _ in range(sweep_samples):
+            for key, frame in SWEEP.items():
+                rid += 1
+                ms, parts, largest = await _ask(ws, frame, rid)
+                t = swept[key]
+                t.samples.append(ms)
+                t.parts, t.largest_frame = parts, max(t.largest_frame, largest)
+    return out, swept
 
 
 @dataclass
@@ -266,23 +291,33 @@ class QueryBench:
     evidence: int
     samples: int
     calm: bool = False
+    sweep_samples: int = 0
     built: list[dict[str, float]] = field(default_factory=list)
     timed: list[dict[str, Timed]] = field(default_factory=list)
+    swept: list[dict[tuple[bool, str, int], Timed]] = field(default_factory=list)
 
 
-def run(*, quick: bool = False, samples: int | None = None, calm: bool = False) -> QueryBench:
+def run(
+    *, quick: bool = False, samples: int | None = None, calm: bool = False,
+    sweep_samples: int | None = None,
+) -> QueryBench:  # fmt: skip
     """Build both worlds (``calm``: with few doubts, see :func:`story`), serve each and time
-    the queries."""
+    the queries, then the narrative across budgets (:data:`SWEEP`)."""
     sizes = (200, 2_000) if quick else (2_000, 20_000)
     evidence = 1_000 if quick else 10_000
-    bench = QueryBench(sizes, evidence, samples or (30 if quick else 200), calm)
+    bench = QueryBench(
+        sizes, evidence, samples or (30 if quick else 200), calm,
+        sweep_samples if sweep_samples is not None else (3 if quick else 15),
+    )  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="credence-querybench-") as tmp:
         for size in sizes:
             db = Path(tmp) / f"q{size}.db"
             print(f"building {size} beliefs, {evidence} refs ...", file=sys.stderr, flush=True)
             bench.built.append(build_world(db, size, evidence, calm=calm))
             with ServerProcess(db) as server:
-                bench.timed.append(asyncio.run(_measure(server.url, bench.samples)))
+                timed, swept = asyncio.run(_measure(server.url, bench.samples, bench.sweep_samples))
+            bench.timed.append(timed)
+            bench.swept.append(swept)
     return bench
 
 
@@ -322,7 +357,32 @@ def render(bench: QueryBench) -> str:
         f"targets: p99 <= {P99_TARGET_MS:g} ms at {large} beliefs; growth "
         f"{small} -> {large} beliefs (x{large // small}) no worse than linear (<= {large / small:g}x)"
     )
+    if bench.sweep_samples:
+        lines += _render_sweep(bench)
     return "\n".join(lines)
+
+
+def _render_sweep(bench: QueryBench) -> list[str]:
+    """The narrative across budgets at the large size: p50 / slowest of its samples (ms)."""
+    large = bench.sizes[1]
+    lines = [
+        f"narrative across budgets at {large} beliefs, p50 / slowest of "
+        f"{bench.sweep_samples} (ms; the target is p99 <= {P99_TARGET_MS:g}):",
+        f"{'':<24}" + "".join(f"{'@' + str(b):>15}" for b in SWEEP_BUDGETS),
+    ]
+    over = 0
+    for focused in (False, True):
+        for lang in SWEEP_LANGS:
+            cells = []
+            for budget in SWEEP_BUDGETS:
+                found = percentiles(bench.swept[1][focused, lang, budget].samples)
+                slowest = max(bench.swept[1][focused, lang, budget].samples)
+                over += slowest > P99_TARGET_MS
+                cells.append(f"{found['p50']:>8.1f} /{slowest:>5.0f}")
+            name = f"{'focused' if focused else 'narrative'} {lang}"
+            lines.append(f"{name:<24}" + "".join(cells))
+    lines.append(f"sweep: {over} of {len(SWEEP)} budgets had a sample over {P99_TARGET_MS:g} ms")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -334,10 +394,19 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="few doubts: her contested memories fit the budget and the rest are laid out",
     )
+    parser.add_argument(
+        "--sweep-samples", type=int, default=None,
+        help="timed narratives per budget of the sweep (15; --quick 3; 0 skips it)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.samples is not None and args.samples < 1:
         parser.error("--samples must be at least 1")
-    print(render(run(quick=args.quick, samples=args.samples, calm=args.calm)))
+    if args.sweep_samples is not None and args.sweep_samples < 0:
+        parser.error("--sweep-samples must be at least 0")
+    bench = run(
+        quick=args.quick, samples=args.samples, calm=args.calm, sweep_samples=args.sweep_samples
+    )
+    print(render(bench))
     return 0
 
 
