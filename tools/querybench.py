@@ -228,6 +228,10 @@ class Timed:
     parts: int = 0
     largest_frame: int = 0
 
+    def record(self, ms: float, parts: int, largest: int) -> None:
+        self.samples.append(ms)
+        self.parts, self.largest_frame = parts, max(self.largest_frame, largest)
+
 
 async def _ask(ws: Any, frame: dict[str, Any], rid: int) -> tuple[float, int, int]:
     """One query; (ms until its last part, parts, largest frame in bytes)."""
@@ -265,10 +269,7 @@ async def _measure(
         for _ in range(samples):
             for name, frame in QUERIES.items():
                 rid += 1
-                ms, parts, largest = await _ask(ws, frame, rid)
-                t = out[name]
-                t.samples.append(ms)
-                t.parts, t.largest_frame = parts, max(t.largest_frame, largest)
+                out[name].record(*await _ask(ws, frame, rid))
         for name, frame in LARGEST.items():
             rid += 1
             ms, parts, largest = await _ask(ws, frame, rid)
@@ -276,10 +277,7 @@ async def _measure(
         for _ in range(sweep_samples):
             for key, frame in SWEEP.items():
                 rid += 1
-                ms, parts, largest = await _ask(ws, frame, rid)
-                t = swept[key]
-                t.samples.append(ms)
-                t.parts, t.largest_frame = parts, max(t.largest_frame, largest)
+                swept[key].record(*await _ask(ws, frame, rid))
     return out, swept
 
 
@@ -348,10 +346,11 @@ def render(bench: QueryBench) -> str:
             f"{growth:>8.2f}x{bench.timed[1][name].parts:>7}  {'ok' if ok else 'MISSED'}"
         )
     for name in LARGEST:
-        a, b = bench.timed[0][name], bench.timed[1][name]
+        once_small, once_large = bench.timed[0][name], bench.timed[1][name]
         lines.append(
-            f"{name:<24}{a.samples[0]:>11.2f}{'':>11}{b.samples[0]:>11.2f}{'':>11}"
-            f"{'':>9}{b.parts:>7}  once; largest frame {b.largest_frame} bytes"
+            f"{name:<24}{once_small.samples[0]:>11.2f}{'':>11}{once_large.samples[0]:>11.2f}"
+            f"{'':>11}{'':>9}{once_large.parts:>7}  once; largest frame "
+            f"{once_large.largest_frame} bytes"
         )
     lines.append(
         f"targets: p99 <= {P99_TARGET_MS:g} ms at {large} beliefs; growth "

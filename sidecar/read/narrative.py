@@ -75,6 +75,7 @@ from .queries import NotFound, resident_known
 from .ranking import Focus, rank
 from .recall import (
     Cut,
+    PlainSubjects,
     Recall,
     plain_subjects,
     recall,
@@ -355,7 +356,7 @@ def _adding(
 
 
 #: Reads a resident's plain subjects for her own names (:func:`.recall.plain_subjects`).
-_Subjects = Callable[[Sequence[str]], tuple[dict[str, int], list[tuple[str, str | None, str, Any]]]]
+_Subjects = Callable[[Sequence[str]], PlainSubjects]
 
 
 def _social(
@@ -404,13 +405,10 @@ def _unworded(recalled: Recall, words: Words) -> dict[str, Unworded]:
     return out
 
 
-def _fewest(
-    found: tuple[dict[str, int], list[tuple[str, str | None, str, Any]]], words: Words,
-    today: float,
-) -> dict[str, int]:  # fmt: skip
-    """Per plain section, the fewest characters any plain memory's subject has as a merged
-    line cuts it: of those worded as stored, found in SQL (their length); of the others,
-    worded here."""
+def _fewest(found: PlainSubjects, words: Words, today: float) -> dict[str, int]:
+    """Per plain section, the fewest characters any of her plain memories' subjects has as a
+    merged line cuts it (so no unread one's has fewer): of those worded as stored, found in
+    SQL (their length); of the others, worded here."""
     fewest, others = found
     fewest = dict(fewest)
     for section, subject, root, value in others:

@@ -487,8 +487,8 @@ def _compressed(
     shortest form might fit; and so do the ``unworded`` memories of a section (its tier, how
     many, the fewest characters of their subjects: see :func:`pack_social`) when the line
     of the shortest might fit where the breadth pass reaches their tier. ``fewest`` gives,
-    when first needed, the fewest characters any unread memory's subject has in a merged
-    line, per section (see :func:`pack_social`)."""
+    when first needed, per section the least number of characters an unread memory's
+    subject has in a merged line (see :func:`pack_social`)."""
     layout = _protected(protected, words, room, short=short)
     if layout.summary is not None or layout.counts:
         return layout  # even the contested and corrected beliefs had to be counted
@@ -805,8 +805,8 @@ def pack_social(
     emptiest line fits where the breadth pass reaches their tier.
 
     Where the emptiest line of an unread memory might still fit when the background pass
-    starts, ``fewest`` (called only then) gives per section the fewest characters any
-    unread memory's subject has, cut as a merged line cuts it: every line of one holds that
+    starts, ``fewest`` (called only then) gives per section a number of characters no unread
+    memory's subject has fewer of, cut as a merged line cuts it: every line of one holds that
     much besides its template, so they are counted when not even that line fits."""
     if budget < MIN_BUDGET:
         raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")

@@ -48,6 +48,7 @@ __all__ = [
     "Bounded",
     "Cut",
     "OwnRecall",
+    "PlainSubjects",
     "Recall",
     "TrustRecord",
     "act_histories",
@@ -289,9 +290,14 @@ _PLAIN = (
 )
 
 
+#: Per plain section the fewest characters of the subjects worded as stored, and the other
+#: plain rows as ``(section, subject, root, value)`` (:func:`plain_subjects`).
+PlainSubjects = tuple[dict[str, int], list[tuple[str, str | None, str, Any]]]
+
+
 def plain_subjects(
     reader: Reader, world: str, resident: str, clip: int, names: Sequence[str]
-) -> tuple[dict[str, int], list[tuple[str, str | None, str, Any]]]:
+) -> PlainSubjects:
     """What bounds the lines of a resident's plain memories from below, per section of
     :data:`PLAIN_SECTIONS`, without building them: the fewest characters among the subjects
     a line words as stored (:func:`_worded_as_stored`, with her own ``names`` and the
