@@ -741,12 +741,101 @@ def test_a_social_read_answers_only_with_the_full_reads_narrative(
     reader = _drawn_history(data, path, min_size=30, max_size=80)
     try:
         sizes = section_sizes(reader, WORLD, "mira")[0]
-        for budget in (200, 450):
+        for budget in (200, 450, 1200):
             full = project(reader, WORLD, "mira", budget=budget, bounded=False).to_dict()
             for told in (True, False):
                 found = _project_social(reader, WORLD, "mira", budget, "en", sizes, told=told)
                 event(f"told={told}: {'answered' if found else 'full read'}")
                 assert found is None or found.to_dict() == full, (budget, told)
+    finally:
+        reader.close()
+
+
+# -- plain memories laid out from their rows (narrative._pending) -------------------------
+
+
+def test_the_social_read_lays_out_plain_memories_from_their_rows(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where room is left for plain facts and faded memories once everything else is laid
+    out, the social read goes on with them keyed and grouped from their rows alone and
+    builds only what each line it reaches lists: the full read's narrative, byte for byte,
+    at every budget it does so, in both languages, with plain lines shown, building a small
+    part of what it counts."""
+    import sidecar.read.narrative as narrative
+    from sidecar.read.recall import PLAIN_SECTIONS, plain_rows, section_sizes
+
+    built: list[int] = []
+    original = narrative._pending
+
+    def counted(*args: Any) -> Any:
+        units, build_them = original(*args)
+
+        def building(keys: Any) -> Any:
+            built.append(len(keys))
+            return build_them(keys)
+
+        return units, building
+
+    monkeypatch.setattr(narrative, "_pending", counted)
+    reader = Reader(build(tmp_path_factory.mktemp("rows") / "r.db", calm_town(13, 2500)))
+    try:
+        plain = len(plain_rows(reader, WORLD, "mira"))
+        sizes = section_sizes(reader, WORLD, "mira")[0]
+        answered: dict[str, int] = {}
+        shown = 0
+        for lang in LANGS:
+            for budget in range(6000, 21000, 2000):
+                full = project(reader, WORLD, "mira", budget=budget, lang=lang, bounded=False)
+                fast = project(reader, WORLD, "mira", budget=budget, lang=lang)
+                assert fast.to_dict() == full.to_dict(), (lang, budget)
+                built.clear()
+                found = narrative._project_social(reader, WORLD, "mira", budget, lang, sizes)
+                if found is not None and built:
+                    answered[lang] = answered.get(lang, 0) + 1
+                    assert found.to_dict() == full.to_dict(), (lang, budget)
+                    assert sum(built) < plain / 3, (sum(built), plain)
+                    shown += sum(
+                        len(s["entries"]) for s in found.sections if s["name"] in PLAIN_SECTIONS
+                    )
+        assert min(answered.get(lang, 0) for lang in LANGS) >= 2 and shown >= 20, (answered, shown)
+    finally:
+        reader.close()
+
+
+@pytest.mark.parametrize("kind", ["town", "calm"])
+def test_plain_rows_are_keyed_and_grouped_as_the_pipe_ranks_and_groups_their_items(
+    tmp_path_factory: pytest.TempPathFactory, kind: str
+) -> None:
+    """Every plain memory a social read leaves unread (``recall.plain_rows``: sure, believed
+    and faded ones no player is still tampering with) gets from its row alone the section,
+    rank key and merge group its item gets from the full pipe (``classify``, ``rank``), so
+    the packer can order and group them without building one."""
+    from sidecar.read.items import classify, group_of
+    from sidecar.read.ranking import plain_keys, rank
+    from sidecar.read.recall import PLAIN_SECTIONS, plain_rows, recall, stored_ids
+
+    events = town(17, 900) if kind == "town" else calm_town(9, 1500)
+    reader = Reader(build(tmp_path_factory.mktemp("keys") / "k.db", events))
+    try:
+        whole = recall(reader, WORLD, "mira", "en")
+        items = rank(classify(whole), Focus(), whole.day, whole.registry)
+        expected = {
+            i.belief.root: (i.key, i.section, i.group)
+            for i in items
+            if i.from_belief and i.section in PLAIN_SECTIONS and not i.intervened
+        }
+        rows = plain_rows(reader, WORLD, "mira")
+        got = {
+            key[3]: (
+                key,
+                section,
+                group_of(section, row[0], "mira", stored_ids(row[5]), stored_ids(row[6])),
+            )
+            for key, section, row in plain_keys(rows, whole.day)
+        }
+        assert got == expected
+        assert len(got) > 200 and len({s for _, s, _ in got.values()}) >= 2
     finally:
         reader.close()
 
@@ -831,9 +920,11 @@ def test_the_plain_subjects_bound_lets_the_social_read_answer_where_a_line_only_
     """Where room is left at the end for the emptiest line of a plain memory but not for
     one with the shortest subject she has, the social read now answers (the full read
     gives the same narrative: ``test_the_social_read_gives_the_full_reads_narrative``):
-    more budgets answered than with no subject counted, and each the full read's text."""
+    more budgets answered than with no subject counted, and each the full read's text
+    (without the plain memories laid out from their rows, which would answer the rest)."""
     import sidecar.read.narrative as narrative
 
+    monkeypatch.setattr(narrative, "_pending", lambda *args: None)
     reader = Reader(build(tmp_path_factory.mktemp("bound") / "b.db", calm_town(5, 1200)))
     try:
         cases = [(budget, lang) for budget in range(300, 8000, 250) for lang in LANGS]

@@ -584,3 +584,28 @@ def test_the_bound_on_plain_lines_reads_her_subjects_on_her_primary_key_range(db
     for one in plans:
         assert "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=?)" in one, one
         assert "beliefs_shown" not in one and "TEMP B-TREE" not in one, one
+
+
+def test_plain_rows_and_the_beliefs_they_build_are_read_on_the_primary_key(db: Path) -> None:
+    """The plain memories a social read lays out from their rows (``recall.plain_rows``)
+    are read on the resident's primary-key range in root order, nothing sorted and no other
+    index; the few it then builds (``recall.beliefs_of``) each by primary key."""
+    from sidecar.read.recall import beliefs_of, plain_rows
+
+    reader = Reader(db)
+    seen: list[str] = []
+    reader.conn.set_trace_callback(seen.append)
+    try:
+        rows = plain_rows(reader, WORLD, "alice")
+        assert rows, "alice holds plain memories"
+        built = beliefs_of(reader, WORLD, "alice", [r[0] for r in rows[:3]])
+        assert [b.root for b in built] == sorted(r[0] for r in rows[:3])
+    finally:
+        reader.conn.set_trace_callback(None)
+        reader.close()
+    plans = _plans(db, [s for s in seen if "FROM beliefs" in s])
+    assert len(plans) == 2, plans
+    scan, keyed = sorted(plans, key=lambda p: "json_each" in p)
+    assert scan == "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=?)", scan
+    assert "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=? AND root=?)" in keyed, keyed
+    assert "TEMP B-TREE" not in keyed and "SCAN beliefs" not in keyed, keyed

@@ -9,7 +9,7 @@ wording happens here (that is :mod:`.phrasing`), no ranking (:mod:`.ranking`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,6 +38,7 @@ __all__ = [
     "belief_items",
     "classify",
     "classify_belief",
+    "group_of",
     "tier_of",
 ]
 
@@ -176,17 +177,24 @@ def tier_of(section: str, relevant: bool, social: bool | None = None) -> int:
 
 
 def _group(belief: Belief, section: str) -> str | None:
-    """What several lines can be merged under: the place, else the person, it is about."""
-    people = [p for p in belief.people if p != belief.resident]
+    return group_of(section, belief.root, belief.resident, belief.people, belief.places)
+
+
+def group_of(
+    section: str, root: str, resident: str, people: Sequence[str], places: Sequence[str]
+) -> str | None:
+    """What several lines can be merged under: the place, else the person, a memory of
+    ``resident``'s in ``section`` is about."""
+    others = [p for p in people if p != resident]
     if section == "people":
-        if people:
-            return people[0]
-        parts = [p for p in belief.root[len(RELATION_PREFIX) :].split(":") if p]
-        others = [p for p in parts if p != belief.resident]
-        return others[-1] if others else None
-    if belief.places:
-        return belief.places[0]
-    return people[0] if people else None
+        if others:
+            return others[0]
+        parts = [p for p in root[len(RELATION_PREFIX) :].split(":") if p]
+        named = [p for p in parts if p != resident]
+        return named[-1] if named else None
+    if places:
+        return places[0]
+    return others[0] if others else None
 
 
 def _band(belief: Belief, section: str) -> str:

@@ -58,34 +58,42 @@ from protocol import TAGS_SHOWN
 from ..engine import Belief
 from ..engine.texts import wire_text
 from ..store import Reader
-from .items import Item, belief_items, classify
+from .items import Item, belief_items, classify, group_of
 from .packing import (
     MERGE_ITEM_SUBJECT,
     MIN_BUDGET,
+    Build,
     Horizon,
+    Key,
     Layout,
+    Pending,
     Unworded,
     pack,
     pack_bounded,
     pack_social,
+    pending_units,
 )
-from .phrasing import narrative_words, phrase, subject_text
+from .phrasing import Phrased, narrative_words, phrase, subject_text
 from .promises import own_items
 from .queries import NotFound, resident_known
-from .ranking import Focus, rank
+from .ranking import Focus, plain_keys, rank
 from .recall import (
     Cut,
     PlainSubjects,
     Recall,
+    beliefs_of,
+    plain_rows,
     plain_subjects,
     recall,
     recall_bounded,
     recall_social,
     section_sizes,
+    stored_ids,
     told_ceiling,
     unworded_beliefs,
     unworded_subjects,
 )
+from .sources import Sources, load_sources
 from .wording import SECTIONS, Words, words_for
 
 __all__ = ["MIN_BUDGET", "Focus", "Narrative", "entry", "project", "ranked_items"]
@@ -172,11 +180,11 @@ def _sections(
     entries: dict[str, list[dict[str, Any]]] = {name: [] for name in SECTIONS}
     represented = dict.fromkeys(SECTIONS, 0)
     for line in sorted(layout.lines, key=lambda ln: ln.key):
-        represented[line.section] += len(line.items)
+        represented[line.section] += line.members
         for phrased in line.listed:
             one = entry(phrased.item, line.text, line.merged)
             if line.bulk:
-                one["members"] = len(line.items)
+                one["members"] = line.members
             entries[line.section].append(one)
     totals = dict.fromkeys(SECTIONS, 0)
     for item in items:
@@ -296,8 +304,13 @@ def _project_social(
     None otherwise (then the full read answers). Unfocused, it first leaves the rumours
     unread too; ``told=False``: only that."""
     focus = focus or Focus()
-    # (every plain memory's subject, read only when a line of one might otherwise fit)
-    subjects = partial(plain_subjects, reader, world, resident, MERGE_ITEM_SUBJECT)
+    # (what is read of the plain memories, only when a line of one might otherwise fit)
+    subjects = _Later(
+        partial(plain_subjects, reader, world, resident, MERGE_ITEM_SUBJECT),
+        partial(plain_rows, reader, world, resident),
+        partial(beliefs_of, reader, world, resident),
+        partial(load_sources, reader, world, resident),
+    )
     if focus:  # rumours that match the focus rank two tiers up: always read
         recalled = recall_social(reader, world, resident, lang, focus=focus, worded=False)
         if recalled is None:
@@ -355,18 +368,29 @@ def _adding(
     return beliefs, merged + items[n:]
 
 
-#: Reads a resident's plain subjects for her own names (:func:`.recall.plain_subjects`).
-_Subjects = Callable[[Sequence[str]], PlainSubjects]
+@dataclass(frozen=True, slots=True)
+class _Later:
+    """What a social read reads of a resident's plain memories only if the packer asks:
+    their subjects for her own names (:func:`.recall.plain_subjects`), their rows
+    (:func:`.recall.plain_rows`) and the beliefs of some of them
+    (:func:`.recall.beliefs_of`) and their tellers (:func:`.sources.load_sources`)."""
+
+    subjects: Callable[[Sequence[str]], PlainSubjects]
+    rows: Callable[[], Sequence[Sequence[Any]]]
+    beliefs: Callable[[Sequence[str]], tuple[Belief, ...]]
+    #: :func:`.sources.load_sources`: ``(candidates, corrections, wanted)``.
+    sources: Callable[..., dict[str, Sources]]
 
 
 def _social(
     resident: str, budget: int, lang: str, sizes: Mapping[str, int], recalled: Recall,
-    items: list[Item], subjects: _Subjects, ahead: tuple[int, float] | None = None,
+    items: list[Item], subjects: _Later, ahead: tuple[int, float] | None = None,
     told: int = 0, focus: Focus | None = None,
 ) -> Narrative | None:  # fmt: skip
     """The pipe of :func:`_project_social` from the ``items`` of one read, ranked for
     ``focus``; ``told`` rumours were left unread, ranking at most ``ahead``; ``subjects``
-    reads the plain ones' subjects if the packer needs them."""
+    reads the plain ones if the packer needs them. Without a focus, and with the rumours
+    read, the plain memories may be laid out after all (:func:`_pending`)."""
     read = dict.fromkeys(SECTIONS, 0)
     for item in items:
         if item.from_belief:
@@ -381,8 +405,11 @@ def _social(
     unworded = _unworded(recalled, words)
     if any(u.number > unread.get(section, 0) for section, u in unworded.items()):
         return None  # never happens: the unbuilt ones are part of the unread
-    fewest = cache(lambda: _fewest(subjects(words.self_names), words, recalled.day))
-    layout = pack_social(phrased, words, budget, unread, ahead, unworded, fewest)
+    fewest = cache(lambda: _fewest(subjects.subjects(words.self_names), words, recalled.day))
+    later = None
+    if not focus and ahead is None:
+        later = cache(lambda: _pending(subjects, recalled, words))
+    layout = pack_social(phrased, words, budget, unread, ahead, unworded, fewest, later)
     if layout is None:
         return None
     return _narrative(
@@ -415,6 +442,41 @@ def _fewest(found: PlainSubjects, words: Words, today: float) -> dict[str, int]:
         chars = len(subject_text(subject, root, value, words, MERGE_ITEM_SUBJECT, today))
         fewest[section] = min(fewest.get(section, chars), chars)
     return fewest
+
+
+def _pending(later: _Later, recalled: Recall, words: Words) -> tuple[list[Pending], Build]:
+    """A social read's unread plain memories as the packer's units, keyed and grouped from
+    their rows alone (:func:`.ranking.plain_keys`, :func:`.items.group_of`), and how to
+    build those a line lists: read by root, then the same pipe (classify, rank, word) as the
+    full read; the tellers of one told by several people are looked up among the same
+    candidates as the full read's (:attr:`.recall.Recall.candidates`)."""
+    resident, today = recalled.resident, recalled.day
+
+    def group(row: Sequence[Any]) -> str | None:
+        return group_of(row[1], row[0], resident, stored_ids(row[5]), stored_ids(row[6]))
+
+    units = pending_units(plain_keys(later.rows(), today), group)
+    built: dict[str, Phrased] = {}
+
+    def build(keys: Sequence[Key]) -> list[Phrased] | None:
+        roots = [k[3] for k in keys if k[3] not in built]
+        if roots:
+            beliefs = later.beliefs(roots)
+            if len(beliefs) != len(roots):
+                return None
+            several = {b.root for b in beliefs if len(b.heard_from) > 1}
+            found = recalled
+            if several:
+                told = later.sources(recalled.candidates, recalled.corrections, several)
+                found = replace(recalled, sources={**recalled.sources, **told})
+            items = belief_items(found, beliefs)
+            if len(items) != len(beliefs):
+                return None
+            ranked = rank(items, Focus(), today, recalled.registry)
+            built.update((p.item.belief.root, p) for p in phrase(ranked, words, today))
+        return [built[k[3]] for k in keys]
+
+    return units, build
 
 
 def bounded_limits(budget: int) -> tuple[int, ...]:
@@ -502,7 +564,7 @@ def _narrative(
 ) -> Narrative:  # fmt: skip
     """The narrative of a packed layout. A bounded read's ``unread`` memories per section are
     counted with the omitted ones, never worded (its layout is always compressed)."""
-    omitted = len(items) + sum(unread.values()) - len(layout.included())
+    omitted = len(items) + sum(unread.values()) - layout.represented()
     text = layout.render(omitted)
     assert len(text) <= budget, "packing broke its own budget"
     return Narrative(

@@ -39,10 +39,11 @@ rendered text is never longer than the plan.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+import heapq
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .phrasing import KIND_CLIP, Phrased, clip_text
 from .wording import SECTIONS, Words
@@ -53,13 +54,16 @@ __all__ = [
     "MERGE_MAX_ITEMS",
     "MIN_BUDGET",
     "Horizon",
+    "Key",
     "Layout",
     "Line",
+    "Pending",
     "Trace",
     "Unworded",
     "pack",
     "pack_bounded",
     "pack_social",
+    "pending_units",
 ]
 
 #: Smallest budget the projection accepts (the wire's lower bound too).
@@ -93,6 +97,30 @@ class Unworded(NamedTuple):
     fewest: int
 
 
+#: An item's place in rank order (:attr:`.items.Item.key`).
+Key = tuple[int, float, float, str]
+
+
+class Pending(NamedTuple):
+    """One line's worth of memories a read left unbuilt (a big resident's plain facts and
+    faded memories, :func:`pending_units`): what :func:`_units` would make of them — its
+    kind (``bulk``, ``merge`` or ``single``), section, the key of its best memory and how
+    many it holds — and the keys of the few a line of it can list (a bulk line's
+    :data:`BULK_SAMPLE`, a merged line's :data:`MERGE_MAX_ITEMS`), in rank order, the
+    roots last. Built only when the background pass reaches it and a line might fit."""
+
+    kind: str
+    section: str
+    key: Key
+    total: int
+    listed: tuple[Key, ...]
+
+
+#: Builds pending memories: the worded items of these keys' roots, in the same order, or
+#: None when it cannot tell they are worded as a full read words them.
+Build = Callable[[Sequence[Key]], "list[Phrased] | None"]
+
+
 @dataclass(slots=True)
 class Line:
     """One bullet of the text, and the beliefs it stands for."""
@@ -103,11 +131,18 @@ class Line:
     key: tuple[int, float, float, str]
     merged: str | None = None
     bulk: bool = False
+    #: Members of a bulk line that were counted, not built (:class:`Pending`).
+    counted: int = 0
 
     @property
     def listed(self) -> list[Phrased]:
         """The items this line lists as section entries: a bulk line's first few."""
         return self.items[:BULK_SAMPLE] if self.bulk else self.items
+
+    @property
+    def members(self) -> int:
+        """How many memories the line stands for."""
+        return len(self.items) + self.counted
 
 
 @dataclass(slots=True)
@@ -145,6 +180,10 @@ class Layout:
 
     def included(self) -> list[Phrased]:
         return [item for line in self.lines for item in line.items]
+
+    def represented(self) -> int:
+        """How many memories the lines stand for (a bulk line's counted members too)."""
+        return sum(line.members for line in self.lines)
 
     def render(self, omitted: int) -> str:
         """The text: sections in fixed order, bullets by priority, then the note."""
@@ -339,8 +378,9 @@ def _bulk(items: list[Phrased]) -> tuple[list[list[Phrased]], list[Phrased]]:
     return bulk, [i for i in items if id(i) not in taken]
 
 
-def _bulk_texts(words: Words, unit: list[Phrased]) -> tuple[str, str]:
-    """The full and compact bulk line of one family (the best-ranked item as example)."""
+def _bulk_texts(words: Words, unit: list[Phrased], n: int | None = None) -> tuple[str, str]:
+    """The full and compact bulk line of one family of ``n`` (all of ``unit`` by default;
+    the best-ranked item as example)."""
     first = unit[0]
     family = _family(first.item.belief.root) or first.item.belief.root
     kind = words.kind(family + ":")  # the schema's text for the prefix every root shares
@@ -348,16 +388,52 @@ def _bulk_texts(words: Words, unit: list[Phrased]) -> tuple[str, str]:
         family.replace("_", " ") if kind is None else clip_text(" ".join(kind.split()), KIND_CLIP)
     )
     s = first.compact(MERGE_ITEM_SUBJECT)
-    return (
-        words.bulk.format(n=len(unit), k=label, s=s),
-        words.c_bulk.format(n=len(unit), k=label, s=s),
-    )
+    n = len(unit) if n is None else n
+    return words.bulk.format(n=n, k=label, s=s), words.c_bulk.format(n=n, k=label, s=s)
 
 
-def _bulk_line(text: str, unit: list[Phrased]) -> Line:
+def _bulk_line(text: str, unit: list[Phrased], counted: int = 0) -> Line:
     first = unit[0]
     family = _family(first.item.belief.root)
-    return Line(first.section, text, unit, first.key, merged=family, bulk=True)
+    return Line(first.section, text, unit, first.key, merged=family, bulk=True, counted=counted)
+
+
+def pending_units(
+    rows: Iterable[tuple[Key, str, Any]], group: Callable[[Any], str | None]
+) -> list[Pending]:
+    """What :func:`_units` makes of memories that are only keyed so far, in priority order:
+    ``rows`` of ``(key, section, row)``, each a sure, believed or faded memory neither
+    protected nor bearing on the focus (:func:`_bulk` takes every such one into its
+    family), and the place or person a ``row`` can merge under (``group``: asked only of
+    those no bulk family takes)."""
+    families: dict[tuple[str, str], list[tuple[Key, Any]]] = {}
+    rest: list[tuple[Key, str, Any]] = []
+    for key, section, row in rows:
+        family = _family(key[3])
+        if family is None:
+            rest.append((key, section, row))
+        else:
+            families.setdefault((section, family), []).append((key, row))
+    out: list[Pending] = []
+    for (section, _), members in families.items():
+        if len(members) >= BULK_AT:
+            keys = heapq.nsmallest(BULK_SAMPLE, (k for k, _ in members))
+            out.append(Pending("bulk", section, keys[0], len(members), tuple(keys)))
+        else:
+            rest += [(key, section, row) for key, row in members]
+    groups: dict[tuple[str, str], list[Key]] = {}
+    for key, section, row in rest:
+        name = group(row)
+        if name is None:
+            out.append(Pending("single", section, key, 1, (key,)))
+        else:
+            groups.setdefault((section, name), []).append(key)
+    for (section, _), keys in groups.items():
+        keys.sort()
+        kind = "merge" if len(keys) > 1 else "single"
+        out.append(Pending(kind, section, keys[0], len(keys), tuple(keys[:MERGE_MAX_ITEMS])))
+    out.sort(key=lambda p: p.key)
+    return out
 
 
 def _units(items: list[Phrased]) -> list[tuple[str, list[Phrased]]]:
@@ -381,14 +457,12 @@ def _units(items: list[Phrased]) -> list[tuple[str, list[Phrased]]]:
     return sorted(tagged, key=lambda t: t[1][0].key)
 
 
-def _merged_text(
-    words: Words, group: str, items: list[Phrased], shown: int, parts: list[str]
-) -> str:
-    """The merged line of the first ``shown`` of ``items``, whose compact forms start
+def _merged_text(words: Words, group: str, n: int, shown: int, parts: list[str]) -> str:
+    """The merged line of the first ``shown`` of ``n`` items, whose compact forms start
     ``parts`` (worded once for every ``shown`` tried)."""
     body = words.merge_sep.join(parts[:shown])
-    if shown < len(items):
-        body += words.merge_more.format(n=len(items) - shown)
+    if shown < n:
+        body += words.merge_more.format(n=n - shown)
     return words.merged.format(k=words.name(group), items=body)
 
 
@@ -400,16 +474,21 @@ class _Placed:
     fuller: str | None = None
 
 
-def _cheapest(layout: Layout, kind: str, unit: list[Phrased], room: int) -> _Placed | None:
+def _cheapest(
+    layout: Layout, kind: str, unit: list[Phrased], room: int, total: int | None = None
+) -> _Placed | None:
     """Lay out ``unit`` in its shortest form that fits (a merged line with as many items as
-    fit), remembering its full form for the detail pass; None when nothing fits."""
+    fit), remembering its full form for the detail pass; None when nothing fits. A unit of
+    ``total`` memories may hold only the first of them (a bulk line's :data:`BULK_SAMPLE`,
+    a merged line's :data:`MERGE_MAX_ITEMS`: all it can list)."""
     words = layout.words
     first = unit[0]
+    total = len(unit) if total is None else total
     if layout.used + layout.line_cost(first.section, "") > room:
         return None  # not even an empty line fits: the unit is never worded
     if kind == "merge":
         assert first.group is not None
-        most = min(len(unit), MERGE_MAX_ITEMS)
+        most = min(total, MERGE_MAX_ITEMS)
         parts = [first.compact(MERGE_ITEM_SUBJECT)]
         # Every merged line of the unit starts with its first item: when that one alone
         # does not fit, none does, and the others are never worded.
@@ -418,15 +497,16 @@ def _cheapest(layout: Layout, kind: str, unit: list[Phrased], room: int) -> _Pla
             return None
         parts += [i.compact(MERGE_ITEM_SUBJECT) for i in unit[1:most]]
         for shown in range(most, 0, -1):
-            text = _merged_text(words, first.group, unit, shown, parts)
+            text = _merged_text(words, first.group, total, shown, parts)
             if layout.fits(first.section, text, room):
                 line = Line(first.section, text, unit[:shown], first.key, merged=first.group)
                 layout.add(line)
                 return _Placed(line)
         return None
     if kind == "bulk":
-        full, short = _bulk_texts(words, unit)
-        make: Callable[[str], Line] = lambda text: _bulk_line(text, unit)  # noqa: E731
+        full, short = _bulk_texts(words, unit, total)
+        counted = total - len(unit)
+        make: Callable[[str], Line] = lambda text: _bulk_line(text, unit, counted)  # noqa: E731
     elif first.protected:
         full, short = first.full(), first.compact()
         make = lambda text: _single(first, text)  # noqa: E731
@@ -475,6 +555,7 @@ def _compressed(
     uncertain: Collection[int] = (),
     unworded: Mapping[str, Unworded] | None = None,
     fewest: Callable[[], Mapping[str, int]] | None = None,
+    pending: Callable[[], tuple[Sequence[Pending], Build] | None] | None = None,
 ) -> Layout | None:
     """The compressed layout: breadth, then detail, then background (see :func:`pack`), of
     the ``protected`` items and the other items' ``units`` (:func:`_units`; both in priority
@@ -488,7 +569,9 @@ def _compressed(
     many, the fewest characters of their subjects: see :func:`pack_social`) when the line
     of the shortest might fit where the breadth pass reaches their tier. ``fewest`` gives,
     when first needed, per section the least number of characters an unread memory's
-    subject has in a merged line (see :func:`pack_social`)."""
+    subject has in a merged line (see :func:`pack_social`). Where one of them may still get
+    a line, ``pending`` (called only then) gives them as units and builds those the
+    background pass reaches (None: it cannot)."""
     layout = _protected(protected, words, room, short=short)
     if layout.summary is not None or layout.counts:
         return layout  # even the contested and corrected beliefs had to be counted
@@ -533,15 +616,45 @@ def _compressed(
         # Every line of a plain memory holds its subject, cut as a merged line cuts it: with
         # the fewest characters any of theirs has there, none may fit after all.
         closed = _closed(layout, unread, room, fewest())
+    later: tuple[Sequence[Pending], Build] | None = None
     if closed is None:
-        return None
-    for kind, unit in background:  # 3. background, in rank order, as room remains
-        found = _cheapest(layout, kind, unit, room)
+        later = pending() if pending is not None else None
+        if later is None:
+            return None
+        counts: dict[str, int] = {}
+        for one in later[0]:
+            counts[one.section] = counts.get(one.section, 0) + one.total
+        if counts != {s: n for s, n in unread.items() if n}:
+            return None  # never happens: they are the unread memories
+    least = fewest() if later is not None and fewest is not None else {}
+    for kind, unit, due in _background(background, later[0] if later else ()):
+        # 3. background, in rank order, as room remains
+        if due is not None:  # unread memories: built when the emptiest line of theirs fits
+            if not _emptiest_fits(layout, due.section, room, least.get(due.section, 0)):
+                continue
+            assert later is not None
+            built = later[1](due.listed)
+            if built is None or [i.key for i in built] != list(due.listed):
+                return None  # not worded as the full read words them: it answers
+            unit = built
+        found = _cheapest(layout, kind, unit, room, None if due is None else due.total)
         if found is not None and found.fuller is not None:
             _detail(layout, [found], room)
-    if closed != {s for s in unread if unread[s] and s in layout._sections}:
+    if closed is not None and closed != {s for s in unread if unread[s] and s in layout._sections}:
         return None  # never happens: only an unread memory could open their sections
     return layout
+
+
+def _background(
+    units: Sequence[tuple[str, list[Phrased]]], pending: Sequence[Pending]
+) -> Iterator[tuple[str, list[Phrased], Pending | None]]:
+    """The background units in rank order: those built, and the ``pending`` ones (their
+    list empty until built)."""
+    Entry = tuple[Key, str, list[Phrased], Pending | None]
+    built: Iterator[Entry] = ((unit[0].key, kind, unit, None) for kind, unit in units)
+    due: Iterator[Entry] = ((p.key, p.kind, [], p) for p in pending)
+    for _, kind, unit, p in heapq.merge(built, due, key=lambda t: t[0]):
+        yield kind, unit, p
 
 
 def _passed(layout: Layout, waiting: dict[str, Unworded], tier: int | None, room: int) -> bool:
@@ -761,12 +874,12 @@ def pack(items: list[Phrased], words: Words, budget: int) -> tuple[Layout, bool]
     units = _units([i for i in ordered if not i.protected])
     best = _compressed(protected, units, words, room, short=False)
     assert best is not None
-    if len(best.included()) < len(items) and not best.short:
+    if best.represented() < len(items) and not best.short:
         # Something is left out: headings are overhead, so short ones are tried too and kept
         # when they let more memories in (or as many, more of them in full).
         short = _compressed(protected, units, words, room, short=True)
         assert short is not None
-        if (len(short.included()), _fuller(short)) > (len(best.included()), _fuller(best)):
+        if (short.represented(), _fuller(short)) > (best.represented(), _fuller(best)):
             best = short
     return best, True
 
@@ -779,6 +892,7 @@ def pack_social(
     ahead: tuple[int, float] | None = None,
     unworded: Mapping[str, Unworded] | None = None,
     fewest: Callable[[], Mapping[str, int]] | None = None,
+    pending: Callable[[], tuple[Sequence[Pending], Build] | None] | None = None,
 ) -> Layout | None:
     """What :func:`pack` gives for ``items`` plus ``unread`` background memories per section
     (faded ones, plain sure and believed facts: :func:`.recall.recall_social`), when that can
@@ -807,7 +921,13 @@ def pack_social(
     Where the emptiest line of an unread memory might still fit when the background pass
     starts, ``fewest`` (called only then) gives per section a number of characters no unread
     memory's subject has fewer of, cut as a merged line cuts it: every line of one holds that
-    much besides its template, so they are counted when not even that line fits."""
+    much besides its template, so they are counted when not even that line fits. Where one
+    might still fit, ``pending`` (called only then; without a focus) gives the unread ones
+    as the units :func:`_units` would make of them (:func:`pending_units`), and builds the
+    few each line reached would list: the background pass goes on with them in rank order,
+    building a unit only when the emptiest line of its section, with that shortest subject,
+    fits what is left (:func:`_cheapest` could lay out no other), and the rest are only
+    counted."""
     if budget < MIN_BUDGET:
         raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")
     counted = _BULK_SECTIONS if ahead is None else _BULK_SECTIONS | {"told"}
@@ -829,16 +949,26 @@ def pack_social(
     protected = [i for i in ordered if i.protected]
     units = _units([i for i in ordered if not i.protected])
     best = _compressed(
-        protected, units, words, room, False, unread, ahead, uncertain, unworded, fewest
+        protected, units, words, room, False, unread, ahead, uncertain, unworded, fewest, pending
     )
     if best is None:
         return None
-    if len(best.included()) < total and not best.short:
+    if best.represented() < total and not best.short:
         short = _compressed(
-            protected, units, words, room, True, unread, ahead, uncertain, unworded, fewest
+            protected,
+            units,
+            words,
+            room,
+            True,
+            unread,
+            ahead,
+            uncertain,
+            unworded,
+            fewest,
+            pending,
         )
         if short is None:
             return None
-        if (len(short.included()), _fuller(short)) > (len(best.included()), _fuller(best)):
+        if (short.represented(), _fuller(short)) > (best.represented(), _fuller(best)):
             best = short
     return best

@@ -39,7 +39,7 @@ from typing import Any
 
 from ..engine import Belief
 from ..store.rows import load_json
-from .items import Item, new_item, tier_of
+from .items import NOTABLE_AT, Item, new_item, tier_of
 from .registry import Registry
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "Focus",
     "Terms",
     "Why",
+    "plain_keys",
     "rank",
     "row_matches",
     "row_prefilter",
@@ -288,13 +289,34 @@ def row_prefilter(focus: Focus, registry: Registry) -> tuple[str, dict[str, str]
 
 def _parts(b: Belief, matched: int, today: float) -> tuple[float, float, float, float, float]:
     """The score of a memory matching ``matched`` focus terms and its parts, unrounded (one
-    expression for :func:`rank`'s order and for every ``why``)."""
+    expression for :func:`rank`'s order, for every ``why`` and for :func:`plain_keys`)."""
+    return _scored(b.updated_day, b.importance, b.confidence, matched, today)
+
+
+def _scored(
+    updated_day: float, importance: float | None, confidence: int, matched: int, today: float
+) -> tuple[float, float, float, float, float]:
     relevance = 1 - 0.5**matched
-    recency = 0.5 ** (max(0.0, today - b.updated_day) / HALF_LIFE_DAYS)
-    importance = min(1.0, b.importance or 0.0)
-    confidence = b.confidence / 100
-    score = RELEVANCE_WEIGHT * relevance + recency + importance + CONFIDENCE_WEIGHT * confidence
-    return score, relevance, recency, importance, confidence
+    recency = 0.5 ** (max(0.0, today - updated_day) / HALF_LIFE_DAYS)
+    weight = min(1.0, importance or 0.0)
+    sure = confidence / 100
+    score = RELEVANCE_WEIGHT * relevance + recency + weight + CONFIDENCE_WEIGHT * sure
+    return score, relevance, recency, weight, sure
+
+
+def plain_keys(
+    rows: Iterable[Sequence[Any]], today: float
+) -> Iterator[tuple[tuple[int, float, float, str], str, Sequence[Any]]]:
+    """The rank key each plain memory's item gets without a focus (:attr:`.items.Item.key`:
+    its tier as :func:`.items.classify_belief` gives it, its rounded score), from rows of
+    :data:`.recall.PLAIN_COLUMNS` (a big resident's are keyed without building one), each
+    as ``(key, section, row)``."""
+    for row in rows:
+        root, section, updated_day, importance, confidence = row[:5]
+        notable = section != "faded" and (importance or 0.0) >= NOTABLE_AT
+        tier = tier_of(section, False, True if notable else None)
+        score = round(_scored(updated_day, importance, confidence, 0, today)[0], 4)
+        yield (tier, -score, -updated_day, root), section, row
 
 
 def score_parts(item: Item, matched: Sequence[str], today: float) -> dict[str, float]:

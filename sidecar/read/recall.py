@@ -53,12 +53,15 @@ __all__ = [
     "TrustRecord",
     "act_histories",
     "act_histories_by_episode",
+    "beliefs_of",
+    "plain_rows",
     "plain_subjects",
     "recall",
     "recall_bounded",
     "recall_own",
     "recall_social",
     "section_sizes",
+    "stored_ids",
     "told_ceiling",
     "unworded_beliefs",
     "unworded_subjects",
@@ -173,6 +176,9 @@ class Recall:
     #: section (:data:`SECTION_SQL`) in root order (:func:`recall_social`;
     #: :func:`unworded_beliefs` builds them when needed).
     unworded: tuple[Sequence[Any], ...] = ()
+    #: The beliefs whose tellers :mod:`.sources` chose among (every contested one, every
+    #: one told by several people): more of theirs are looked up with them when needed.
+    candidates: Sequence[Belief] = ()
 
 
 def _rows(reader: Reader, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> list[sqlite3.Row]:
@@ -201,7 +207,7 @@ _SECTION = 18
 _SOCIAL_AT = _SECTION + 1
 
 
-def _strings(text: str) -> tuple[str, ...]:
+def stored_ids(text: str) -> tuple[str, ...]:
     """A stored list of ids; most are empty, and those need no parsing."""
     return () if text == "[]" else tuple(load_json(text))
 
@@ -328,6 +334,39 @@ def plain_subjects(
     return fewest, [(r[0], r[1], r[2], load_json(r[3])) for r in others]
 
 
+#: The columns of :func:`plain_rows`: what ranks a plain memory and places it in a line.
+PLAIN_COLUMNS = "root, section, updated_day, importance, confidence, people, places"
+
+
+def plain_rows(reader: Reader, world: str, resident: str) -> Sequence[Sequence[Any]]:
+    """Every plain memory a social read leaves unread (:data:`PLAIN_SECTIONS`, tampered with
+    by no player still: :func:`recall_social` reads those), as its :data:`PLAIN_COLUMNS`
+    (``section`` by :data:`SECTION_SQL`, ``people`` and ``places`` as stored), in root order,
+    on her primary-key range: no belief is built (``tests/test_store_plans.py``)."""
+    return _rows(
+        reader,
+        f"SELECT root, {SECTION_SQL}, updated_day, importance, confidence, people, places "
+        f"FROM beliefs WHERE world = ? AND resident = ? AND {_PLAIN} "
+        "AND (intervention IS NULL OR intervention = 'discovered') ORDER BY root",
+        (world, resident),
+    )
+
+
+def beliefs_of(
+    reader: Reader, world: str, resident: str, roots: Sequence[str]
+) -> tuple[Belief, ...]:
+    """The beliefs of ``roots`` (as :func:`recall` reads them), in root order, each by
+    primary key."""
+    return _from_rows(
+        _rows(
+            reader,
+            f"SELECT {_BELIEF_COLUMNS} FROM beliefs WHERE world = ? AND resident = ? "
+            "AND root IN (SELECT value FROM json_each(?)) ORDER BY root",
+            (world, resident, orjson.dumps(list(roots)).decode()),
+        )
+    )
+
+
 def _from_rows(found: Sequence[Sequence[Any]]) -> tuple[Belief, ...]:
     """The beliefs of rows of :data:`_BELIEF_COLUMNS` (further columns ignored), built
     positionally (a full read builds one per belief the resident holds); the columns not
@@ -339,8 +378,8 @@ def _from_rows(found: Sequence[Sequence[Any]]) -> tuple[Belief, ...]:
     return tuple(
         new_belief(
             r[0], r[1], load_json(r[2]), r[3], r[4], states[r[5]], kinds[r[6]], r[7],
-            r[12], r[13], r[14], r[16], _strings(r[8]), _strings(r[9]), _strings(r[10]),
-            interventions[r[17]] if r[17] else None, (), 0, _strings(r[11]),
+            r[12], r[13], r[14], r[16], stored_ids(r[8]), stored_ids(r[9]), stored_ids(r[10]),
+            interventions[r[17]] if r[17] else None, (), 0, stored_ids(r[11]),
             None, (), (), None, 0.0, r[15], None, 0,
         )
         for r in found
@@ -555,6 +594,7 @@ def _recalled(
         said=_said(reader, world, resident),
         sources=load_sources(reader, world, resident, told, found_corrections, wanted),
         own=recall_own(reader, world, resident),
+        candidates=told,
     )
 
 
@@ -709,13 +749,7 @@ def _protected_rows(
             continue
         taken[r["section"]] += 1
         chosen.append(r["root"])
-    rows = _rows(
-        reader,
-        f"SELECT {_BELIEF_COLUMNS} FROM beliefs WHERE world = ? AND resident = ? "
-        "AND root IN (SELECT value FROM json_each(?)) ORDER BY root",
-        (world, resident, orjson.dumps(chosen).decode()),
-    )
-    return list(_from_rows(rows)), cuts
+    return list(beliefs_of(reader, world, resident, chosen)), cuts
 
 
 def _sizes(reader: Reader, world: str, resident: str) -> dict[str, int]:
@@ -987,7 +1021,7 @@ def recall_social(
     unworded = tuple(
         r for r in rows if not worded and not r[_SOCIAL_AT] and r[17] is None and r[1] in matched
     )
-    skipped = {id(r) for r in unworded if len(_strings(r[11])) < 2}
+    skipped = {id(r) for r in unworded if len(stored_ids(r[11])) < 2}
     built = [r for r in rows if id(r) not in skipped] if skipped else rows
     read = _from_rows(built)
     apart = {r[1] for r in unworded}
