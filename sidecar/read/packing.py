@@ -409,11 +409,11 @@ def pending_units(
     families: dict[tuple[str, str], list[tuple[Key, Any]]] = {}
     rest: list[tuple[Key, str, Any]] = []
     for key, section, row in rows:
-        family = _family(key[3])
-        if family is None:
-            rest.append((key, section, row))
-        else:
+        family, colon, _ = key[3].rpartition(":")  # (_family, inline: once per memory)
+        if colon:
             families.setdefault((section, family), []).append((key, row))
+        else:
+            rest.append((key, section, row))
     out: list[Pending] = []
     for (section, _), members in families.items():
         if len(members) >= BULK_AT:
@@ -626,11 +626,14 @@ def _compressed(
             counts[one.section] = counts.get(one.section, 0) + one.total
         if counts != {s: n for s, n in unread.items() if n}:
             return None  # never happens: they are the unread memories
+    # (the emptiest line of an unread memory per section: its template's words and the
+    # shortest subject, as _emptiest_fits counts them)
     least = fewest() if later is not None and fewest is not None else {}
+    emptiest = {s: _least(words, s) + least.get(s, 0) for s in unread}
     for kind, unit, due in _background(background, later[0] if later else ()):
         # 3. background, in rank order, as room remains
         if due is not None:  # unread memories: built when the emptiest line of theirs fits
-            if not _emptiest_fits(layout, due.section, room, least.get(due.section, 0)):
+            if layout.used + layout.line_cost(due.section, "") + emptiest[due.section] > room:
                 continue
             assert later is not None
             built = later[1](due.listed)

@@ -311,12 +311,15 @@ def plain_keys(
     its tier as :func:`.items.classify_belief` gives it, its rounded score), from rows of
     :data:`.recall.PLAIN_COLUMNS` (a big resident's are keyed without building one), each
     as ``(key, section, row)``."""
+    tiers: dict[tuple[str, bool], int] = {}  # (tens of thousands of rows, a few tiers)
     for row in rows:
-        root, section, updated_day, importance, confidence = row[:5]
+        section, updated_day, importance = row[1], row[2], row[3]
         notable = section != "faded" and (importance or 0.0) >= NOTABLE_AT
-        tier = tier_of(section, False, True if notable else None)
-        score = round(_scored(updated_day, importance, confidence, 0, today)[0], 4)
-        yield (tier, -score, -updated_day, root), section, row
+        tier = tiers.get((section, notable))
+        if tier is None:
+            tier = tiers[section, notable] = tier_of(section, False, True if notable else None)
+        score = round(_scored(updated_day, importance, row[4], 0, today)[0], 4)
+        yield (tier, -score, -updated_day, row[0]), section, row
 
 
 def score_parts(item: Item, matched: Sequence[str], today: float) -> dict[str, float]:
