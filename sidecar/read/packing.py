@@ -417,7 +417,7 @@ def pending_units(
     out: list[Pending] = []
     for (section, _), members in families.items():
         if len(members) >= BULK_AT:
-            keys = heapq.nsmallest(BULK_SAMPLE, (k for k, _ in members))
+            keys = sorted(k for k, _ in members)[:BULK_SAMPLE]
             out.append(Pending("bulk", section, keys[0], len(members), tuple(keys)))
         else:
             rest += [(key, section, row) for key, row in members]

@@ -343,8 +343,7 @@ def plain_rows(reader: Reader, world: str, resident: str) -> Sequence[Sequence[A
     by no player still: :func:`recall_social` reads those), as its :data:`PLAIN_COLUMNS`
     (``section`` by :data:`SECTION_SQL`, ``people`` and ``places`` as stored), in root order,
     on her primary-key range: no belief is built (``tests/test_store_plans.py``)."""
-    return _rows(
-        reader,
+    return reader.tuples(
         f"SELECT root, {SECTION_SQL}, updated_day, importance, confidence, people, places "
         f"FROM beliefs WHERE world = ? AND resident = ? AND {_PLAIN} "
         "AND (intervention IS NULL OR intervention = 'discovered') ORDER BY root",

@@ -136,9 +136,9 @@ class Reader(PromiseQueries):
         except sqlite3.Error as exc:
             raise StoreError(f"query failed: {exc}") from exc
 
-    def _tuples(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+    def tuples(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
         """:meth:`_rows` as plain tuples: no :class:`sqlite3.Row` per row, for the reads that
-        turn hundreds of rows straight into reply dicts."""
+        turn hundreds of rows straight into reply dicts (or key thousands of them)."""
         cursor = self.conn.cursor()
         cursor.row_factory = None
         try:
@@ -334,7 +334,7 @@ class Reader(PromiseQueries):
         )
         out: list[list[Any]] = [[] for _ in roots]
         if wire:
-            for row in self._tuples(sql, params):
+            for row in self.tuples(sql, params):
                 out[row[0]].append(change_summary_from_row(row[1:]))
         else:
             for full in self._rows(sql, params):
