@@ -578,22 +578,19 @@ def _unworded_answers(
 ) -> bool | None:
     """Whether a focused social read answers with the plain memories that match the focus
     left unbuilt (None: none were)."""
-    from functools import partial
-
     from sidecar.read.items import classify
-    from sidecar.read.narrative import _social
-    from sidecar.read.packing import MERGE_ITEM_SUBJECT
+    from sidecar.read.narrative import _Later, _social
     from sidecar.read.promises import own_items
     from sidecar.read.ranking import rank
-    from sidecar.read.recall import plain_subjects, recall_social
+    from sidecar.read.recall import recall_social
 
     recalled = recall_social(reader, WORLD, "mira", lang, focus=focus, worded=False)
     if recalled is None or not recalled.unworded:
         return None
     items = classify(recalled) + own_items("mira", recalled.own)
     items = rank(items, focus, recalled.day, recalled.registry)
-    subjects = partial(plain_subjects, reader, WORLD, "mira", MERGE_ITEM_SUBJECT)
-    return _social("mira", budget, lang, sizes, recalled, items, subjects, focus=focus) is not None
+    later = _Later.of(reader, WORLD, "mira")
+    return _social("mira", budget, lang, sizes, recalled, items, later, focus=focus) is not None
 
 
 def test_a_notable_plain_fact_sends_the_narrative_to_the_full_read(
@@ -769,13 +766,13 @@ def test_the_social_read_lays_out_plain_memories_from_their_rows(
     original = narrative._pending
 
     def counted(*args: Any) -> Any:
-        units, build_them = original(*args)
+        found = original(*args)
 
         def building(keys: Any) -> Any:
             built.append(len(keys))
-            return build_them(keys)
+            return found.build(keys)
 
-        return units, building
+        return found._replace(build=building)
 
     monkeypatch.setattr(narrative, "_pending", counted)
     reader = Reader(build(tmp_path_factory.mktemp("rows") / "r.db", calm_town(13, 2500)))
@@ -799,6 +796,56 @@ def test_the_social_read_lays_out_plain_memories_from_their_rows(
                         len(s["entries"]) for s in found.sections if s["name"] in PLAIN_SECTIONS
                     )
         assert min(answered.get(lang, 0) for lang in LANGS) >= 2 and shown >= 20, (answered, shown)
+    finally:
+        reader.close()
+
+
+def test_a_focused_social_read_completes_merged_lines_from_unread_rows(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a focus, a plain fact that bears on it is read and may share its merged line
+    (its place) with facts that do not, unread: the social read builds the first few of
+    those from their rows (``Unread.joining``) and lays out the line the full read would,
+    counting the rest; at every budget, in both languages, the full read's narrative, and
+    so answered in several (focused on a few roots: a place's line lists some of each)."""
+    import sidecar.read.narrative as narrative
+    from sidecar.read.recall import section_sizes
+
+    joined: list[int] = []
+    original = narrative._pending
+
+    def counted(*args: Any) -> Any:
+        found = original(*args)
+        sharing = {k for keys in found.joining.values() for k in keys}
+
+        def building(keys: Any) -> Any:
+            if all(k in sharing for k in keys):
+                joined.append(len(keys))
+            return found.build(keys)
+
+        return found._replace(build=building)
+
+    monkeypatch.setattr(narrative, "_pending", counted)
+    reader = Reader(build(tmp_path_factory.mktemp("join") / "j.db", calm_town(13, 2500)))
+    try:
+        sizes = section_sizes(reader, WORLD, "mira")[0]
+        answered = 0
+        for focus in (Focus(roots=("thing77",)), Focus(roots=("thing7",))):
+            for lang in LANGS:
+                for budget in (600, 2000, 4000, 8000, 14000):
+                    same_both_ways(reader, budget, lang, focus)
+                    joined.clear()
+                    found = narrative._project_social(
+                        reader, WORLD, "mira", budget, lang, sizes, focus=focus
+                    )
+                    if found is not None and any(joined):
+                        answered += 1
+                        full = project(
+                            reader, WORLD, "mira", budget=budget, lang=lang, focus=focus,
+                            bounded=False,
+                        )  # fmt: skip
+                        assert found.to_dict() == full.to_dict(), (focus, lang, budget)
+        assert answered >= 8, answered
     finally:
         reader.close()
 

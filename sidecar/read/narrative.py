@@ -36,7 +36,10 @@ wire form of each entry. For a big resident the same pipe may run on a bounded r
 it in SQL by :func:`.ranking.row_matches`), which answers only when it can tell it gives the
 same narrative as the full read; so may one of a big resident
 with few doubts, whose plain facts and faded memories are only counted
-(:func:`.recall.recall_social` → … → :func:`.packing.pack_social`).
+(:func:`.recall.recall_social` → … → :func:`.packing.pack_social`), or, where some of
+them get lines, keyed and grouped from their rows and built only as the packer reaches
+them (:func:`.recall.plain_rows` → :func:`.ranking.plain_keys` →
+:func:`.packing.pending_units`).
 
 Wording carries the epistemic state (see :mod:`.wording`): firsthand beliefs are "sure"
 (confidence ≥ 85), "think" (65–84) or "not certain"; hearsay always names who said it and is
@@ -48,7 +51,7 @@ rules are in :mod:`.packing`.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from typing import Any
@@ -62,11 +65,10 @@ from .items import Item, belief_items, classify, group_of
 from .packing import (
     MERGE_ITEM_SUBJECT,
     MIN_BUDGET,
-    Build,
     Horizon,
     Key,
     Layout,
-    Pending,
+    Unread,
     Unworded,
     pack,
     pack_bounded,
@@ -78,6 +80,7 @@ from .promises import own_items
 from .queries import NotFound, resident_known
 from .ranking import Focus, plain_keys, rank
 from .recall import (
+    PLAIN_SECTIONS,
     Cut,
     PlainSubjects,
     Recall,
@@ -304,13 +307,7 @@ def _project_social(
     None otherwise (then the full read answers). Unfocused, it first leaves the rumours
     unread too; ``told=False``: only that."""
     focus = focus or Focus()
-    # (what is read of the plain memories, only when a line of one might otherwise fit)
-    subjects = _Later(
-        partial(plain_subjects, reader, world, resident, MERGE_ITEM_SUBJECT),
-        partial(plain_rows, reader, world, resident),
-        partial(beliefs_of, reader, world, resident),
-        partial(load_sources, reader, world, resident),
-    )
+    subjects = _Later.of(reader, world, resident)
     if focus:  # rumours that match the focus rank two tiers up: always read
         recalled = recall_social(reader, world, resident, lang, focus=focus, worded=False)
         if recalled is None:
@@ -381,6 +378,15 @@ class _Later:
     #: :func:`.sources.load_sources`: ``(candidates, corrections, wanted)``.
     sources: Callable[..., dict[str, Sources]]
 
+    @classmethod
+    def of(cls, reader: Reader, world: str, resident: str) -> _Later:
+        return cls(
+            partial(plain_subjects, reader, world, resident, MERGE_ITEM_SUBJECT),
+            partial(plain_rows, reader, world, resident),
+            partial(beliefs_of, reader, world, resident),
+            partial(load_sources, reader, world, resident),
+        )
+
 
 def _social(
     resident: str, budget: int, lang: str, sizes: Mapping[str, int], recalled: Recall,
@@ -389,8 +395,9 @@ def _social(
 ) -> Narrative | None:  # fmt: skip
     """The pipe of :func:`_project_social` from the ``items`` of one read, ranked for
     ``focus``; ``told`` rumours were left unread, ranking at most ``ahead``; ``subjects``
-    reads the plain ones if the packer needs them. Without a focus, and with the rumours
-    read, the plain memories may be laid out after all (:func:`_pending`)."""
+    reads the plain ones if the packer needs them. With every rumour read and every
+    memory that bears on the focus built, the plain memories may be laid out after all
+    (:func:`_pending`)."""
     read = dict.fromkeys(SECTIONS, 0)
     for item in items:
         if item.from_belief:
@@ -407,8 +414,14 @@ def _social(
         return None  # never happens: the unbuilt ones are part of the unread
     fewest = cache(lambda: _fewest(subjects.subjects(words.self_names), words, recalled.day))
     later = None
-    if not focus and ahead is None:
-        later = cache(lambda: _pending(subjects, recalled, words))
+    if ahead is None and not recalled.unworded:  # (with every rumour and match read)
+        # the groups of the read plain memories' units (those that bear on the focus)
+        taken = {
+            (i.section, i.group)
+            for i in items
+            if i.section in PLAIN_SECTIONS and i.group and i.from_belief and not i.protected
+        }
+        later = cache(lambda: _pending(subjects, recalled, words, focus or Focus(), taken))
     layout = pack_social(phrased, words, budget, unread, ahead, unworded, fewest, later)
     if layout is None:
         return None
@@ -444,18 +457,23 @@ def _fewest(found: PlainSubjects, words: Words, today: float) -> dict[str, int]:
     return fewest
 
 
-def _pending(later: _Later, recalled: Recall, words: Words) -> tuple[list[Pending], Build]:
-    """A social read's unread plain memories as the packer's units, keyed and grouped from
-    their rows alone (:func:`.ranking.plain_keys`, :func:`.items.group_of`), and how to
+def _pending(
+    later: _Later, recalled: Recall, words: Words, focus: Focus, taken: Collection[tuple[str, str]]
+) -> Unread:
+    """A social read's unread plain memories (none bears on the ``focus``) as the packer's
+    units, keyed and grouped from their rows alone (:func:`.ranking.plain_keys`,
+    :func:`.items.group_of`; those of a group ``taken`` by a read unit join it), and how to
     build those a line lists: read by root, then the same pipe (classify, rank, word) as the
     full read; the tellers of one told by several people are looked up among the same
     candidates as the full read's (:attr:`.recall.Recall.candidates`)."""
     resident, today = recalled.resident, recalled.day
+    read = {b.root for b in recalled.beliefs}
 
     def group(row: Sequence[Any]) -> str | None:
         return group_of(row[1], row[0], resident, stored_ids(row[5]), stored_ids(row[6]))
 
-    units = pending_units(plain_keys(later.rows(), today), group)
+    rows = (row for row in later.rows() if row[0] not in read)
+    units, joining = pending_units(plain_keys(rows, today), group, taken)
     built: dict[str, Phrased] = {}
 
     def build(keys: Sequence[Key]) -> list[Phrased] | None:
@@ -472,11 +490,13 @@ def _pending(later: _Later, recalled: Recall, words: Words) -> tuple[list[Pendin
             items = belief_items(found, beliefs)
             if len(items) != len(beliefs):
                 return None
-            ranked = rank(items, Focus(), today, recalled.registry)
+            ranked = rank(items, focus, today, recalled.registry)
+            if any(i.relevant for i in ranked):
+                return None  # never happens: those that bear on it were read
             built.update((p.item.belief.root, p) for p in phrase(ranked, words, today))
         return [built[k[3]] for k in keys]
 
-    return units, build
+    return Unread(units, joining, build)
 
 
 def bounded_limits(budget: int) -> tuple[int, ...]:

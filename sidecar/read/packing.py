@@ -59,6 +59,7 @@ __all__ = [
     "Line",
     "Pending",
     "Trace",
+    "Unread",
     "Unworded",
     "pack",
     "pack_bounded",
@@ -119,6 +120,16 @@ class Pending(NamedTuple):
 #: Builds pending memories: the worded items of these keys' roots, in the same order, or
 #: None when it cannot tell they are worded as a full read words them.
 Build = Callable[[Sequence[Key]], "list[Phrased] | None"]
+
+
+class Unread(NamedTuple):
+    """The memories a read left unbuilt, as the packer takes them (:func:`pending_units`):
+    the units of their own, those that would share the merged line of a read unit (by
+    section and group, in rank order), and how to build them."""
+
+    units: Sequence[Pending]
+    joining: Mapping[tuple[str, str], Sequence[Key]]
+    build: Build
 
 
 @dataclass(slots=True)
@@ -399,13 +410,17 @@ def _bulk_line(text: str, unit: list[Phrased], counted: int = 0) -> Line:
 
 
 def pending_units(
-    rows: Iterable[tuple[Key, str, Any]], group: Callable[[Any], str | None]
-) -> list[Pending]:
+    rows: Iterable[tuple[Key, str, Any]],
+    group: Callable[[Any], str | None],
+    taken: Collection[tuple[str, str]] = (),
+) -> tuple[list[Pending], dict[tuple[str, str], list[Key]]]:
     """What :func:`_units` makes of memories that are only keyed so far, in priority order:
     ``rows`` of ``(key, section, row)``, each a sure, believed or faded memory neither
     protected nor bearing on the focus (:func:`_bulk` takes every such one into its
     family), and the place or person a ``row`` can merge under (``group``: asked only of
-    those no bulk family takes)."""
+    those no bulk family takes). Those whose section and group are ``taken`` (by a unit of
+    memories already built) join that unit instead: returned apart, per group, in rank
+    order."""
     families: dict[tuple[str, str], list[tuple[Key, Any]]] = {}
     rest: list[tuple[Key, str, Any]] = []
     for key, section, row in rows:
@@ -422,18 +437,23 @@ def pending_units(
         else:
             rest += [(key, section, row) for key, row in members]
     groups: dict[tuple[str, str], list[Key]] = {}
+    joining: dict[tuple[str, str], list[Key]] = {}
     for key, section, row in rest:
         name = group(row)
         if name is None:
             out.append(Pending("single", section, key, 1, (key,)))
         else:
-            groups.setdefault((section, name), []).append(key)
+            (joining if (section, name) in taken else groups).setdefault(
+                (section, name), []
+            ).append(key)
     for (section, _), keys in groups.items():
         keys.sort()
         kind = "merge" if len(keys) > 1 else "single"
         out.append(Pending(kind, section, keys[0], len(keys), tuple(keys[:MERGE_MAX_ITEMS])))
     out.sort(key=lambda p: p.key)
-    return out
+    for keys in joining.values():
+        keys.sort()
+    return out, joining
 
 
 def _units(items: list[Phrased]) -> list[tuple[str, list[Phrased]]]:
@@ -555,7 +575,7 @@ def _compressed(
     uncertain: Collection[int] = (),
     unworded: Mapping[str, Unworded] | None = None,
     fewest: Callable[[], Mapping[str, int]] | None = None,
-    pending: Callable[[], tuple[Sequence[Pending], Build] | None] | None = None,
+    pending: Callable[[], Unread | None] | None = None,
 ) -> Layout | None:
     """The compressed layout: breadth, then detail, then background (see :func:`pack`), of
     the ``protected`` items and the other items' ``units`` (:func:`_units`; both in priority
@@ -571,7 +591,8 @@ def _compressed(
     when first needed, per section the least number of characters an unread memory's
     subject has in a merged line (see :func:`pack_social`). Where one of them may still get
     a line, ``pending`` (called only then) gives them as units and builds those the
-    background pass reaches (None: it cannot)."""
+    background pass reaches, and those an ``uncertain`` unit's line would list (None: it
+    cannot)."""
     layout = _protected(protected, words, room, short=short)
     if layout.summary is not None or layout.counts:
         return layout  # even the contested and corrected beliefs had to be counted
@@ -597,11 +618,23 @@ def _compressed(
                 if _closed(layout, social, room) is None:
                     return None
                 ahead = None
+            total = None
             if uncertain and id(unit[0]) in uncertain:
-                if _may_fit(layout, unit[0], room):
+                if not _may_fit(layout, unit[0], room):
+                    continue  # no line of it fits, whatever else it would list
+                rows = pending() if pending is not None else None
+                if rows is None:
                     return None  # its line might list unread memories too
-                continue
-            found = _cheapest(layout, kind, unit, room)
+                first = unit[0]
+                assert first.group is not None  # (only a unit with a group is uncertain)
+                joining = rows.joining.get((first.section, first.group), ())
+                if joining:  # the unread ones that share its line: it lists the first few
+                    built = rows.build(joining[: max(0, MERGE_MAX_ITEMS - len(unit))])
+                    if built is None or [i.key for i in built] != list(joining[: len(built)]):
+                        return None
+                    kind, total = "merge", len(unit) + len(joining)
+                    unit = sorted([*unit, *built], key=lambda i: i.key)
+            found = _cheapest(layout, kind, unit, room, total)
             if found is not None:
                 placed.append(found)
         if band is focused:
@@ -616,27 +649,29 @@ def _compressed(
         # Every line of a plain memory holds its subject, cut as a merged line cuts it: with
         # the fewest characters any of theirs has there, none may fit after all.
         closed = _closed(layout, unread, room, fewest())
-    later: tuple[Sequence[Pending], Build] | None = None
+    later: Unread | None = None
     if closed is None:
         later = pending() if pending is not None else None
         if later is None:
             return None
         counts: dict[str, int] = {}
-        for one in later[0]:
+        for one in later.units:
             counts[one.section] = counts.get(one.section, 0) + one.total
+        for (section, _), keys in later.joining.items():
+            counts[section] = counts.get(section, 0) + len(keys)
         if counts != {s: n for s, n in unread.items() if n}:
             return None  # never happens: they are the unread memories
     # (the emptiest line of an unread memory per section: its template's words and the
     # shortest subject, as _emptiest_fits counts them)
     least = fewest() if later is not None and fewest is not None else {}
     emptiest = {s: _least(words, s) + least.get(s, 0) for s in unread}
-    for kind, unit, due in _background(background, later[0] if later else ()):
+    for kind, unit, due in _background(background, later.units if later else ()):
         # 3. background, in rank order, as room remains
         if due is not None:  # unread memories: built when the emptiest line of theirs fits
             if layout.used + layout.line_cost(due.section, "") + emptiest[due.section] > room:
                 continue
             assert later is not None
-            built = later[1](due.listed)
+            built = later.build(due.listed)
             if built is None or [i.key for i in built] != list(due.listed):
                 return None  # not worded as the full read words them: it answers
             unit = built
@@ -895,7 +930,7 @@ def pack_social(
     ahead: tuple[int, float] | None = None,
     unworded: Mapping[str, Unworded] | None = None,
     fewest: Callable[[], Mapping[str, int]] | None = None,
-    pending: Callable[[], tuple[Sequence[Pending], Build] | None] | None = None,
+    pending: Callable[[], Unread | None] | None = None,
 ) -> Layout | None:
     """What :func:`pack` gives for ``items`` plus ``unread`` background memories per section
     (faded ones, plain sure and believed facts: :func:`.recall.recall_social`), when that can
@@ -912,9 +947,10 @@ def pack_social(
 
     With a focus, the read memories of those sections are the ones that bear on it (every
     one of them: the unread ones do not, so no family holds a read one), and one may share
-    a merged line (its place or person) with unread ones: such a line is left out only
-    when not even its shortest form fits where the breadth pass reaches it, whatever else
-    it would list; else None. Those that bear on it may be left unread as well
+    a merged line (its place or person) with unread ones: such a line is left out when not
+    even its shortest form fits where the breadth pass reaches it, whatever else it would
+    list; else the unread ones it would list are built (``pending``, below), or None
+    without it. Those that bear on it may be left unread as well
     (``unworded``, part of ``unread``: per section, their tier, how many, and the fewest
     characters any of their subjects has in a line, cut as a merged line cuts it): every
     line of one holds its subject, cut at :data:`MERGE_ITEM_SUBJECT` or more, and the words
@@ -925,12 +961,13 @@ def pack_social(
     starts, ``fewest`` (called only then) gives per section a number of characters no unread
     memory's subject has fewer of, cut as a merged line cuts it: every line of one holds that
     much besides its template, so they are counted when not even that line fits. Where one
-    might still fit, ``pending`` (called only then; without a focus) gives the unread ones
-    as the units :func:`_units` would make of them (:func:`pending_units`), and builds the
-    few each line reached would list: the background pass goes on with them in rank order,
-    building a unit only when the emptiest line of its section, with that shortest subject,
-    fits what is left (:func:`_cheapest` could lay out no other), and the rest are only
-    counted."""
+    might still fit, ``pending`` (called only then, at most once: every rumour read and
+    every memory that bears on the focus built) gives the unread ones as the units
+    :func:`_units` would make of them (:func:`pending_units`; those sharing a read unit's
+    merged line apart) and builds the few each line reached would list: the background pass
+    goes on with them in rank order, building a unit only when the emptiest line of its
+    section, with that shortest subject, fits what is left (:func:`_cheapest` could lay out
+    no other), and the rest are only counted."""
     if budget < MIN_BUDGET:
         raise ValueError(f"narrative budget must be at least {MIN_BUDGET} characters, not {budget}")
     counted = _BULK_SECTIONS if ahead is None else _BULK_SECTIONS | {"told"}
