@@ -751,6 +751,25 @@ def test_a_social_read_answers_only_with_the_full_reads_narrative(
 # -- plain memories laid out from their rows (narrative._pending) -------------------------
 
 
+def _watch_builds(monkeypatch: pytest.MonkeyPatch, seen: Any) -> None:
+    """Call ``seen(unread, keys)`` each time a social read builds unread plain memories
+    (``narrative._pending``'s ``Unread.build``)."""
+    import sidecar.read.narrative as narrative
+
+    original = narrative._pending
+
+    def watched(*args: Any) -> Any:
+        unread = original(*args)
+
+        def building(keys: Any) -> Any:
+            seen(unread, keys)
+            return unread.build(keys)
+
+        return unread._replace(build=building)
+
+    monkeypatch.setattr(narrative, "_pending", watched)
+
+
 def test_the_social_read_lays_out_plain_memories_from_their_rows(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -763,18 +782,7 @@ def test_the_social_read_lays_out_plain_memories_from_their_rows(
     from sidecar.read.recall import PLAIN_SECTIONS, plain_rows, section_sizes
 
     built: list[int] = []
-    original = narrative._pending
-
-    def counted(*args: Any) -> Any:
-        found = original(*args)
-
-        def building(keys: Any) -> Any:
-            built.append(len(keys))
-            return found.build(keys)
-
-        return found._replace(build=building)
-
-    monkeypatch.setattr(narrative, "_pending", counted)
+    _watch_builds(monkeypatch, lambda unread, keys: built.append(len(keys)))
     reader = Reader(build(tmp_path_factory.mktemp("rows") / "r.db", calm_town(13, 2500)))
     try:
         plain = len(plain_rows(reader, WORLD, "mira"))
@@ -812,20 +820,13 @@ def test_a_focused_social_read_completes_merged_lines_from_unread_rows(
     from sidecar.read.recall import section_sizes
 
     joined: list[int] = []
-    original = narrative._pending
 
-    def counted(*args: Any) -> Any:
-        found = original(*args)
-        sharing = {k for keys in found.joining.values() for k in keys}
+    def joining(unread: Any, keys: Any) -> None:
+        sharing = {k for listed in unread.joining.values() for k in listed}
+        if all(k in sharing for k in keys):  # (the first few of those sharing a read line)
+            joined.append(len(keys))
 
-        def building(keys: Any) -> Any:
-            if all(k in sharing for k in keys):
-                joined.append(len(keys))
-            return found.build(keys)
-
-        return found._replace(build=building)
-
-    monkeypatch.setattr(narrative, "_pending", counted)
+    _watch_builds(monkeypatch, joining)
     reader = Reader(build(tmp_path_factory.mktemp("join") / "j.db", calm_town(13, 2500)))
     try:
         sizes = section_sizes(reader, WORLD, "mira")[0]
