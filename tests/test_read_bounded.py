@@ -777,12 +777,19 @@ def test_the_social_read_lays_out_plain_memories_from_their_rows(
     out, the social read goes on with them keyed and grouped from their rows alone and
     builds only what each line it reaches lists: the full read's narrative, byte for byte,
     at every budget it does so, in both languages, with plain lines shown, building a small
-    part of what it counts."""
+    part of what it counts; also where what it read would fit in full, when the lines of the
+    unread ones alone tell that not everything does (``packing._overflowing``)."""
     import sidecar.read.narrative as narrative
+    import sidecar.read.packing as packing
     from sidecar.read.recall import PLAIN_SECTIONS, plain_rows, section_sizes
 
     built: list[int] = []
     _watch_builds(monkeypatch, lambda unread, keys: built.append(len(keys)))
+    overflowing: list[bool] = []  # what _overflowing told, each time it was asked
+    told = packing._overflowing
+    monkeypatch.setattr(
+        packing, "_overflowing", lambda *args: overflowing.append(told(*args)) or overflowing[-1]
+    )
     reader = Reader(build(tmp_path_factory.mktemp("rows") / "r.db", calm_town(13, 2500)))
     try:
         plain = len(plain_rows(reader, WORLD, "mira"))
@@ -790,7 +797,8 @@ def test_the_social_read_lays_out_plain_memories_from_their_rows(
         answered: dict[str, int] = {}
         shown = 0
         for lang in LANGS:
-            for budget in range(6000, 21000, 2000):
+            # (up to where everything of hers fits in full: there it must decline)
+            for budget in (*range(6000, 23000, 2000), 30000, 40000):
                 full = project(reader, WORLD, "mira", budget=budget, lang=lang, bounded=False)
                 fast = project(reader, WORLD, "mira", budget=budget, lang=lang)
                 assert fast.to_dict() == full.to_dict(), (lang, budget)
@@ -804,6 +812,7 @@ def test_the_social_read_lays_out_plain_memories_from_their_rows(
                         len(s["entries"]) for s in found.sections if s["name"] in PLAIN_SECTIONS
                     )
         assert min(answered.get(lang, 0) for lang in LANGS) >= 2 and shown >= 20, (answered, shown)
+        assert True in overflowing and False in overflowing, overflowing
     finally:
         reader.close()
 

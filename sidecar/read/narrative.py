@@ -247,7 +247,11 @@ def project(
         if (
             not likely
             and not intervened
-            and (budget <= SOCIAL_BUDGET or social(sizes) * BOUNDED_LONG > budget)
+            and (
+                budget <= SOCIAL_BUDGET
+                or social(sizes) * BOUNDED_LONG > budget
+                or plain(sizes) * BOUNDED_LINE > SOCIAL_PLAIN * budget
+            )
             and plain(sizes) * BOUNDED_LINE > budget
         ):
             # Many plain facts, few doubts: read all but the plain facts (with a focus, but
@@ -284,6 +288,13 @@ BOUNDED_LONG = 64
 #: plain facts are likely to get lines unless the other memories alone might fill the budget
 #: (:data:`BOUNDED_LONG`; only a guess: the read checks itself either way).
 SOCIAL_BUDGET = 8000
+
+
+#: Beyond :data:`SOCIAL_BUDGET`, a social read is tried when her plain memories would fill
+#: this many budgets at :data:`BOUNDED_LINE` characters each: then the lines they get are a
+#: small part of them, which it builds alone (:func:`_pending`), where the full read would
+#: build them all; for fewer, the full read costs about as much and answers at once.
+SOCIAL_PLAIN = 3
 
 
 def plain(sizes: Mapping[str, int]) -> int:

@@ -895,6 +895,49 @@ def _longer(items: list[Phrased], budget: int) -> bool:
     return False
 
 
+def _overflowing(
+    items: list[Phrased],
+    words: Words,
+    budget: int,
+    unread: Mapping[str, int],
+    fewest: Callable[[], Mapping[str, int]] | None,
+    pending: Callable[[], Unread | None] | None,
+) -> bool:
+    """Whether the bullets :func:`_everything` would lay out for the read ``items`` and the
+    ``unread`` plain memories alone pass ``budget`` (so not everything fits), told from the
+    units of the unread ones (``pending``: a bulk family is one line, every other memory a
+    line of its own) and the least each line of theirs holds ("- ", a newline, its
+    section's emptiest template, and the shortest subject, ``fewest``). Only when no read
+    item could join a bulk family there (else the count of lines is not known)."""
+    if fewest is None or pending is None:
+        return False
+    if any(
+        i.section in _BULK_SECTIONS and not i.item.relevant and i.item.from_belief for i in items
+    ):
+        return False  # (a tampered-with plain memory: _everything may bulk it with unread ones)
+    found = pending()
+    if found is None:
+        return False
+    lines: dict[str, int] = {}
+    for unit in found.units:
+        lines[unit.section] = lines.get(unit.section, 0) + (
+            1 if unit.kind == "bulk" else unit.total
+        )
+    counted = {s: sum(u.total for u in found.units if u.section == s) for s in lines}
+    for (section, _), keys in found.joining.items():
+        lines[section] = lines.get(section, 0) + len(keys)
+        counted[section] = counted.get(section, 0) + len(keys)
+    if counted != {s: n for s, n in unread.items() if n}:
+        return False  # never happens: they are the unread memories
+    least = sum(len(i.full()) + 2 for i in items)
+    shortest = fewest()
+    for section, n in lines.items():
+        least += n * (2 + _least(words, section) + shortest.get(section, 0))
+        if least > budget:
+            return True
+    return least > budget
+
+
 def pack(items: list[Phrased], words: Words, budget: int) -> tuple[Layout, bool]:
     """Choose and phrase the lines for ``budget``; return the layout and whether it had to
     compress. ``items`` may be in any order."""
@@ -982,7 +1025,9 @@ def pack_social(
     if any(not i.item.relevant for i in shared):
         return None  # a read memory that could share a family or a line with unread ones
     uncertain = {id(i) for i in shared if i.group is not None}
-    if not _longer(ordered, budget):
+    if not _longer(ordered, budget) and not _overflowing(
+        ordered, words, budget, unread, fewest, pending
+    ):
         return None
     total = len(items) + sum(unread.values())
     room = budget - (len(words.omitted(max(total, 2))) + 2)
