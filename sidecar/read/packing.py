@@ -131,6 +131,16 @@ class Unread(NamedTuple):
     joining: Mapping[tuple[str, str], Sequence[Key]]
     build: Build
 
+    def counts(self) -> dict[str, int]:
+        """How many memories they are per section (checked against the counts of the unread
+        before the packer trusts them)."""
+        counts: dict[str, int] = {}
+        for unit in self.units:
+            counts[unit.section] = counts.get(unit.section, 0) + unit.total
+        for (section, _), keys in self.joining.items():
+            counts[section] = counts.get(section, 0) + len(keys)
+        return counts
+
 
 @dataclass(slots=True)
 class Line:
@@ -654,12 +664,7 @@ def _compressed(
         later = pending() if pending is not None else None
         if later is None:
             return None
-        counts: dict[str, int] = {}
-        for one in later.units:
-            counts[one.section] = counts.get(one.section, 0) + one.total
-        for (section, _), keys in later.joining.items():
-            counts[section] = counts.get(section, 0) + len(keys)
-        if counts != {s: n for s, n in unread.items() if n}:
+        if later.counts() != {s: n for s, n in unread.items() if n}:
             return None  # never happens: they are the unread memories
     # (the emptiest line of an unread memory per section: its template's words and the
     # shortest subject, as _emptiest_fits counts them)
@@ -916,19 +921,15 @@ def _overflowing(
     ):
         return False  # (a tampered-with plain memory: _everything may bulk it with unread ones)
     found = pending()
-    if found is None:
-        return False
+    if found is None or found.counts() != {s: n for s, n in unread.items() if n}:
+        return False  # (the second never happens: they are the unread memories)
     lines: dict[str, int] = {}
     for unit in found.units:
         lines[unit.section] = lines.get(unit.section, 0) + (
             1 if unit.kind == "bulk" else unit.total
         )
-    counted = {s: sum(u.total for u in found.units if u.section == s) for s in lines}
     for (section, _), keys in found.joining.items():
         lines[section] = lines.get(section, 0) + len(keys)
-        counted[section] = counted.get(section, 0) + len(keys)
-    if counted != {s: n for s, n in unread.items() if n}:
-        return False  # never happens: they are the unread memories
     least = sum(len(i.full()) + 2 for i in items)
     shortest = fewest()
     for section, n in lines.items():
