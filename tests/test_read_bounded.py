@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from read_world import WORLD, build
 
@@ -751,21 +751,30 @@ def test_a_social_read_answers_only_with_the_full_reads_narrative(
 # -- plain memories laid out from their rows (narrative._pending) -------------------------
 
 
-def _watch_builds(monkeypatch: pytest.MonkeyPatch, seen: Any) -> None:
+def _watch_builds(monkeypatch: pytest.MonkeyPatch, seen: Any, joins: Any = None) -> None:
     """Call ``seen(unread, keys)`` each time a social read builds unread plain memories
-    (``narrative._pending``'s ``Unread.build``)."""
+    (``narrative._pending``'s ``Unread.build``), and ``joins(unread, section, group,
+    found)`` each time it reads those that join one read unit's merged line."""
     import sidecar.read.narrative as narrative
 
     original = narrative._pending
 
     def watched(*args: Any) -> Any:
         unread = original(*args)
+        build, apart = unread.build, unread._joins
 
         def building(keys: Any) -> Any:
             seen(unread, keys)
-            return unread.build(keys)
+            return build(keys)
 
-        return unread._replace(build=building)
+        def joining(section: str, group: str) -> Any:
+            found = apart(section, group)
+            if joins is not None:
+                joins(unread, section, group, found)
+            return found
+
+        unread.build, unread._joins = building, joining
+        return unread
 
     monkeypatch.setattr(narrative, "_pending", watched)
 
@@ -829,13 +838,19 @@ def test_a_focused_social_read_completes_merged_lines_from_unread_rows(
     from sidecar.read.recall import section_sizes
 
     joined: list[int] = []
+    asked: list[int] = []
 
     def joining(unread: Any, keys: Any) -> None:
-        sharing = {k for listed in unread.joining.values() for k in listed}
+        sharing = {k for listed in unread._whole()[1].values() for k in listed}
         if all(k in sharing for k in keys):  # (the first few of those sharing a read line)
             joined.append(len(keys))
 
-    _watch_builds(monkeypatch, joining)
+    def joins(unread: Any, section: str, group: str, found: Any) -> None:
+        # what it read of that line alone: what all the unread units would have given it
+        assert list(found) == list(unread._whole()[1].get((section, group), ()))
+        asked.append(len(found))
+
+    _watch_builds(monkeypatch, joining, joins)
     reader = Reader(build(tmp_path_factory.mktemp("join") / "j.db", calm_town(13, 2500)))
     try:
         sizes = section_sizes(reader, WORLD, "mira")[0]
@@ -856,6 +871,7 @@ def test_a_focused_social_read_completes_merged_lines_from_unread_rows(
                         )  # fmt: skip
                         assert found.to_dict() == full.to_dict(), (focus, lang, budget)
         assert answered >= 8, answered
+        assert sum(1 for n in asked if n) >= 8, asked
     finally:
         reader.close()
 
@@ -1052,3 +1068,34 @@ def test_the_plain_subjects_bound_words_every_subject_not_worded_as_stored(
             assert _fewest(found, words, whole.day) == {"believe": least}, lang
     finally:
         reader.close()
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(("a", "a:b", "b", "a::", ":")),
+            st.integers(0, 7),
+            st.sampled_from(("sure", "faded")),
+        ),
+        max_size=40,
+    )
+)
+@example([("a", n, "sure") for n in range(1, 6)] + [("a:b", n, "faded") for n in range(1, 5)])
+@example([("a:b", n, "sure") for n in range(7)])
+def test_the_rows_that_merge_or_stand_alone_are_those_no_bulk_family_takes(
+    found: list[tuple[str, int, str]],
+) -> None:
+    """``packing.loose`` (which completes a read unit's merged line without keying every
+    unread memory) names exactly the memories ``pending_units`` leaves out of bulk families:
+    families of every size around ``BULK_AT`` (four, five, six of one section), roots with
+    empty segments and without a colon."""
+    from sidecar.read.packing import BULK_AT, loose, pending_units
+
+    sections = {f"{stem}:{n}" if n else stem: section for stem, n, section in found}
+    keyed = [((5, 0.0, 0.0, root), section, root) for root, section in sections.items()]
+    every = {(section, root) for root, section in sections.items()}  # all join a read line
+    units, joining = pending_units(keyed, lambda root: root, every)
+    alone = {k[3] for keys in joining.values() for k in keys}
+    assert loose(sections.items()) == alone
+    assert all(u.kind == "bulk" and u.total >= BULK_AT for u in units)
+    assert sum(u.total for u in units) + len(alone) == len(sections)

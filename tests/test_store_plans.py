@@ -609,3 +609,31 @@ def test_plain_rows_and_the_beliefs_they_build_are_read_on_the_primary_key(db: P
     assert scan == "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=?)", scan
     assert "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=? AND root=?)" in keyed, keyed
     assert "TEMP B-TREE" not in keyed and "SCAN beliefs" not in keyed, keyed
+
+
+def test_the_rows_a_merged_line_is_completed_from_are_read_on_the_primary_key(db: Path) -> None:
+    """What completes a read unit's merged line with unread plain memories reads the root
+    and section of each (``recall.plain_sections``) on the resident's primary-key range in
+    root order, then the rows of the few no bulk family takes (``recall.plain_rows_of``)
+    each by primary key: nothing sorted, no other index, the same rows as ``plain_rows``."""
+    from sidecar.read.recall import plain_rows, plain_rows_of, plain_sections
+
+    reader = Reader(db)
+    seen: list[str] = []
+    try:
+        rows = plain_rows(reader, WORLD, "alice")
+        assert len(rows) > 3, "alice holds plain memories"
+        reader.conn.set_trace_callback(seen.append)
+        sections = plain_sections(reader, WORLD, "alice")
+        some = plain_rows_of(reader, WORLD, "alice", [rows[2][0], rows[0][0], "no:such"])
+    finally:
+        reader.conn.set_trace_callback(None)
+        reader.close()
+    assert [tuple(r) for r in sections] == [(r[0], r[1]) for r in rows]
+    assert list(some) == [rows[0], rows[2]]
+    plans = _plans(db, [s for s in seen if "FROM beliefs" in s])
+    assert len(plans) == 2, plans
+    scan, keyed = sorted(plans, key=lambda p: "json_each" in p)
+    assert scan == "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=?)", scan
+    assert "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=? AND root=?)" in keyed, keyed
+    assert "TEMP B-TREE" not in keyed and "SCAN beliefs" not in keyed, keyed

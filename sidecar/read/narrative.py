@@ -68,8 +68,10 @@ from .packing import (
     Horizon,
     Key,
     Layout,
+    Pending,
     Unread,
     Unworded,
+    loose,
     pack,
     pack_bounded,
     pack_social,
@@ -86,6 +88,8 @@ from .recall import (
     Recall,
     beliefs_of,
     plain_rows,
+    plain_rows_of,
+    plain_sections,
     plain_subjects,
     recall,
     recall_bounded,
@@ -388,6 +392,10 @@ class _Later:
     beliefs: Callable[[Sequence[str]], tuple[Belief, ...]]
     #: :func:`.sources.load_sources`: ``(candidates, corrections, wanted)``.
     sources: Callable[..., dict[str, Sources]]
+    #: :func:`.recall.plain_sections` and :func:`.recall.plain_rows_of`: the merged line of
+    #: a read unit is completed from the rows of those no bulk family takes.
+    sections: Callable[[], Sequence[Sequence[Any]]]
+    rows_of: Callable[[Sequence[str]], Sequence[Sequence[Any]]]
 
     @classmethod
     def of(cls, reader: Reader, world: str, resident: str) -> _Later:
@@ -396,6 +404,8 @@ class _Later:
             partial(plain_rows, reader, world, resident),
             partial(beliefs_of, reader, world, resident),
             partial(load_sources, reader, world, resident),
+            partial(plain_sections, reader, world, resident),
+            partial(plain_rows_of, reader, world, resident),
         )
 
 
@@ -483,8 +493,27 @@ def _pending(
     def group(row: Sequence[Any]) -> str | None:
         return group_of(row[1], row[0], resident, stored_ids(row[5]), stored_ids(row[6]))
 
-    rows = (row for row in later.rows() if row[0] not in read)
-    units, joining = pending_units(plain_keys(rows, today), group, taken)
+    def whole() -> tuple[list[Pending], dict[tuple[str, str], list[Key]]]:
+        rows = (row for row in later.rows() if row[0] not in read)
+        return pending_units(plain_keys(rows, today), group, taken)
+
+    @cache
+    def apart() -> dict[tuple[str, str], list[Key]]:
+        # The rows that merge or stand alone, keyed and grouped as whole() would: those of
+        # a taken group, in rank order.
+        roots = loose((row[0], row[1]) for row in later.sections() if row[0] not in read)
+        joining: dict[tuple[str, str], list[Key]] = {}
+        for key, section, row in plain_keys(later.rows_of(sorted(roots)), today):
+            name = group(row)
+            if name is not None and (section, name) in taken:
+                joining.setdefault((section, name), []).append(key)
+        for keys in joining.values():
+            keys.sort()
+        return joining
+
+    def joins(section: str, name: str) -> Sequence[Key]:
+        return apart().get((section, name), ())
+
     built: dict[str, Phrased] = {}
 
     def build(keys: Sequence[Key]) -> list[Phrased] | None:
@@ -507,7 +536,7 @@ def _pending(
             built.update((p.item.belief.root, p) for p in phrase(ranked, words, today))
         return [built[k[3]] for k in keys]
 
-    return Unread(units, joining, build)
+    return Unread(whole, build, joins)
 
 
 def bounded_limits(budget: int) -> tuple[int, ...]:

@@ -61,6 +61,7 @@ __all__ = [
     "Trace",
     "Unread",
     "Unworded",
+    "loose",
     "pack",
     "pack_bounded",
     "pack_social",
@@ -122,14 +123,48 @@ class Pending(NamedTuple):
 Build = Callable[[Sequence[Key]], "list[Phrased] | None"]
 
 
-class Unread(NamedTuple):
-    """The memories a read left unbuilt, as the packer takes them (:func:`pending_units`):
-    the units of their own, those that would share the merged line of a read unit (by
-    section and group, in rank order), and how to build them."""
+#: Those of the unread memories that share the merged line of a read unit, by its section
+#: and group: what :func:`pending_units` gives that group (:attr:`Unread.joining`).
+Joins = Callable[[str, str], Sequence[Key]]
 
-    units: Sequence[Pending]
-    joining: Mapping[tuple[str, str], Sequence[Key]]
-    build: Build
+
+class Unread:
+    """The memories a read left unbuilt, as the packer takes them (:func:`pending_units`,
+    from ``whole`` when first asked): the units of their own, those that would share the
+    merged line of a read unit (by section and group, in rank order), and how to build
+    them. ``joins`` gives those of one such line without them all (the packer asks for the
+    line of a read unit long before, and often instead of, the units)."""
+
+    __slots__ = ("_found", "_joins", "_whole", "build")
+
+    def __init__(
+        self,
+        whole: Callable[[], tuple[Sequence[Pending], Mapping[tuple[str, str], Sequence[Key]]]],
+        build: Build,
+        joins: Joins | None = None,
+    ) -> None:
+        self._whole, self.build, self._joins = whole, build, joins
+        self._found: tuple[Sequence[Pending], Mapping[tuple[str, str], Sequence[Key]]] | None
+        self._found = None
+
+    def _all(self) -> tuple[Sequence[Pending], Mapping[tuple[str, str], Sequence[Key]]]:
+        if self._found is None:
+            self._found = self._whole()
+        return self._found
+
+    @property
+    def units(self) -> Sequence[Pending]:
+        return self._all()[0]
+
+    @property
+    def joining(self) -> Mapping[tuple[str, str], Sequence[Key]]:
+        return self._all()[1]
+
+    def joins(self, section: str, group: str) -> Sequence[Key]:
+        """:attr:`joining` of one line (read apart when the units are not yet)."""
+        if self._found is None and self._joins is not None:
+            return self._joins(section, group)
+        return self.joining.get((section, group), ())
 
     def counts(self) -> dict[str, int]:
         """How many memories they are per section (checked against the counts of the unread
@@ -419,6 +454,24 @@ def _bulk_line(text: str, unit: list[Phrased], counted: int = 0) -> Line:
     return Line(first.section, text, unit, first.key, merged=family, bulk=True, counted=counted)
 
 
+def loose(rows: Iterable[tuple[str, str]]) -> set[str]:
+    """The roots of those unread memories (``rows`` of ``(root, section)``) that
+    :func:`pending_units` takes into no bulk family: each merges under its group or stands
+    alone (those that share a read unit's merged line are among them)."""
+    families: dict[tuple[str, str], list[str]] = {}
+    out: set[str] = set()
+    for root, section in rows:
+        family, colon, _ = root.rpartition(":")
+        if colon:
+            families.setdefault((section, family), []).append(root)
+        else:
+            out.add(root)
+    for members in families.values():
+        if len(members) < BULK_AT:
+            out.update(members)
+    return out
+
+
 def pending_units(
     rows: Iterable[tuple[Key, str, Any]],
     group: Callable[[Any], str | None],
@@ -637,7 +690,7 @@ def _compressed(
                     return None  # its line might list unread memories too
                 first = unit[0]
                 assert first.group is not None  # (only a unit with a group is uncertain)
-                joining = rows.joining.get((first.section, first.group), ())
+                joining = rows.joins(first.section, first.group)
                 if joining:  # the unread ones that share its line: it lists the first few
                     built = rows.build(joining[: max(0, MERGE_MAX_ITEMS - len(unit))])
                     if built is None or [i.key for i in built] != list(joining[: len(built)]):
