@@ -6,6 +6,7 @@ import re
 import sqlite3
 from pathlib import Path
 
+import orjson
 import pytest
 
 from protocol import parse_client_frame
@@ -612,28 +613,36 @@ def test_plain_rows_and_the_beliefs_they_build_are_read_on_the_primary_key(db: P
 
 
 def test_the_rows_a_merged_line_is_completed_from_are_read_on_the_primary_key(db: Path) -> None:
-    """What completes a read unit's merged line with unread plain memories reads the root
-    and section of each (``recall.plain_sections``) on the resident's primary-key range in
-    root order, then the rows of the few no bulk family takes (``recall.plain_rows_of``)
-    each by primary key: nothing sorted, no other index, the same rows as ``plain_rows``."""
-    from sidecar.read.recall import plain_rows, plain_rows_of, plain_sections
+    """What completes a read unit's merged line with unread plain memories reads those that
+    may name its group (``recall.plain_rows_naming``) on the resident's primary-key range in
+    root order, then the members of their families (``recall.plain_families``) as one
+    primary-key range per family: nothing sorted, no other index, the rows of
+    ``plain_rows`` that name it and those under the families."""
+    from sidecar.read.recall import plain_families, plain_rows, plain_rows_naming
 
     reader = Reader(db)
     seen: list[str] = []
     try:
         rows = plain_rows(reader, WORLD, "alice")
-        assert len(rows) > 3, "alice holds plain memories"
+        named = [r for r in rows if r[6] != "[]"]
+        assert named, "alice holds plain memories at a place"
+        place = orjson.loads(named[0][6])[0]
+        families = sorted({r[0].rpartition(":")[0] for r in rows if ":" in r[0]})[:3]
         reader.conn.set_trace_callback(seen.append)
-        sections = plain_sections(reader, WORLD, "alice")
-        some = plain_rows_of(reader, WORLD, "alice", [rows[2][0], rows[0][0], "no:such"])
+        naming = plain_rows_naming(reader, WORLD, "alice", place)
+        members = plain_families(reader, WORLD, "alice", families)
     finally:
         reader.conn.set_trace_callback(None)
         reader.close()
-    assert [tuple(r) for r in sections] == [(r[0], r[1]) for r in rows]
-    assert list(some) == [rows[0], rows[2]]
-    plans = _plans(db, [s for s in seen if "FROM beliefs" in s])
+    quoted = orjson.dumps(place).decode()
+    assert list(naming) == [r for r in rows if quoted in r[5] or quoted in r[6]]
+    under = [(r[0], r[1]) for r in rows if any(r[0].startswith(f + ":") for f in families)]
+    assert sorted(tuple(m) for m in members) == sorted(under) and under
+    plans = _plans(db, [s for s in seen if "FROM beliefs" in s or "JOIN beliefs" in s])
     assert len(plans) == 2, plans
-    scan, keyed = sorted(plans, key=lambda p: "json_each" in p)
+    scan, ranges = sorted(plans, key=lambda p: "json_each" in p)
     assert scan == "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=?)", scan
-    assert "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=? AND root=?)" in keyed, keyed
-    assert "TEMP B-TREE" not in keyed and "SCAN beliefs" not in keyed, keyed
+    assert (
+        "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=? AND root>? AND root<?)" in ranges
+    ), ranges
+    assert "TEMP B-TREE" not in ranges and "SCAN beliefs" not in ranges, ranges

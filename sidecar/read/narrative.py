@@ -87,9 +87,9 @@ from .recall import (
     PlainSubjects,
     Recall,
     beliefs_of,
+    plain_families,
     plain_rows,
-    plain_rows_of,
-    plain_sections,
+    plain_rows_naming,
     plain_subjects,
     recall,
     recall_bounded,
@@ -392,10 +392,11 @@ class _Later:
     beliefs: Callable[[Sequence[str]], tuple[Belief, ...]]
     #: :func:`.sources.load_sources`: ``(candidates, corrections, wanted)``.
     sources: Callable[..., dict[str, Sources]]
-    #: :func:`.recall.plain_sections` and :func:`.recall.plain_rows_of`: the merged line of
-    #: a read unit is completed from the rows of those no bulk family takes.
-    sections: Callable[[], Sequence[Sequence[Any]]]
-    rows_of: Callable[[Sequence[str]], Sequence[Sequence[Any]]]
+    #: :func:`.recall.plain_rows_naming` and :func:`.recall.plain_families`: the merged
+    #: line of a read unit is completed from the rows that name its group, once the
+    #: families they are in tell which no bulk family takes.
+    naming: Callable[[str], Sequence[Sequence[Any]]]
+    families: Callable[[Sequence[str]], Sequence[Sequence[Any]]]
 
     @classmethod
     def of(cls, reader: Reader, world: str, resident: str) -> _Later:
@@ -404,8 +405,8 @@ class _Later:
             partial(plain_rows, reader, world, resident),
             partial(beliefs_of, reader, world, resident),
             partial(load_sources, reader, world, resident),
-            partial(plain_sections, reader, world, resident),
-            partial(plain_rows_of, reader, world, resident),
+            partial(plain_rows_naming, reader, world, resident),
+            partial(plain_families, reader, world, resident),
         )
 
 
@@ -498,21 +499,24 @@ def _pending(
         return pending_units(plain_keys(rows, today), group, taken)
 
     @cache
-    def apart() -> dict[tuple[str, str], list[Key]]:
-        # The rows that merge or stand alone, keyed and grouped as whole() would: those of
-        # a taken group, in rank order.
-        roots = loose((row[0], row[1]) for row in later.sections() if row[0] not in read)
-        joining: dict[tuple[str, str], list[Key]] = {}
-        for key, section, row in plain_keys(later.rows_of(sorted(roots)), today):
-            name = group(row)
-            if name is not None and (section, name) in taken:
-                joining.setdefault((section, name), []).append(key)
+    def named(name: str) -> dict[str, list[Key]]:
+        # Those of whole()'s joining under the group ``name``, per section, in rank order:
+        # the rows that merge under it, but those a bulk family takes (told from the unread
+        # rows of the families they are in: each family's range holds all its members).
+        rows = [r for r in later.naming(name) if r[0] not in read and group(r) == name]
+        families = sorted({r[0].rpartition(":")[0] for r in rows if ":" in r[0]})
+        members = {r[0]: r[1] for r in later.families(families)} if families else {}
+        alone = loose((root, s) for root, s in members.items() if root not in read)
+        joining: dict[str, list[Key]] = {}
+        for key, section, row in plain_keys(rows, today):
+            if (":" not in row[0] or row[0] in alone) and (section, name) in taken:
+                joining.setdefault(section, []).append(key)
         for keys in joining.values():
             keys.sort()
         return joining
 
     def joins(section: str, name: str) -> Sequence[Key]:
-        return apart().get((section, name), ())
+        return named(name).get(section, ())
 
     built: dict[str, Phrased] = {}
 

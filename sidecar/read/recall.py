@@ -340,10 +340,8 @@ PLAIN_COLUMNS = "root, section, updated_day, importance, confidence, people, pla
 
 #: The plain memories a social read leaves unread (tampered with by no player still:
 #: :func:`recall_social` reads those).
-_UNREAD_PLAIN = (
-    f"FROM beliefs WHERE world = ? AND resident = ? AND {_PLAIN} "
-    "AND (intervention IS NULL OR intervention = 'discovered')"
-)
+_UNREAD_PLAIN_ROWS = f"{_PLAIN} AND (intervention IS NULL OR intervention = 'discovered')"
+_UNREAD_PLAIN = f"FROM beliefs WHERE world = ? AND resident = ? AND {_UNREAD_PLAIN_ROWS}"
 
 
 def plain_rows(reader: Reader, world: str, resident: str) -> Sequence[Sequence[Any]]:
@@ -357,23 +355,36 @@ def plain_rows(reader: Reader, world: str, resident: str) -> Sequence[Sequence[A
     )
 
 
-def plain_sections(reader: Reader, world: str, resident: str) -> Sequence[Sequence[Any]]:
-    """The root and section of every row of :func:`plain_rows`, in root order: what tells
-    which of them bulk families take (a fraction of the cost of their rows)."""
+def plain_rows_naming(
+    reader: Reader, world: str, resident: str, name: str
+) -> Sequence[Sequence[Any]]:
+    """The rows of :func:`plain_rows` whose ``people`` or ``places`` list may hold ``name``
+    (each holds it between quotes, or an escape where JSON may have escaped it: a
+    superset, tested first, before what makes a row plain), in root order: those that
+    may merge under it (:func:`.items.group_of` tells)."""
+    params: tuple[Any, ...] = (world, resident, f'"{name}"', f'"{name}"')
+    test = "(instr(places, ?) > 0 OR instr(people, ?) > 0)"
+    if not name.isascii() or any(c in '"\\' or c < " " for c in name):
+        test = f"({test[1:-1]} OR instr(places, '\\') > 0 OR instr(people, '\\') > 0)"
     return reader.tuples(
-        f"SELECT root, {SECTION_SQL} {_UNREAD_PLAIN} ORDER BY root", (world, resident)
+        f"SELECT {PLAIN_COLUMNS.replace('section', SECTION_SQL)} FROM beliefs "
+        f"WHERE world = ? AND resident = ? AND {test} AND {_UNREAD_PLAIN_ROWS} ORDER BY root",
+        params,
     )
 
 
-def plain_rows_of(
-    reader: Reader, world: str, resident: str, roots: Sequence[str]
+def plain_families(
+    reader: Reader, world: str, resident: str, families: Sequence[str]
 ) -> Sequence[Sequence[Any]]:
-    """The rows of :func:`plain_rows` of these ``roots`` (each by primary key), in root
-    order."""
+    """The root and section of each row of :func:`plain_rows` under these ``families`` (a
+    root ``family:…``: each family's members, and those of the families under it, once per
+    family it is under), read as one primary-key range per family."""
     return reader.tuples(
-        f"SELECT {PLAIN_COLUMNS.replace('section', SECTION_SQL)} {_UNREAD_PLAIN} "
-        "AND root IN (SELECT value FROM json_each(?)) ORDER BY root",
-        (world, resident, orjson.dumps(list(roots)).decode()),
+        "WITH f(family) AS (SELECT value FROM json_each(?)) "
+        f"SELECT root, {SECTION_SQL} FROM f JOIN beliefs "
+        "ON world = ? AND resident = ? AND root >= family || ':' AND root < family || ';' "
+        f"WHERE {_UNREAD_PLAIN_ROWS}",
+        (orjson.dumps(list(families)).decode(), world, resident),
     )
 
 
