@@ -759,8 +759,8 @@ def _watch_builds(monkeypatch: pytest.MonkeyPatch, seen: Any, joins: Any = None)
 
     original = narrative._pending
 
-    def watched(*args: Any) -> Any:
-        unread = original(*args)
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        unread = original(*args, **kwargs)
         build, apart = unread.build, unread._joins
 
         def building(keys: Any) -> Any:
@@ -773,7 +773,9 @@ def _watch_builds(monkeypatch: pytest.MonkeyPatch, seen: Any, joins: Any = None)
                 joins(unread, section, group, found)
             return found
 
-        unread.build, unread._joins = building, joining
+        unread.build = building
+        if apart is not None:
+            unread._joins = joining
         return unread
 
     monkeypatch.setattr(narrative, "_pending", watched)
@@ -835,6 +837,7 @@ def test_a_focused_social_read_completes_merged_lines_from_unread_rows(
     counting the rest; at every budget, in both languages, the full read's narrative, and
     so answered in several (focused on a few roots: a place's line lists some of each)."""
     import sidecar.read.narrative as narrative
+    from sidecar.read.packing import APART_GROUPS
     from sidecar.read.recall import section_sizes
 
     joined: list[int] = []
@@ -845,10 +848,15 @@ def test_a_focused_social_read_completes_merged_lines_from_unread_rows(
         if all(k in sharing for k in keys):  # (the first few of those sharing a read line)
             joined.append(len(keys))
 
+    apart: dict[int, set[str]] = {}
+
     def joins(unread: Any, section: str, group: str, found: Any) -> None:
         # what it read of that line alone: what all the unread units would have given it
         assert list(found) == list(unread._whole()[1].get((section, group), ()))
         asked.append(len(found))
+        # (each group read apart is a pass over her rows: beyond a few, all are keyed once)
+        apart.setdefault(id(unread), set()).add(group)
+        assert len(apart[id(unread)]) <= APART_GROUPS
 
     _watch_builds(monkeypatch, joining, joins)
     reader = Reader(build(tmp_path_factory.mktemp("join") / "j.db", calm_town(13, 2500)))
@@ -997,7 +1005,7 @@ def test_the_plain_subjects_bound_lets_the_social_read_answer_where_a_line_only_
     (without the plain memories laid out from their rows, which would answer the rest)."""
     import sidecar.read.narrative as narrative
 
-    monkeypatch.setattr(narrative, "_pending", lambda *args: None)
+    monkeypatch.setattr(narrative, "_pending", lambda *args, **kwargs: None)
     reader = Reader(build(tmp_path_factory.mktemp("bound") / "b.db", calm_town(5, 1200)))
     try:
         cases = [(budget, lang) for budget in range(300, 8000, 250) for lang in LANGS]

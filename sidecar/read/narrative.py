@@ -443,7 +443,12 @@ def _social(
             for i in items
             if i.section in PLAIN_SECTIONS and i.group and i.from_belief and not i.protected
         }
-        later = cache(lambda: _pending(subjects, recalled, words, focus or Focus(), taken))
+        # (beyond SOCIAL_BUDGET her plain memories likely get lines: all their units are
+        # needed, and no merged line is read apart first)
+        apart = budget <= SOCIAL_BUDGET
+        later = cache(
+            lambda: _pending(subjects, recalled, words, focus or Focus(), taken, apart=apart)
+        )
     layout = pack_social(phrased, words, budget, unread, ahead, unworded, fewest, later)
     if layout is None:
         return None
@@ -480,14 +485,17 @@ def _fewest(found: PlainSubjects, words: Words, today: float) -> dict[str, int]:
 
 
 def _pending(
-    later: _Later, recalled: Recall, words: Words, focus: Focus, taken: Collection[tuple[str, str]]
-) -> Unread:
+    later: _Later, recalled: Recall, words: Words, focus: Focus,
+    taken: Collection[tuple[str, str]], *, apart: bool = True,
+) -> Unread:  # fmt: skip
     """A social read's unread plain memories (none bears on the ``focus``) as the packer's
     units, keyed and grouped from their rows alone (:func:`.ranking.plain_keys`,
     :func:`.items.group_of`; those of a group ``taken`` by a read unit join it), and how to
     build those a line lists: read by root, then the same pipe (classify, rank, word) as the
     full read; the tellers of one told by several people are looked up among the same
-    candidates as the full read's (:attr:`.recall.Recall.candidates`)."""
+    candidates as the full read's (:attr:`.recall.Recall.candidates`). ``apart``: those
+    that join a read unit's merged line may be read on their own, group by group
+    (:meth:`.packing.Unread.joins`), until the units are needed."""
     resident, today = recalled.resident, recalled.day
     read = {b.root for b in recalled.beliefs}
 
@@ -540,7 +548,7 @@ def _pending(
             built.update((p.item.belief.root, p) for p in phrase(ranked, words, today))
         return [built[k[3]] for k in keys]
 
-    return Unread(whole, build, joins)
+    return Unread(whole, build, joins if apart else None)
 
 
 def bounded_limits(budget: int) -> tuple[int, ...]:

@@ -123,6 +123,12 @@ class Pending(NamedTuple):
 Build = Callable[[Sequence[Key]], "list[Phrased] | None"]
 
 
+#: How many groups' merged lines :meth:`Unread.joins` completes apart: each is a pass over
+#: the resident's rows (those that name it), where all the units cost a few; beyond, they
+#: are all keyed once.
+APART_GROUPS = 2
+
+
 #: Those of the unread memories that share the merged line of a read unit, by its section
 #: and group: what :func:`pending_units` gives that group (:attr:`Unread.joining`).
 Joins = Callable[[str, str], Sequence[Key]]
@@ -133,9 +139,10 @@ class Unread:
     from ``whole`` when first asked): the units of their own, those that would share the
     merged line of a read unit (by section and group, in rank order), and how to build
     them. ``joins`` gives those of one such line without them all (the packer asks for the
-    line of a read unit long before, and often instead of, the units)."""
+    line of a read unit long before, and often instead of, the units), for the first
+    :data:`APART_GROUPS` groups asked."""
 
-    __slots__ = ("_found", "_joins", "_whole", "build")
+    __slots__ = ("_asked", "_found", "_joins", "_whole", "build")
 
     def __init__(
         self,
@@ -144,6 +151,7 @@ class Unread:
         joins: Joins | None = None,
     ) -> None:
         self._whole, self.build, self._joins = whole, build, joins
+        self._asked: set[str] = set()
         self._found: tuple[Sequence[Pending], Mapping[tuple[str, str], Sequence[Key]]] | None
         self._found = None
 
@@ -161,9 +169,12 @@ class Unread:
         return self._all()[1]
 
     def joins(self, section: str, group: str) -> Sequence[Key]:
-        """:attr:`joining` of one line (read apart when the units are not yet)."""
+        """:attr:`joining` of one line (read apart while the units are not yet, for a few
+        groups)."""
         if self._found is None and self._joins is not None:
-            return self._joins(section, group)
+            self._asked.add(group)
+            if len(self._asked) <= APART_GROUPS:
+                return self._joins(section, group)
         return self.joining.get((section, group), ())
 
     def counts(self) -> dict[str, int]:
