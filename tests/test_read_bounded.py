@@ -803,7 +803,7 @@ def test_the_social_read_lays_out_plain_memories_from_their_rows(
     )
     reader = Reader(build(tmp_path_factory.mktemp("rows") / "r.db", calm_town(13, 2500)))
     try:
-        plain = len(plain_rows(reader, WORLD, "mira"))
+        plain = len(plain_rows(reader, WORLD, "mira", reader.world_day(WORLD)))
         sizes = section_sizes(reader, WORLD, "mira")[0]
         answered: dict[str, int] = {}
         shown = 0
@@ -906,14 +906,14 @@ def test_plain_rows_are_keyed_and_grouped_as_the_pipe_ranks_and_groups_their_ite
             for i in items
             if i.from_belief and i.section in PLAIN_SECTIONS and not i.intervened
         }
-        rows = plain_rows(reader, WORLD, "mira")
+        rows = plain_rows(reader, WORLD, "mira", whole.day)
         got = {
             key[3]: (
                 key,
                 section,
                 group_of(section, row[0], "mira", stored_ids(row[5]), stored_ids(row[6])),
             )
-            for key, section, row in plain_keys(rows, whole.day)
+            for key, section, row in plain_keys(rows)
         }
         assert got == expected
         assert len(got) > 200 and len({s for _, s, _ in got.values()}) >= 2
@@ -1107,3 +1107,36 @@ def test_the_rows_that_merge_or_stand_alone_are_those_no_bulk_family_takes(
     assert loose(sections.items()) == alone
     assert all(u.kind == "bulk" and u.total >= BULK_AT for u in units)
     assert sum(u.total for u in units) + len(alone) == len(sections)
+
+
+@given(
+    st.floats(0, 1e6),
+    st.one_of(st.none(), st.floats(0, 10)),
+    st.integers(0, 100),
+    st.floats(0, 1e6),
+)
+@example(5.0, None, 78, 5.0)  # (no time passed: the recency is exactly one)
+@example(2.0, 0.0, 0, 1.0)  # (a day after the asked one: the recency is still one)
+def test_a_plain_rows_score_in_sql_is_the_rankings_double(
+    updated_day: float, importance: float | None, confidence: int, today: float
+) -> None:
+    """``recall.plain_rows`` computes each plain memory's score in SQL (``_SCORE_SQL``) and
+    ``ranking.plain_keys`` only rounds it: the same double as ``ranking._scored`` gives,
+    bit for bit, for any day, importance and confidence, so the keys are the pipe's."""
+    import sqlite3
+
+    from sidecar.read.ranking import _scored
+    from sidecar.read.recall import _SCORE_SQL
+
+    conn = sqlite3.connect(":memory:")
+    try:
+        ((found,),) = conn.execute(
+            "WITH t(updated_day, importance, confidence) AS (VALUES (:d, :i, :c)) "
+            f"SELECT {_SCORE_SQL} FROM t",
+            {"d": updated_day, "i": importance, "c": confidence, "today": today},
+        ).fetchall()
+    finally:
+        conn.close()
+    expected = _scored(updated_day, importance, confidence, 0, today)[0]
+    assert found.hex() == expected.hex()
+    assert round(found, 4) == round(expected, 4)

@@ -597,7 +597,7 @@ def test_plain_rows_and_the_beliefs_they_build_are_read_on_the_primary_key(db: P
     seen: list[str] = []
     reader.conn.set_trace_callback(seen.append)
     try:
-        rows = plain_rows(reader, WORLD, "alice")
+        rows = plain_rows(reader, WORLD, "alice", 30.0)
         assert rows, "alice holds plain memories"
         built = beliefs_of(reader, WORLD, "alice", [r[0] for r in rows[:3]])
         assert [b.root for b in built] == sorted(r[0] for r in rows[:3])
@@ -623,13 +623,13 @@ def test_the_rows_a_merged_line_is_completed_from_are_read_on_the_primary_key(db
     reader = Reader(db)
     seen: list[str] = []
     try:
-        rows = plain_rows(reader, WORLD, "alice")
+        rows = plain_rows(reader, WORLD, "alice", 30.0)
         named = [r for r in rows if r[6] != "[]"]
         assert named, "alice holds plain memories at a place"
         place = orjson.loads(named[0][6])[0]
         families = sorted({r[0].rpartition(":")[0] for r in rows if ":" in r[0]})[:3]
         reader.conn.set_trace_callback(seen.append)
-        naming = plain_rows_naming(reader, WORLD, "alice", place)
+        naming = plain_rows_naming(reader, WORLD, "alice", place, 30.0)
         members = plain_families(reader, WORLD, "alice", families)
     finally:
         reader.conn.set_trace_callback(None)

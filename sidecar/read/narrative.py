@@ -388,14 +388,14 @@ class _Later:
     (:func:`.recall.beliefs_of`) and their tellers (:func:`.sources.load_sources`)."""
 
     subjects: Callable[[Sequence[str]], PlainSubjects]
-    rows: Callable[[], Sequence[Sequence[Any]]]
+    rows: Callable[[float], Sequence[Sequence[Any]]]
     beliefs: Callable[[Sequence[str]], tuple[Belief, ...]]
     #: :func:`.sources.load_sources`: ``(candidates, corrections, wanted)``.
     sources: Callable[..., dict[str, Sources]]
     #: :func:`.recall.plain_rows_naming` and :func:`.recall.plain_families`: the merged
     #: line of a read unit is completed from the rows that name its group, once the
     #: families they are in tell which no bulk family takes.
-    naming: Callable[[str], Sequence[Sequence[Any]]]
+    naming: Callable[[str, float], Sequence[Sequence[Any]]]
     families: Callable[[Sequence[str]], Sequence[Sequence[Any]]]
 
     @classmethod
@@ -503,20 +503,20 @@ def _pending(
         return group_of(row[1], row[0], resident, stored_ids(row[5]), stored_ids(row[6]))
 
     def whole() -> tuple[list[Pending], dict[tuple[str, str], list[Key]]]:
-        rows = (row for row in later.rows() if row[0] not in read)
-        return pending_units(plain_keys(rows, today), group, taken)
+        rows = (row for row in later.rows(today) if row[0] not in read)
+        return pending_units(plain_keys(rows), group, taken)
 
     @cache
     def named(name: str) -> dict[str, list[Key]]:
         # Those of whole()'s joining under the group ``name``, per section, in rank order:
         # the rows that merge under it, but those a bulk family takes (told from the unread
         # rows of the families they are in: each family's range holds all its members).
-        rows = [r for r in later.naming(name) if r[0] not in read and group(r) == name]
+        rows = [r for r in later.naming(name, today) if r[0] not in read and group(r) == name]
         families = sorted({r[0].rpartition(":")[0] for r in rows if ":" in r[0]})
         members = {r[0]: r[1] for r in later.families(families)} if families else {}
         alone = loose((root, s) for root, s in members.items() if root not in read)
         joining: dict[str, list[Key]] = {}
-        for key, section, row in plain_keys(rows, today):
+        for key, section, row in plain_keys(rows):
             if (":" not in row[0] or row[0] in alone) and (section, name) in taken:
                 joining.setdefault(section, []).append(key)
         for keys in joining.values():

@@ -305,21 +305,23 @@ def _scored(
 
 
 def plain_keys(
-    rows: Iterable[Sequence[Any]], today: float
+    rows: Iterable[Sequence[Any]],
 ) -> Iterator[tuple[tuple[int, float, float, str], str, Sequence[Any]]]:
     """The rank key each plain memory's item gets without a focus (:attr:`.items.Item.key`:
     its tier as :func:`.items.classify_belief` gives it, its rounded score), from rows of
     :data:`.recall.PLAIN_COLUMNS` (a big resident's are keyed without building one), each
-    as ``(key, section, row)``."""
+    as ``(key, section, row)``. The row's score is :func:`_scored`'s, computed in SQL by the
+    same float operations in the same order (``tests/test_read_bounded.py`` compares every
+    key with the pipe's); only its rounding is done here (SQLite's ``round()`` is not
+    Python's)."""
     tiers: dict[tuple[str, bool], int] = {}  # (tens of thousands of rows, a few tiers)
     for row in rows:
-        section, updated_day, importance = row[1], row[2], row[3]
+        section, importance = row[1], row[3]
         notable = section != "faded" and (importance or 0.0) >= NOTABLE_AT
         tier = tiers.get((section, notable))
         if tier is None:
             tier = tiers[section, notable] = tier_of(section, False, True if notable else None)
-        score = round(_scored(updated_day, importance, row[4], 0, today)[0], 4)
-        yield (tier, -score, -updated_day, row[0]), section, row
+        yield (tier, -round(row[7], 4), -row[2], row[0]), section, row
 
 
 def score_parts(item: Item, matched: Sequence[str], today: float) -> dict[str, float]:

@@ -4,7 +4,7 @@ writes. Raw ``sqlite3`` errors become :class:`~sidecar.store.errors.StoreError`.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -136,13 +136,17 @@ class Reader(PromiseQueries):
         except sqlite3.Error as exc:
             raise StoreError(f"query failed: {exc}") from exc
 
-    def tuples(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+    def tuples(
+        self, sql: str, params: Iterable[Any] | Mapping[str, Any] = ()
+    ) -> list[tuple[Any, ...]]:
         """:meth:`_rows` as plain tuples: no :class:`sqlite3.Row` per row, for the reads that
-        turn hundreds of rows straight into reply dicts (or key thousands of them)."""
+        turn hundreds of rows straight into reply dicts (or key thousands of them). Named
+        parameters come as a mapping."""
         cursor = self.conn.cursor()
         cursor.row_factory = None
+        found = params if isinstance(params, Mapping) else tuple(params)
         try:
-            return cursor.execute(sql, tuple(params)).fetchall()
+            return cursor.execute(sql, found).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"query failed: {exc}") from exc
         finally:
