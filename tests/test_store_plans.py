@@ -614,11 +614,11 @@ def test_plain_rows_and_the_beliefs_they_build_are_read_on_the_primary_key(db: P
 
 def test_the_rows_a_merged_line_is_completed_from_are_read_on_the_primary_key(db: Path) -> None:
     """What completes a read unit's merged line with unread plain memories reads those that
-    may name its group (``recall.plain_rows_naming``) on the resident's primary-key range in
+    may name its group (``recall.plain_rows(naming=…)``) on the resident's primary-key range in
     root order, then the members of their families (``recall.plain_families``) as one
     primary-key range per family: nothing sorted, no other index, the rows of
     ``plain_rows`` that name it and those under the families."""
-    from sidecar.read.recall import plain_families, plain_rows, plain_rows_naming
+    from sidecar.read.recall import plain_families, plain_rows
 
     reader = Reader(db)
     seen: list[str] = []
@@ -629,7 +629,7 @@ def test_the_rows_a_merged_line_is_completed_from_are_read_on_the_primary_key(db
         place = orjson.loads(named[0][6])[0]
         families = sorted({r[0].rpartition(":")[0] for r in rows if ":" in r[0]})[:3]
         reader.conn.set_trace_callback(seen.append)
-        naming = plain_rows_naming(reader, WORLD, "alice", place, 30.0)
+        naming = plain_rows(reader, WORLD, "alice", 30.0, naming=place)
         members = plain_families(reader, WORLD, "alice", families)
     finally:
         reader.conn.set_trace_callback(None)

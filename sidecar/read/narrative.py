@@ -89,7 +89,6 @@ from .recall import (
     beliefs_of,
     plain_families,
     plain_rows,
-    plain_rows_naming,
     plain_subjects,
     recall,
     recall_bounded,
@@ -392,9 +391,9 @@ class _Later:
     beliefs: Callable[[Sequence[str]], tuple[Belief, ...]]
     #: :func:`.sources.load_sources`: ``(candidates, corrections, wanted)``.
     sources: Callable[..., dict[str, Sources]]
-    #: :func:`.recall.plain_rows_naming` and :func:`.recall.plain_families`: the merged
-    #: line of a read unit is completed from the rows that name its group, once the
-    #: families they are in tell which no bulk family takes.
+    #: :func:`.recall.plain_rows` ``naming`` a group, and :func:`.recall.plain_families`:
+    #: the merged line of a read unit is completed from the rows that name its group, once
+    #: the families they are in tell which no bulk family takes.
     naming: Callable[[str, float], Sequence[Sequence[Any]]]
     families: Callable[[Sequence[str]], Sequence[Sequence[Any]]]
 
@@ -405,7 +404,7 @@ class _Later:
             partial(plain_rows, reader, world, resident),
             partial(beliefs_of, reader, world, resident),
             partial(load_sources, reader, world, resident),
-            partial(plain_rows_naming, reader, world, resident),
+            lambda name, today: plain_rows(reader, world, resident, today, naming=name),
             partial(plain_families, reader, world, resident),
         )
 

@@ -340,42 +340,36 @@ def plain_subjects(
 PLAIN_COLUMNS = "root, section, updated_day, importance, confidence, people, places, score"
 
 
-def _plain_selected() -> str:
-    """:data:`PLAIN_COLUMNS` as SQL."""
-    return f"root, {SECTION_SQL}, updated_day, importance, confidence, people, places, {_SCORE_SQL}"
-
-
 #: The plain memories a social read leaves unread (tampered with by no player still:
 #: :func:`recall_social` reads those).
 _UNREAD_PLAIN_ROWS = f"{_PLAIN} AND (intervention IS NULL OR intervention = 'discovered')"
 
 
-def plain_rows(reader: Reader, world: str, resident: str, today: float) -> Sequence[Sequence[Any]]:
+def plain_rows(
+    reader: Reader, world: str, resident: str, today: float, *, naming: str | None = None
+) -> Sequence[Sequence[Any]]:
     """Every plain memory a social read leaves unread (:data:`PLAIN_SECTIONS`), as its
     :data:`PLAIN_COLUMNS` (``section`` by :data:`SECTION_SQL`, ``people`` and ``places`` as
     stored, the score on ``today``), in root order, on her primary-key range: no belief is
-    built (``tests/test_store_plans.py``)."""
-    return reader.tuples(
-        f"SELECT {_plain_selected()} FROM beliefs WHERE world = :world "
-        f"AND resident = :resident AND {_UNREAD_PLAIN_ROWS} ORDER BY root",
-        {"world": world, "resident": resident, "today": today},
-    )
+    built (``tests/test_store_plans.py``).
 
-
-def plain_rows_naming(
-    reader: Reader, world: str, resident: str, name: str, today: float
-) -> Sequence[Sequence[Any]]:
-    """The rows of :func:`plain_rows` whose ``people`` or ``places`` list may hold ``name``
-    (each holds it between quotes, or an escape where JSON may have escaped it: a
-    superset, tested first, before what makes a row plain), in root order: those that
-    may merge under it (:func:`.items.group_of` tells)."""
-    test = "(instr(places, :quoted) > 0 OR instr(people, :quoted) > 0)"
-    if not name.isascii() or any(c in '"\\' or c < " " for c in name):
-        test = f"({test[1:-1]} OR instr(places, '\\') > 0 OR instr(people, '\\') > 0)"
+    ``naming``: only those whose ``people`` or ``places`` list may hold it (each holds it
+    between quotes, or an escape where JSON may have escaped it: a superset, tested first,
+    before what makes a row plain), those that may merge under it (:func:`.items.group_of`
+    tells)."""
+    params: dict[str, Any] = {"world": world, "resident": resident, "today": today}
+    test = ""
+    if naming is not None:
+        params["quoted"] = f'"{naming}"'
+        test = "instr(places, :quoted) > 0 OR instr(people, :quoted) > 0"
+        if not naming.isascii() or any(c in '"\\' or c < " " for c in naming):
+            test += " OR instr(places, '\\') > 0 OR instr(people, '\\') > 0"
+        test = f"({test}) AND "
     return reader.tuples(
-        f"SELECT {_plain_selected()} FROM beliefs WHERE world = :world "
-        f"AND resident = :resident AND {test} AND {_UNREAD_PLAIN_ROWS} ORDER BY root",
-        {"world": world, "resident": resident, "quoted": f'"{name}"', "today": today},
+        f"SELECT root, {SECTION_SQL}, updated_day, importance, confidence, people, places, "
+        f"{_SCORE_SQL} FROM beliefs WHERE world = :world AND resident = :resident "
+        f"AND {test}{_UNREAD_PLAIN_ROWS} ORDER BY root",
+        params,
     )
 
 
