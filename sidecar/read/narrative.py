@@ -71,6 +71,7 @@ from .packing import (
     Pending,
     Unread,
     Unworded,
+    family_of,
     loose,
     pack,
     pack_bounded,
@@ -511,12 +512,13 @@ def _pending(
         # the rows that merge under it, but those a bulk family takes (told from the unread
         # rows of the families they are in: each family's range holds all its members).
         rows = [r for r in later.naming(name, today) if r[0] not in read and group(r) == name]
-        families = sorted({r[0].rpartition(":")[0] for r in rows if ":" in r[0]})
+        families = sorted({f for r in rows if (f := family_of(r[0])) is not None})
         members = {r[0]: r[1] for r in later.families(families)} if families else {}
+        members.update((r[0], r[1]) for r in rows)  # (and those in no family)
         alone = loose((root, s) for root, s in members.items() if root not in read)
         joining: dict[str, list[Key]] = {}
         for key, section, row in plain_keys(rows):
-            if (":" not in row[0] or row[0] in alone) and (section, name) in taken:
+            if row[0] in alone and (section, name) in taken:
                 joining.setdefault(section, []).append(key)
         for keys in joining.values():
             keys.sort()

@@ -61,6 +61,7 @@ __all__ = [
     "Trace",
     "Unread",
     "Unworded",
+    "family_of",
     "loose",
     "pack",
     "pack_bounded",
@@ -424,7 +425,9 @@ def _summary(totals: Mapping[str, int], words: Words) -> Layout:
     return layout
 
 
-def _family(root: str) -> str | None:
+def family_of(root: str) -> str | None:
+    """The family a root is in (a bulk line's): all of it before its last colon; None
+    without one."""
     return root.rsplit(":", 1)[0] if ":" in root else None
 
 
@@ -432,7 +435,7 @@ def _bulk(items: list[Phrased]) -> tuple[list[list[Phrased]], list[Phrased]]:
     """Split off bulk families (see the module doc); the rest keep their order."""
     families: dict[tuple[str, str], list[Phrased]] = {}
     for item in items:
-        family = _family(item.item.belief.root)
+        family = family_of(item.item.belief.root)
         if (
             family is not None
             and item.section in _BULK_SECTIONS
@@ -449,7 +452,7 @@ def _bulk_texts(words: Words, unit: list[Phrased], n: int | None = None) -> tupl
     """The full and compact bulk line of one family of ``n`` (all of ``unit`` by default;
     the best-ranked item as example)."""
     first = unit[0]
-    family = _family(first.item.belief.root) or first.item.belief.root
+    family = family_of(first.item.belief.root) or first.item.belief.root
     kind = words.kind(family + ":")  # the schema's text for the prefix every root shares
     label = (
         family.replace("_", " ") if kind is None else clip_text(" ".join(kind.split()), KIND_CLIP)
@@ -461,7 +464,7 @@ def _bulk_texts(words: Words, unit: list[Phrased], n: int | None = None) -> tupl
 
 def _bulk_line(text: str, unit: list[Phrased], counted: int = 0) -> Line:
     first = unit[0]
-    family = _family(first.item.belief.root)
+    family = family_of(first.item.belief.root)
     return Line(first.section, text, unit, first.key, merged=family, bulk=True, counted=counted)
 
 
@@ -472,11 +475,11 @@ def loose(rows: Iterable[tuple[str, str]]) -> set[str]:
     families: dict[tuple[str, str], list[str]] = {}
     out: set[str] = set()
     for root, section in rows:
-        family, colon, _ = root.rpartition(":")
-        if colon:
-            families.setdefault((section, family), []).append(root)
-        else:
+        family = family_of(root)
+        if family is None:
             out.add(root)
+        else:
+            families.setdefault((section, family), []).append(root)
     for members in families.values():
         if len(members) < BULK_AT:
             out.update(members)
@@ -498,7 +501,7 @@ def pending_units(
     families: dict[tuple[str, str], list[tuple[Key, Any]]] = {}
     rest: list[tuple[Key, str, Any]] = []
     for key, section, row in rows:
-        family, colon, _ = key[3].rpartition(":")  # (_family, inline: once per memory)
+        family, colon, _ = key[3].rpartition(":")  # (family_of, inline: once per memory)
         if colon:
             families.setdefault((section, family), []).append((key, row))
         else:
