@@ -8,7 +8,7 @@ from typing import Any
 from wsclient import WsClient, running
 
 from protocol import MAX_OUTBOUND
-from sidecar.engine import parse_event
+from sidecar.engine import Rules, parse_event
 from sidecar.store import Writer
 
 TOLD = 1_250  # tellings of one belief: more than the largest page
@@ -61,6 +61,34 @@ async def test_a_much_told_belief_comes_a_bounded_page_at_a_time(tmp_path: Path)
         # 1,000 pieces of evidence on the first page: kai's s1 and mira's s1 to s999 (s1 is
         # one event node for both); the rest of mira's on the second.
         assert [len(_nodes(p, "event")) for p in across] == [999, 251]
+
+
+async def test_graph_pages_follow_the_log_and_miss_nothing_logged_between_them(
+    tmp_path: Path,
+) -> None:
+    """A belief's evidence is walked in log order, not day order: a late telling (dated
+    before tellings already logged) comes after them, and one logged between two pages,
+    dated before the piece the first page ended at, is on a later page. Walking every page
+    gives every piece exactly once. (In day order the first page would have started with the
+    late telling and the one logged between pages would have fallen behind the cursor.)"""
+
+    def telling(n: int, day: float) -> dict[str, Any]:
+        return {"event_id": f"s{n}", "day": day, "speaker": f"teller{n}", "listeners": ["mira"],
+                "claim": {"root": "water:well", "value": "poisoned"}, "subject": f"telling {n}"}  # fmt: skip
+
+    query = {"type": "graph", "resident": "mira", "root": "water:well", "limit": 2}
+    async with running(tmp_path, rules=Rules(late_event_days=10.0)) as sc, WsClient(sc.url) as c:
+        for n, day in enumerate([5, 6, 7, 3]):  # s3 is logged last and dated first
+            assert (await c.event("say", **telling(n, day)))["type"] == "ack"
+        first = await c.request_all(query)
+        assert [e["event_id"] for e in _nodes(first, "event")] == ["s0", "s1"]
+        assert (await c.event("say", **telling(4, 4)))["type"] == "ack"  # between two pages
+        pages, after = [], first[-1]["next"]
+        while after is not None:
+            frames = await c.request_all({**query, "after": after})
+            pages.append([e["event_id"] for e in _nodes(frames, "event")])
+            after = frames[-1]["next"]
+        assert pages == [["s2", "s3"], ["s4"]]
 
 
 async def test_graph_paging_input_is_validated(tmp_path: Path) -> None:

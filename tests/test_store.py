@@ -699,7 +699,11 @@ def test_evidence_seq_migration_gives_each_piece_its_events_place_in_the_log(
     conn.close()
     assert reader(db_path).evidence("w", "mira", "well", latest=5) == latest  # (sorted)
     w = Writer(db_path)
-    assert w.migrations_applied == ["0023_i17_evidence_seq", "0024_i17_evidence_acts"]
+    assert w.migrations_applied == [
+        "0023_i17_evidence_seq",
+        "0024_i17_evidence_acts",
+        "0025_i20_one_evidence_order",
+    ]
     w.close()
     assert dump(db_path) == written
     assert reader(db_path).evidence("w", "mira", "well", latest=5) == latest

@@ -184,10 +184,10 @@ def test_what_moved_trust_last_is_read_on_its_partial_index(db: Path) -> None:
 
 
 def test_a_graph_page_is_one_index_range_from_its_cursor(db: Path) -> None:
-    """A graph page reads a belief's evidence as a range of ``evidence_by_belief`` from the
-    cursor (day, evidence id), in index order (no sort), each piece's event by its key; the
-    cursor by the evidence primary key; a root's holders on ``beliefs_by_root`` after the
-    cursor's resident. So a deep page costs what the first costs (tools/querybench.py)."""
+    """A graph page reads a belief's evidence as a range of ``evidence_by_seq`` from the
+    cursor (log position, evidence id), in index order (no sort), each piece's event by its
+    key; the cursor by the evidence primary key; a root's holders on ``beliefs_by_root`` after
+    the cursor's resident. So a deep page costs what the first costs (tools/querybench.py)."""
     from sidecar.read.queries import _EVIDENCE_PAGE
 
     first = answer(Reader(db), WORLD, parse_client_frame(
@@ -196,6 +196,7 @@ def test_a_graph_page_is_one_index_range_from_its_cursor(db: Path) -> None:
     cursor = first[0]["next"]
     assert cursor
     statements = _traced(db, {"type": "graph", "root": "well:water", "limit": 1, "after": cursor})
+    assert any("(ev.event_seq, ev.evidence_id) > (" in sql for sql in statements), statements
     conn = sqlite3.connect(db)
     try:
         for sql in statements:
@@ -206,19 +207,19 @@ def test_a_graph_page_is_one_index_range_from_its_cursor(db: Path) -> None:
                 r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, ["w"] * sql.count("?"))
             ]
 
-        deep = plan(_EVIDENCE_PAGE + "AND (ev.day, ev.evidence_id) > (?, ?) "
-                    "ORDER BY ev.day, ev.evidence_id LIMIT ?")  # fmt: skip
+        deep = plan(_EVIDENCE_PAGE + "AND (ev.event_seq, ev.evidence_id) > (?, ?) "
+                    "ORDER BY ev.event_seq, ev.evidence_id LIMIT ?")  # fmt: skip
         assert deep[0] == (
-            "SEARCH ev USING INDEX evidence_by_belief "
-            "(world=? AND resident=? AND root=? AND (day,evidence_id)>(?,?))"
+            "SEARCH ev USING INDEX evidence_by_seq "
+            "(world=? AND resident=? AND root=? AND (event_seq,evidence_id)>(?,?))"
         ), deep
         assert deep[1].startswith("SEARCH e USING INDEX sqlite_autoindex_events"), deep
-        start = plan(_EVIDENCE_PAGE + "ORDER BY ev.day, ev.evidence_id LIMIT ?")
-        assert start[0].startswith("SEARCH ev USING INDEX evidence_by_belief"), start
+        start = plan(_EVIDENCE_PAGE + "ORDER BY ev.event_seq, ev.evidence_id LIMIT ?")
+        assert start[0].startswith("SEARCH ev USING INDEX evidence_by_seq"), start
         for steps in (deep, start):
             assert not any("TEMP B-TREE" in step for step in steps), steps
         assert plan(
-            "SELECT resident, root, day FROM evidence WHERE world = ? AND evidence_id = ?"
+            "SELECT resident, root, event_seq FROM evidence WHERE world = ? AND evidence_id = ?"
         ) == ["SEARCH evidence USING PRIMARY KEY (world=? AND evidence_id=?)"]
         holders = plan("SELECT * FROM beliefs WHERE world = ? AND root = ? AND resident > ? "
                        "ORDER BY resident LIMIT ?")  # fmt: skip

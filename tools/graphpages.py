@@ -1,7 +1,7 @@
 """``python -m tools.graphpages``: a graph page deep in a long belief costs what the first costs.
 
 The ``graph`` query answers one page (SPEC §10.5): at most ``limit`` event nodes after the
-cursor ``after``, read as one range of the ``evidence_by_belief`` index from that cursor. This
+cursor ``after``, read as one range of the ``evidence_by_seq`` index from that cursor. This
 tool checks that the cost does not depend on where the page is. It writes the query
 benchmark's world (:func:`tools.querybench.build_world`: ``mira`` with 2,000 beliefs and
 ``well:water`` seen 10,000 times; ``--quick``: 200 and 1,000), then:

@@ -257,8 +257,8 @@ def graph_page(
     event nodes, whatever the belief's size.
 
     The graph is walked belief by belief (a resident's in root order, a root's in resident
-    order), each belief's evidence in (day, evidence id) order; ``after`` is the evidence id
-    the previous page ended at. A page holds the claim node of every belief it has evidence
+    order), each belief's evidence in log order (the order its events were accepted);
+    ``after`` is the evidence id the previous page ended at. A page holds the claim node of every belief it has evidence
     of (a belief whose evidence spans pages is on each of them), the person and place nodes
     its edges reach, and edges between its own nodes only, each counting the page's own
     evidence. A claim's ``about`` edges come on the page that holds its first evidence, so

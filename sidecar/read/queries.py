@@ -256,20 +256,25 @@ def evidence_after(
     after: tuple[float, str] | None = None,
     limit: int = 100,
 ) -> list[dict[str, Any]]:
-    """Up to ``limit`` pieces of one belief's evidence in (``day``, ``evidence_id``) order,
-    after the position ``after`` (exclusive), with the event kind.
+    """Up to ``limit`` pieces of one belief's evidence in log order (``event_seq``, then
+    ``evidence_id``), after the position ``after`` (exclusive), with the event kind.
 
-    One range of index ``evidence_by_belief`` (world, resident, root, day; the primary key
+    One range of index ``evidence_by_seq`` (world, resident, root, event_seq; the primary key
     ``evidence_id`` ends every entry), walked in order and stopped after ``limit`` rows: a
     page deep in a belief with 10,000 pieces reads what the first page reads, and the
-    belief's other evidence is never read or sorted (``tests/test_store_plans.py``).
+    belief's other evidence is never read or sorted (``tests/test_store_plans.py``). Log
+    order, not day order: evidence logged between two pages always comes after the cursor,
+    and the writer keeps one index of a belief's evidence, not two (migration 0025). A file
+    no writer has opened since migration 0023 has no log position: its pieces come in
+    (``day``, ``evidence_id``) order, on the index it still has.
     """
+    key = "ev.event_seq" if reader.has_evidence_seq() else "ev.day"
     sql = _EVIDENCE_PAGE
     params: list[Any] = [world, resident, root]
     if after is not None:
-        sql += "AND (ev.day, ev.evidence_id) > (?, ?) "
+        sql += f"AND ({key}, ev.evidence_id) > (?, ?) "
         params += [after[0], after[1]]
-    sql += "ORDER BY ev.day, ev.evidence_id LIMIT ?"
+    sql += f"ORDER BY {key}, ev.evidence_id LIMIT ?"
     out = []
     for r in _rows(reader, sql, (*params, limit)):
         item = dict(r)
@@ -279,9 +284,11 @@ def evidence_after(
 
 
 def evidence_at(reader: Reader, world: str, evidence_id: str) -> tuple[str, str, float] | None:
-    """The belief (resident, root) and day of one piece of evidence (its primary key), or
-    None: where a graph page that ended at it continues."""
-    sql = "SELECT resident, root, day FROM evidence WHERE world = ? AND evidence_id = ?"
+    """The belief (resident, root) of one piece of evidence (its primary key) and where it
+    stands among that belief's evidence (its log position; its day on a file from before
+    migration 0023), or None: where a graph page that ended at it continues."""
+    key = "event_seq" if reader.has_evidence_seq() else "day"
+    sql = f"SELECT resident, root, {key} FROM evidence WHERE world = ? AND evidence_id = ?"
     rows = _rows(reader, sql, (world, evidence_id))
     return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
 
