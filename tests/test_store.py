@@ -16,6 +16,7 @@ from belief_builders import announce, intervene, observe, say, tick
 from test_store_cache import refuse_doomed
 
 from sidecar.engine import ChangeKind, InvalidEvent, SourceKind, State, parse_event
+from sidecar.read.queries import evidence_after
 from sidecar.store import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -696,8 +697,14 @@ def test_evidence_seq_migration_gives_each_piece_its_events_place_in_the_log(
     conn.execute("DROP INDEX evidence_by_seq")
     conn.execute("ALTER TABLE evidence DROP COLUMN event_seq")
     conn.execute("DELETE FROM _migrations WHERE name >= '0023'")
+    conn.execute("CREATE INDEX evidence_by_belief ON evidence (world, resident, root, day)")
     conn.close()
     assert reader(db_path).evidence("w", "mira", "well", latest=5) == latest  # (sorted)
+    # A graph page of the old file walks the belief's evidence by day, then evidence id
+    # (its only order); once migrated, in log order, on the one index 0025 keeps.
+    by_day = sorted(e["evidence_id"] for e in reader(db_path).evidence("w", "mira", "well"))
+    assert [e["evidence_id"] for e in evidence_after(reader(db_path), "w", "mira", "well",
+                                                     limit=100)] == by_day  # fmt: skip
     w = Writer(db_path)
     assert w.migrations_applied == [
         "0023_i17_evidence_seq",
@@ -707,6 +714,13 @@ def test_evidence_seq_migration_gives_each_piece_its_events_place_in_the_log(
     w.close()
     assert dump(db_path) == written
     assert reader(db_path).evidence("w", "mira", "well", latest=5) == latest
+    paged = evidence_after(reader(db_path), "w", "mira", "well", limit=100)
+    assert [e["event_seq"] for e in paged] == sorted(e["event_seq"] for e in paged)
+    assert [e["event_id"] for e in paged] == logged
+    indexes = sqlite3.connect(db_path).execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index'"
+    )
+    assert "evidence_by_belief" not in {name for (name,) in indexes}
     rebuild_check(db_path)
 
 
