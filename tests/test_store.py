@@ -678,7 +678,8 @@ def test_evidence_seq_migration_gives_each_piece_its_events_place_in_the_log(
     piece gets its event's ``seq``, the rows are then byte for byte what the writer writes,
     and a rebuild checks exact. ``explain`` with a limit gives the latest pieces logged, in
     log order, the same on the old file (sorting them) as on the new one (its index), here
-    for a belief seen 40 times on one game day, with event ids that do not sort as logged."""
+    for a belief seen 40 times on one game day, with event ids that do not sort as logged.
+    Graph pages walk the old file's evidence by day, the migrated one's in log order (0025)."""
     from wsclient import rebuild_check
 
     w = Writer(db_path, synchronous="OFF")
