@@ -485,7 +485,7 @@ def act_histories(reader: Reader, world: str, resident: str) -> dict[str, ActHis
 
 def act_histories_by_episode(reader: Reader, world: str, resident: str) -> dict[str, ActHistory]:
     """:func:`act_histories` from every episode, for a file without index ``evidence_acts``: the
-    resident's action evidence only (a range of index evidence_by_belief), then each one's
+    resident's action evidence only (a range of its index evidence_by_belief), then each one's
     event, never the world's events nor the resident's other evidence."""
     rows = _rows(
         reader,
