@@ -302,6 +302,31 @@ def test_load_against_default_rules_and_a_clock_ahead_is_never_refused(tmp_path:
     assert first_day >= 500.0 and events == 2400
 
 
+def test_load_dates_its_town_by_the_day_step_it_is_given(tmp_path: Path) -> None:
+    """``--day-step`` is the game time between two town events: the same 600 events into two
+    worlds, one at the default 0.02 days an event and one at 0.0005, all acked; the slow
+    world's clock ends about 40 times nearer its start, and the figures name the step."""
+    from tools.harness import ServerProcess
+
+    db = tmp_path / "x.db"
+    with ServerProcess(db) as server:
+        runs = {
+            world: credence("load", "--url", server.url, "--world", world, "--events", "600",
+                            *step, "--json", timeout=180)
+            for world, step in (("fast", ()), ("slow", ("--day-step", "0.0005")))
+        }  # fmt: skip
+    for world, done in runs.items():
+        assert done.returncode == 0, done.stderr
+        fig = orjson.loads(done.stdout)
+        assert fig["errors"] == {} and fig["events_acked"] == 600, (world, fig["errors"])
+        assert fig["config"]["day_step"] == (0.02 if world == "fast" else 0.0005)
+    days = dict(db_rows(db, "SELECT world, max(day) - min(day) FROM events GROUP BY world"))
+    assert days["fast"] > 0 and 0 < days["slow"] < days["fast"] / 10, days
+    refused = credence("load", "--events", "10", "--day-step", "0")
+    assert refused.returncode == 2 and "--day-step" in refused.stderr, refused.stderr
+    assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
+
+
 def test_load_against_a_url_with_a_wrong_token_fails_cleanly(tmp_path: Path) -> None:
     """Refused by the sidecar, load exits 2 with the refusal on stderr and no traceback."""
     from tools.harness import ServerProcess

@@ -42,7 +42,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from .harness import ServerProcess, percentiles, read_memory
-from .town import Dealer, Town, encode_event
+from .town import DAY_STEP, TICK_DAYS, Dealer, Town, encode_event
 
 __all__ = [
     "ClockedSource",
@@ -542,6 +542,11 @@ class LoadConfig:
     seed: int = 1
     window: int = 64
     timeout: float | None = None
+    #: Game days between consecutive town events (:class:`~tools.town.Town`'s ``day_step``;
+    #: its ticks move the clock in proportion). The default packs a year into ~18,000 events,
+    #: so hearsay ages in a short run; a game's clock moves far slower per event, and with it
+    #: what each tick and round ages at once.
+    day_step: float = DAY_STEP
 
 
 class _Progress:
@@ -589,6 +594,7 @@ def report(
             "url": config.url, "world": config.world, "clients": config.clients,
             "residents": config.residents, "events": config.events, "duration": config.duration,
             "rate": config.rate, "seed": config.seed, "window": config.window,
+            "day_step": config.day_step,
         },
         "duration_s": round(r.duration, 3),
         "events_sent": r.sent,
@@ -615,7 +621,8 @@ def render(fig: dict[str, Any]) -> str:
     rate = "unlimited" if c["rate"] is None else f"{c['rate']:g}/s"
     lines = [
         f"credence load: {c['clients']} clients, {c['residents']} residents, {bound}, "
-        f"rate {rate}, seed {c['seed']}, window {c['window']} — {target}",
+        f"rate {rate}, seed {c['seed']}, window {c['window']}, {c['day_step']:g} game days "
+        f"an event — {target}",
         "",
         f"  {'duration':<24}{fig['duration_s']:>12.2f} s",
         f"  {'events sent':<24}{fig['events_sent']:>12}   {fig['sent_per_s']:>10.1f} /s",
@@ -675,7 +682,10 @@ async def run_load(config: LoadConfig) -> dict[str, Any]:
         # A world that already has events gets new ids (a rerun is not all duplicates) and
         # the town's days after its clock.
         prefix = f"s{config.seed}-" if not logged else f"s{config.seed}-{logged}-"
-        town = Town(config.residents, seed=config.seed, clients=config.clients, id_prefix=prefix)
+        town = Town(
+            config.residents, seed=config.seed, clients=config.clients, id_prefix=prefix,
+            day_step=config.day_step, tick_days=TICK_DAYS * config.day_step / DAY_STEP,
+        )  # fmt: skip
         source = ClockedSource(
             town, limit, round_events=config.clients * config.window * ROUND_WINDOWS,
             base_day=base_day,
@@ -722,7 +732,8 @@ async def run_curve(config: LoadConfig, rates: Sequence[float]) -> dict[str, Any
         })  # fmt: skip
     return {
         "config": {"url": config.url, "clients": config.clients, "residents": config.residents,
-                   "duration": config.duration, "seed": config.seed, "window": config.window},
+                   "duration": config.duration, "seed": config.seed, "window": config.window,
+                   "day_step": config.day_step},
         "target": {"ack_p99_ms": FRAME_MS, "up_to_rate": FRAME_RATE},
         "curve": rows,
     }  # fmt: skip
@@ -734,7 +745,8 @@ def render_curve(fig: dict[str, Any]) -> str:
     target = "own sidecar per rate" if c["url"] is None else c["url"]
     lines = [
         f"credence load --curve: {c['clients']} clients, {c['residents']} residents, "
-        f"{c['duration']:g} s per rate, seed {c['seed']} — {target}",
+        f"{c['duration']:g} s per rate, seed {c['seed']}, {c['day_step']:g} game days an "
+        f"event — {target}",
         "",
         f"  {'rate /s':>8}{'acked /s':>10}{'ack p50':>10}{'ack p99':>10}{'note p99':>10}"
         f"{'errors':>8}  target",

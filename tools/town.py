@@ -21,9 +21,16 @@ from typing import Any
 
 import msgpack
 
-__all__ = ["LATE_EVENT_DAYS", "Dealer", "Town", "encode_event"]
+__all__ = ["DAY_STEP", "LATE_EVENT_DAYS", "TICK_DAYS", "Dealer", "Town", "encode_event"]
 
 Event = dict[str, Any]
+
+#: Game days between consecutive events of a town (0.02: 2,000 events cover 40 days, so a
+#: short run sees hearsay age several times).
+DAY_STEP = 0.02
+
+#: The most game days a town's ``tick`` moves its clock ahead at once.
+TICK_DAYS = 1.0
 
 #: The ``late_event_days`` of a world fed by several concurrent town clients. Each client's
 #: days go up, but the clients are not ordered with each other: one may be a whole window of
@@ -65,9 +72,9 @@ class Town:
         *,
         seed: int = 1,
         clients: int = 1,
-        day_step: float = 0.02,
+        day_step: float = DAY_STEP,
         id_prefix: str | None = None,
-        tick_days: float = 1.0,
+        tick_days: float = TICK_DAYS,
         news_per_day: float = 0.0,
     ) -> None:
         if residents < 4:

@@ -13,6 +13,7 @@ _SECONDS = number(Bound(float, 0.001, 86_400))  # --duration, --timeout
 _RATE = number(Bound(float, 0.001, 10_000_000))  # events per second
 _RESIDENTS = number(Bound(int, 4, 100_000))  # a town small enough to talk
 _SEED = number(Bound(int, 0, MAX_SAFE_INTEGER))
+_DAY_STEP = number(Bound(float, 1e-6, 10))  # game days between two town events
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -48,12 +49,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="unacknowledged events per client (default 64)",
     )
     p.add_argument("--timeout", type=_SECONDS, help="give up waiting after this many seconds")
+    p.add_argument(
+        "--day-step", type=_DAY_STEP, metavar="DAYS",
+        help="game days between two town events, its ticks in proportion (default 0.02: a "
+        "game year in ~18,000 events, so hearsay ages within a short run; a game's own clock "
+        "is slower, e.g. 0.0005)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from tools.load import LoadConfig, main
+    from tools.town import DAY_STEP
 
     if args.curve and args.events:
         print("credence load: --curve runs each rate for --duration seconds, not --events",
@@ -64,6 +72,6 @@ def run(args: argparse.Namespace) -> int:
         url=args.url, token=args.token, world=args.world, clients=args.clients,
         residents=args.residents, events=None if duration else (args.events or 2000),
         duration=duration, rate=args.rate, seed=args.seed, window=args.window,
-        timeout=args.timeout,
+        timeout=args.timeout, day_step=DAY_STEP if args.day_step is None else args.day_step,
     )  # fmt: skip
     return main(config, as_json=args.json, curve=args.curve)
