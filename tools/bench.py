@@ -82,7 +82,7 @@ from sidecar.store.rows import (
 
 from .harness import ServerProcess, percentiles
 from .load import DriveResult, ListSource, TownSource, drive
-from .town import LATE_EVENT_DAYS, Town, deal, encode_event
+from .town import LATE_EVENT_DAYS, Town, deal, encode_event, in_made_order
 
 __all__ = ["BenchConfig", "main", "run_bench"]
 
@@ -762,7 +762,7 @@ async def run_bench(config: BenchConfig) -> BenchResult:
     result = BenchResult(config)
     streams = deal(config.residents, config.events, seed=config.seed, clients=config.clients)
     frames = [[(e["event_id"], encode_event(e)) for e in s] for s in streams]
-    in_order = [streams[k % config.clients][k // config.clients] for k in range(config.events)]
+    in_order = in_made_order(streams)
     plan = storage_plan(in_order)
     result.storage_batch = config.clients * config.window
     with tempfile.TemporaryDirectory(prefix="credence-bench-") as tmp_name:

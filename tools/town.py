@@ -21,7 +21,15 @@ from typing import Any
 
 import msgpack
 
-__all__ = ["DAY_STEP", "LATE_EVENT_DAYS", "TICK_DAYS", "Dealer", "Town", "encode_event"]
+__all__ = [
+    "DAY_STEP",
+    "LATE_EVENT_DAYS",
+    "TICK_DAYS",
+    "Dealer",
+    "Town",
+    "encode_event",
+    "in_made_order",
+]
 
 Event = dict[str, Any]
 
@@ -294,3 +302,10 @@ def deal(residents: int, count: int, *, seed: int, clients: int) -> list[list[Ev
         client, event = next(town)
         out[client].append(event)
     return out
+
+
+def in_made_order(streams: list[list[Event]]) -> list[Event]:
+    """:func:`deal`'s events back in the order the town made them (event ``k`` went to
+    client ``k % clients``): the order one writer applies them in."""
+    clients = len(streams)
+    return [streams[k % clients][k // clients] for k in range(sum(map(len, streams)))]

@@ -26,7 +26,7 @@ from sidecar.engine import parse_event
 from sidecar.store import Writer
 
 from .bench import WORLD, BenchConfig
-from .town import deal
+from .town import deal, in_made_order
 
 __all__ = ["apply_events", "instructions", "main"]
 
@@ -35,7 +35,7 @@ def apply_events(count: int, total: int, batch: int, path: Path) -> None:
     """Build the bench's first ``total`` events; apply the first ``count`` of them."""
     config = BenchConfig()
     streams = deal(config.residents, total, seed=config.seed, clients=config.clients)
-    in_order = [streams[k % config.clients][k // config.clients] for k in range(total)]
+    in_order = in_made_order(streams)
     events = [parse_event(e) for e in in_order]
     writer = Writer(path, synchronous="FULL")
     try:

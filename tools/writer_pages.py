@@ -32,7 +32,7 @@ from sidecar.engine import parse_event
 from sidecar.store import Writer
 
 from .bench import WORLD, BenchConfig
-from .town import deal
+from .town import deal, in_made_order
 
 __all__ = ["KindPages", "main", "measure", "wal_pages"]
 
@@ -75,7 +75,7 @@ def measure(events: int, warm: int, path: Path) -> tuple[dict[str, KindPages], i
     config = BenchConfig()
     total = warm + events
     streams = deal(config.residents, total, seed=config.seed, clients=config.clients)
-    raw = [streams[k % config.clients][k // config.clients] for k in range(total)]
+    raw = in_made_order(streams)
     parsed = [parse_event(e) for e in raw]
     writer = Writer(path, synchronous="FULL")
     owners = sqlite3.connect(path)
