@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from belief_builders import announce, intervene, observe, say, tick
+from belief_builders import act, announce, intervene, observe, say, tick
+from old_files import PIECES, before_pieces, evidence_table_before_pieces
 from test_store_cache import refuse_doomed
 
 from sidecar.engine import ChangeKind, InvalidEvent, SourceKind, State, parse_event
@@ -20,6 +21,7 @@ from sidecar.read.queries import evidence_after
 from sidecar.store import (
     MIGRATIONS,
     SCHEMA_VERSION,
+    CannotOpen,
     Reader,
     ResultStatus,
     SchemaTooNew,
@@ -499,6 +501,7 @@ def test_neutral_text_migration_strips_the_old_english_and_rebuilds_exactly(db_p
     conn = connect(db_path)  # as the old code wrote it
     note = "Later firsthand evidence corrected my earlier understanding: the well is poisoned"
     conn.execute("UPDATE beliefs SET interpretation = ? WHERE root = 'water:well'", (note,))
+    evidence_table_before_pieces(conn)
     for table in ("beliefs", "evidence"):
         conn.execute(
             f"UPDATE {table} SET subject = 'bo said: ' || subject WHERE root LIKE 'believes:%'"
@@ -507,7 +510,7 @@ def test_neutral_text_migration_strips_the_old_english_and_rebuilds_exactly(db_p
     conn.commit()
     conn.close()
     w = Writer(db_path)
-    assert w.migrations_applied == ["0012_i18_neutral_text"]
+    assert w.migrations_applied == ["0012_i18_neutral_text", PIECES]
     w.close()
     conn = connect(db_path)
     assert (
@@ -694,6 +697,7 @@ def test_evidence_seq_migration_gives_each_piece_its_events_place_in_the_log(
     assert [e["event_id"] for e in latest] == logged[-5:]
     assert [e["event_seq"] for e in latest] == list(range(len(logged) - 4, len(logged) + 1))
     conn = sqlite3.connect(db_path, isolation_level=None)
+    evidence_table_before_pieces(conn)
     conn.execute("DROP INDEX evidence_acts")  # (0024's, on the column)
     conn.execute("DROP INDEX evidence_by_seq")
     conn.execute("ALTER TABLE evidence DROP COLUMN event_seq")
@@ -711,6 +715,7 @@ def test_evidence_seq_migration_gives_each_piece_its_events_place_in_the_log(
         "0023_i17_evidence_seq",
         "0024_i17_evidence_acts",
         "0025_i20_one_evidence_order",
+        PIECES,
     ]
     w.close()
     assert dump(db_path) == written
@@ -741,6 +746,7 @@ def test_evidence_acts_migration_indexes_an_old_files_episodes(db_path: Path) ->
     w.close()
     written = dump(db_path)
     conn = sqlite3.connect(db_path, isolation_level=None)
+    evidence_table_before_pieces(conn)
     conn.execute("DROP INDEX evidence_acts")
     conn.execute("DELETE FROM _migrations WHERE name = '0024_i17_evidence_acts'")
     conn.close()
@@ -750,13 +756,121 @@ def test_evidence_acts_migration_indexes_an_old_files_episodes(db_path: Path) ->
     history = act_histories(old, "w", "bo")["action:mira:fetch"]
     assert history.counts == {"rejected": 10, "completed": 20} and history.last.day == 30
     w = Writer(db_path)
-    assert w.migrations_applied == ["0024_i17_evidence_acts"]
+    assert w.migrations_applied == ["0024_i17_evidence_acts", PIECES]
     w.close()
     assert dump(db_path) == written
     new = reader(db_path)
     assert new.has_act_index()
     assert act_histories(new, "w", "bo")["action:mira:fetch"] == history
     assert project(new, "w", "bo").to_dict() == before
+
+
+def _pieces_story() -> list[dict[str, Any]]:
+    """Every kind of evidence and every way a piece's subject can stand to its event's."""
+    return [
+        observe(1, ["mira", "bo"], "well", "clean", subject="the well is clean"),
+        say(2, "bo", ["mira"], "well", "foul", subject="bo says the well is foul"),  # (+ believes:)
+        announce(3, "kai", "*", "festival", "friday", subject="the festival is on friday"),
+        act(4, "mira", "fetch_water", "completed", ["bo"]),  # a subject the engine makes up
+        act(5, "bo", "fetch_water", "rejected", ["mira"], subject="bo could not fetch water"),
+        observe(
+            6, ["mira"], "mood:bo", "sad", subject={"en": "bo is sad", "zh-Hant": "阿波很難過"}
+        ),
+        observe(7, ["bo"], "sign", "odd", subject="{curly} is not a map"),
+        intervene(8, "mira", "implant", "mine", "gold", "gold in the mine"),
+        intervene(9, "mira", "suppress", "festival"),  # no subject at all
+        say(10, "mira", ["bo"], "well", "clean", subject="mira says the well is clean", eid="x'1"),
+    ]
+
+
+def test_evidence_pieces_give_each_piece_what_the_engine_derived_from_its_event(
+    db_path: Path,
+) -> None:
+    """0026: evidence rows are references into the log. Read through the view ``evidence``,
+    every piece still has the event id, day and subject the engine derived for it; the table
+    stores a subject only where its event's logged one is not the piece's (an act's made-up
+    one, a language map, a text that merely starts like one, an intervention without one)."""
+    from sidecar.engine import MemoryWorld
+
+    story = _pieces_story()
+    w = Writer(db_path)
+    assert set(put(w, *story)) == {ResultStatus.APPLIED}
+    w.close()
+    memory = MemoryWorld()
+    derived = {}
+    for raw in story:
+        out = memory.apply(parse_event(raw))
+        assert out is not None
+        for e, _ in out.evidence:
+            derived[e.evidence_id] = (e.resident, e.claim.root, e.event_id, e.day, e.subject)
+    conn = sqlite3.connect(db_path)
+    try:
+        viewed = {
+            r[0]: tuple(r[1:])
+            for r in conn.execute(
+                "SELECT evidence_id, resident, root, event_id, day, subject FROM evidence"
+            )
+        }
+        kept = dict(conn.execute("SELECT evidence_id, subject FROM evidence_pieces"))
+    finally:
+        conn.close()
+    assert viewed == derived and len(viewed) > 15
+    stored = {derived[k][4] for k, subject in kept.items() if subject is not None}
+    assert stored == {
+        "mira did fetch water",  # (the act's, made up)
+        '{"en":"bo is sad","zh-Hant":"阿波很難過"}',
+        "{curly} is not a map",
+        "",  # (the suppression's)
+    }
+    # (every other piece reads its subject from its event's log row)
+    assert all(v is None for k, v in kept.items() if derived[k][4] not in stored)
+
+
+def test_evidence_pieces_migration_keeps_every_piece_and_refuses_a_stray_one(
+    db_path: Path,
+) -> None:
+    """0026 on a file from before it: every piece reads through the view as the old table
+    held it (byte for byte, ``dump``), the table is what the writer writes, the file is
+    smaller once vacuumed, and a rebuild checks exact. A piece that does not match its
+    event (a damaged file) stops the migration with one line, the file left as it was."""
+    from wsclient import rebuild_check
+
+    w = Writer(db_path, synchronous="OFF")
+    put(w, *_pieces_story())
+    put(w, *(say(11 + i, "bo", ["mira", "kai"], "well", "foul") for i in range(200)))
+    w.close()
+    written = dump(db_path)
+    conn = sqlite3.connect(db_path)
+    pieces = sorted(conn.execute("SELECT * FROM evidence_pieces").fetchall(), key=repr)
+    conn.close()
+    before_pieces(db_path)
+    old = sqlite3.connect(db_path, isolation_level=None)
+    old.execute("VACUUM")
+    size = db_path.stat().st_size
+    assert old.execute("SELECT type FROM sqlite_master WHERE name = 'evidence'").fetchone() == (
+        "table",
+    )
+    old.execute("UPDATE evidence SET day = day + 1 WHERE evidence_id = (SELECT min(evidence_id) "
+                "FROM evidence)")  # fmt: skip
+    old.close()
+    damaged = dump(db_path)
+    with pytest.raises(CannotOpen, match="1 pieces of evidence do not match the logged event"):
+        Writer(db_path)
+    assert dump(db_path) == damaged  # (rolled back whole)
+    old = sqlite3.connect(db_path, isolation_level=None)
+    old.execute("UPDATE evidence SET day = day - 1 WHERE evidence_id = (SELECT min(evidence_id) "
+                "FROM evidence)")  # fmt: skip
+    old.close()
+    w = Writer(db_path)
+    assert w.migrations_applied == [PIECES]
+    w.close()
+    assert dump(db_path) == written
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    assert sorted(conn.execute("SELECT * FROM evidence_pieces").fetchall(), key=repr) == pieces
+    conn.execute("VACUUM")
+    conn.close()
+    assert db_path.stat().st_size < size
+    rebuild_check(db_path)
 
 
 def test_bounded_refs_migration_counts_and_trims_an_old_database(db_path: Path) -> None:

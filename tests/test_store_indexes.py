@@ -245,8 +245,8 @@ def test_the_audit_names_an_unused_index(statements: list[Statement], tmp_path: 
     though a save's purge of the world would walk it."""
     conn = _schema(tmp_path)
     try:
-        conn.execute("CREATE INDEX evidence_by_source ON evidence (world, source_resident)")
+        conn.execute("CREATE INDEX evidence_by_source ON evidence_pieces (world, source_resident)")
         install_plan_statistics(conn)
-        assert _unused(conn, statements) == ["evidence.evidence_by_source"]
+        assert _unused(conn, statements) == ["evidence_pieces.evidence_by_source"]
     finally:
         conn.close()

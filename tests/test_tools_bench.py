@@ -92,7 +92,17 @@ def test_storage_bench_writes_exactly_the_writers_rows(tmp_path: Path) -> None:
     events = [streams[k % 2][k // 2] for k in range(300)]
     run_storage(storage_plan(events), tmp_path / "b.db", 64)
     run_writer([parse_event(e) for e in events], tmp_path / "w.db", 64)
-    tables = ("worlds", "events", "residents", "evidence", "beliefs", "changes", "trust", "facts")
+    tables = (
+        "worlds",
+        "events",
+        "residents",
+        "evidence_pieces",
+        "evidence",
+        "beliefs",
+        "changes",
+        "trust",
+        "facts",
+    )
     dumps = []
     for name in ("b.db", "w.db"):
         conn = sqlite3.connect(tmp_path / name)

@@ -63,9 +63,7 @@ from websockets.exceptions import ConnectionClosed
 
 from sidecar.engine import (
     DEFAULT_RULES,
-    Evidence,
     MemoryWorld,
-    Relation,
     WorldEvent,
     parse_event,
     rules_to_stored,
@@ -78,6 +76,8 @@ from sidecar.store.rows import (
     belief_to_row,
     change_to_row,
     dump_json,
+    evidence_row,
+    logged_subject,
 )
 
 from .harness import ServerProcess, percentiles
@@ -152,9 +152,9 @@ class _Rows:
 _SQL_EVENT = "INSERT INTO events (world, seq, event_id, day, kind, body) VALUES (?,?,?,?,?,?)"
 _SQL_RESIDENT = "INSERT INTO residents (world, resident) VALUES (?, ?)"
 _SQL_EVIDENCE = (
-    "INSERT INTO evidence (world, evidence_id, resident, root, value, event_id, day, "
-    "source_kind, source_resident, relation, op, subject, origin, hops, trust, event_seq) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    "INSERT INTO evidence_pieces (world, evidence_id, resident, root, value, event_seq, "
+    "source_kind, source_resident, relation, op, subject, origin, hops, trust) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 _SQL_BELIEF = (
     f"INSERT INTO beliefs ({', '.join(BELIEF_COLUMNS)}) "
@@ -174,14 +174,6 @@ _SQL_CHANGE = (
 )
 
 
-def _evidence_row(world: str, e: Evidence, rel: Relation, seq: int) -> tuple[Any, ...]:
-    return (
-        world, e.evidence_id, e.resident, e.claim.root, dump_json(e.claim.value), e.event_id,
-        e.day, str(e.source_kind), e.source_resident_id, str(rel), e.op, e.subject, e.origin,
-        dump_json(list(e.hops)), e.trust, seq,
-    )  # fmt: skip
-
-
 def storage_plan(events: list[dict[str, Any]], world: str = WORLD) -> list[_Rows]:
     """The rows :class:`~sidecar.store.Writer` would insert for ``events``, in this order."""
     memory = MemoryWorld()
@@ -199,7 +191,9 @@ def storage_plan(events: list[dict[str, Any]], world: str = WORLD) -> list[_Rows
             _Rows(
                 event=(world, seq, ev.event_id, ev.day, str(ev.kind), dump_json(ev.to_dict())),
                 residents=[(world, r) for r in out.new_residents],
-                evidence=[_evidence_row(world, e, rel, seq) for e, rel in out.evidence],
+                evidence=[
+                    evidence_row(world, e, rel, seq, logged_subject(ev)) for e, rel in out.evidence
+                ],
                 beliefs=[belief_to_row(world, b) for b in out.beliefs.values()],
                 changes=changes,
                 day=out.day,

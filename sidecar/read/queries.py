@@ -17,6 +17,7 @@ import orjson
 
 from ..engine import Belief, Value
 from ..store import Reader, StoreError, said
+from ..store.reader import EVIDENCE_WITH_EVENT
 from ..store.rows import belief_from_row, load_json
 
 __all__ = [
@@ -215,10 +216,10 @@ def latest_said(reader: Reader, world: str, resident: str, limit: int) -> list[d
         raise StoreError(f"query failed: {exc}") from exc
 
 
-#: An evidence row's event: its kind, and who said it (a ``say`` or ``announce``; else NULL),
-#: read from the event row that the join reads anyway, so an event node is the same whichever
-#: piece of its evidence a graph page holds.
-_EVENT_FIELDS = "e.kind AS event_kind, json_extract(e.body, '$.speaker') AS event_speaker"
+#: Who said an evidence row's event (a ``say`` or ``announce``; else NULL), read from the
+#: event row that the join reads anyway (with its kind, :data:`EVIDENCE_WITH_EVENT`), so an
+#: event node is the same whichever piece of its evidence a graph page holds.
+_EVENT_SPEAKER = "json_extract(e.body, '$.speaker') AS event_speaker"
 
 
 def evidence_rows(
@@ -227,8 +228,8 @@ def evidence_rows(
     """Evidence rows like ``Reader.evidence``, for a resident, a root, both or neither."""
     where, params = _where(world, resident, root, "ev")
     sql = (
-        f"SELECT ev.*, {_EVENT_FIELDS}, e.seq AS event_seq FROM evidence ev "
-        "JOIN events e ON e.world = ev.world AND e.event_id = ev.event_id "
+        f"SELECT {EVIDENCE_WITH_EVENT}, {_EVENT_SPEAKER} FROM evidence ev "
+        f"JOIN events e ON e.world = ev.world AND {reader.evidence_join()} "
         f"WHERE {where} ORDER BY e.seq, ev.resident, ev.root"
     )
     out = []
@@ -239,12 +240,13 @@ def evidence_rows(
     return out
 
 
-#: The columns of a graph page's evidence row: the evidence and its event's kind.
-_EVIDENCE_PAGE = (
-    f"SELECT ev.*, {_EVENT_FIELDS} FROM evidence ev "
-    "CROSS JOIN events e ON e.world = ev.world AND e.event_id = ev.event_id "
-    "WHERE ev.world = ? AND ev.resident = ? AND ev.root = ? "
-)
+def _evidence_page(reader: Reader) -> str:
+    """A graph page's evidence rows: each piece with its event's kind and speaker."""
+    return (
+        f"SELECT {EVIDENCE_WITH_EVENT}, {_EVENT_SPEAKER} FROM evidence ev "
+        f"CROSS JOIN events e ON e.world = ev.world AND {reader.evidence_join()} "
+        "WHERE ev.world = ? AND ev.resident = ? AND ev.root = ? "
+    )
 
 
 def evidence_after(
@@ -269,7 +271,7 @@ def evidence_after(
     (``day``, ``evidence_id``) order, on the index it still has.
     """
     key = "ev.event_seq" if reader.has_evidence_seq() else "ev.day"
-    sql = _EVIDENCE_PAGE
+    sql = _evidence_page(reader)
     params: list[Any] = [world, resident, root]
     if after is not None:
         sql += f"AND ({key}, ev.evidence_id) > (?, ?) "

@@ -37,7 +37,9 @@ __all__ = [
     "change_to_row",
     "dump_json",
     "dump_json_list",
+    "evidence_row",
     "load_json",
+    "logged_subject",
     "stored_rules",
 ]
 
@@ -221,13 +223,26 @@ def stored_rules(world: str, text: str | bytes) -> Rules:
         raise WorldRulesInvalid(f"{exc}; the world cannot be opened") from None
 
 
-def _evidence_row(world: str, e: Evidence, rel: Relation, seq: int) -> tuple[Any, ...]:
-    """One evidence row; ``seq``: its event's place in the world's log."""
-    claim, hops = e.claim, e.hops
+def logged_subject(event: WorldEvent) -> str | None:
+    """The subject an event's log row gives its evidence (see :func:`evidence_row`): its own
+    subject when that is plain text, else None (a language map is stored with each piece:
+    its logged form may be spelled otherwise)."""
+    subject = getattr(event, "subject", None)
+    return subject if isinstance(subject, str) and not subject.startswith("{") else None
+
+
+def evidence_row(
+    world: str, e: Evidence, rel: Relation, seq: int, logged: str | None
+) -> tuple[Any, ...]:
+    """One row of ``evidence_pieces`` (migration 0026): a reference to the ``seq``-th event
+    of the world's log, which gives the piece's event id and day, and its subject where it
+    is the event's ``logged`` one (:func:`logged_subject`; else the piece keeps its own)."""
+    claim, hops, subject = e.claim, e.hops, e.subject
     return (
-        world, e.evidence_id, e.resident, claim.root, _dumps(claim.value).decode(), e.event_id,
-        e.day, str(e.source_kind), e.source_resident_id, str(rel), e.op, e.subject, e.origin,
-        _dumps(hops).decode() if hops else "[]", e.trust, seq,
+        world, e.evidence_id, e.resident, claim.root, _dumps(claim.value).decode(), seq,
+        str(e.source_kind), e.source_resident_id, str(rel), e.op,
+        None if subject == logged else subject, e.origin,
+        _dumps(hops).decode() if hops else "[]", e.trust,
     )  # fmt: skip
 
 

@@ -269,7 +269,13 @@ def _rebuild_table(conn: sqlite3.Connection, table: str, new_sql: str) -> None:
     conn.execute(f"CREATE TABLE {temp}" + new_sql[head.end() :])
     conn.execute(f"INSERT INTO {temp} ({columns}) SELECT {columns} FROM {table}")
     conn.execute(f"DROP TABLE {table}")
-    conn.execute(f"ALTER TABLE {temp} RENAME TO {table}")
+    # A view on the table (0026's ``evidence`` reads ``events``) names it by the name it gets
+    # back: the rename must neither rewrite nor check views meanwhile left without it.
+    conn.execute("PRAGMA legacy_alter_table = ON")
+    try:
+        conn.execute(f"ALTER TABLE {temp} RENAME TO {table}")
+    finally:
+        conn.execute("PRAGMA legacy_alter_table = OFF")
     for index_sql in indexes:
         conn.execute(index_sql)
 
@@ -392,7 +398,7 @@ CREATE INDEX IF NOT EXISTS changes_corrected ON changes (world, resident, root, 
     WHERE kind = 'corrected';
 """
 _PLANNED_TABLES: tuple[str, ...] = (
-    "events", "residents", "evidence", "beliefs", "changes", "trust", "facts",
+    "events", "residents", "evidence", "evidence_pieces", "beliefs", "changes", "trust", "facts",
     "said",  # 0010 (i18): own words, by speaker
     "promises", "promise_views", "goals",  # 0011 (i18)
 )  # fmt: skip
@@ -902,6 +908,101 @@ CREATE INDEX evidence_acts ON evidence (world, resident, root, value, event_seq,
 _ONE_EVIDENCE_ORDER = "DROP INDEX IF EXISTS evidence_by_belief;"
 
 
+#: 0026 (issue 20): a piece of evidence is a reference into the log. Its event id and day are
+#: its event's (by construction: the engine derives every piece from one event), and its
+#: subject is almost always the event's own: each was stored again with every piece, a
+#: fifth of the file in a long game. ``evidence_pieces`` keeps what the log cannot give: who
+#: holds it (resident, root), the value it bears (the act index and the tellings of a value
+#: search by it), the event's place in the log, its relation, source, trust, origin and
+#: hops, and a subject only where the event's logged one is not the piece's (a default
+#: subject an act derives, a language map, an intervention without one). The view
+#: ``evidence`` gives the old columns back, each event column read by the log's primary key
+#: only when a query names it (a correlated subquery, so a count or the covering act index
+#: never touches the log), and every query of the read side reads it unchanged, as it reads
+#: the table of a file no writer has opened since. Built with SQL rather than
+#: ``table.transform()``: the new table drops columns, renames, and computes the kept
+#: subjects from a join with the log.
+_EVIDENCE_PIECES_TABLE = """
+CREATE TABLE evidence_pieces (
+    world            TEXT NOT NULL REFERENCES worlds(world),
+    evidence_id      TEXT NOT NULL,
+    resident         TEXT NOT NULL,
+    root             TEXT NOT NULL,
+    value            TEXT NOT NULL,
+    event_seq        INTEGER NOT NULL CHECK (event_seq > 0),
+    source_kind      TEXT NOT NULL CHECK ((source_kind = 'firsthand' OR source_kind = 'hearsay'
+                     OR source_kind = 'implanted')),
+    source_resident  TEXT,
+    relation         TEXT NOT NULL CHECK ((relation = 'forms' OR relation = 'supports'
+                     OR relation = 'contradicts' OR relation = 'intervenes')),
+    op               TEXT CHECK ((op = 'implant' OR op = 'distort' OR op = 'suppress'
+                     OR op = 'soften')),
+    subject          TEXT,
+    origin           TEXT,
+    hops             TEXT NOT NULL DEFAULT '[]',
+    trust            REAL CHECK (trust IS NULL OR trust BETWEEN 0 AND 1),
+    PRIMARY KEY (world, evidence_id),
+    CHECK ((source_kind = 'hearsay') = (source_resident IS NOT NULL)),
+    CHECK ((source_kind = 'implanted') = (op IS NOT NULL))
+) WITHOUT ROWID
+"""
+#: The columns both forms share, in the view's (and the old table's) order.
+_EVIDENCE_VIEW = """
+CREATE VIEW evidence AS SELECT
+    ev.world AS world, ev.evidence_id AS evidence_id, ev.resident AS resident,
+    ev.root AS root, ev.value AS value,
+    (SELECT e.event_id FROM events e WHERE e.world = ev.world AND e.seq = ev.event_seq)
+        AS event_id,
+    (SELECT e.day FROM events e WHERE e.world = ev.world AND e.seq = ev.event_seq) AS day,
+    ev.source_kind AS source_kind, ev.source_resident AS source_resident,
+    ev.relation AS relation, ev.op AS op,
+    coalesce(ev.subject, (SELECT json_extract(e.body, '$.subject') FROM events e
+        WHERE e.world = ev.world AND e.seq = ev.event_seq)) AS subject,
+    ev.origin AS origin, ev.hops AS hops, ev.trust AS trust, ev.event_seq AS event_seq
+FROM evidence_pieces AS ev
+"""
+#: A piece's subject is left to the log where the logged event's subject is the same plain
+#: text (a language map is kept: its stored and logged forms may be spelled differently).
+_SUBJECT_KEPT = (
+    "CASE WHEN NOT json_valid(e.body) THEN ev.subject "
+    "WHEN ev.subject = json_extract(e.body, '$.subject') AND substr(ev.subject, 1, 1) <> '{' "
+    "THEN NULL ELSE ev.subject END"
+)
+_EVIDENCE_PIECES_INDEXES = """
+CREATE INDEX evidence_contradicting ON evidence_pieces (world, resident, root)
+    WHERE relation = 'contradicts';
+CREATE INDEX evidence_by_seq ON evidence_pieces (world, resident, root, event_seq);
+CREATE INDEX evidence_acts ON evidence_pieces (world, resident, root, value, event_seq, source_kind)
+    WHERE source_kind = 'firsthand' AND root >= 'action:' AND root < 'action;';
+"""
+
+
+def _evidence_pieces(conn: sqlite3.Connection) -> None:
+    stray = conn.execute(
+        "SELECT count(*) FROM evidence ev LEFT JOIN events e "
+        "ON e.world = ev.world AND e.seq = ev.event_seq "
+        "WHERE e.seq IS NULL OR e.event_id <> ev.event_id OR e.day <> ev.day"
+    ).fetchone()[0]
+    if stray:  # (the writer reports it as a file it cannot write)
+        raise sqlite3.IntegrityError(
+            f"{stray} pieces of evidence do not match the logged event they came from; "
+            "rebuild the database from its log (credence rebuild)"
+        )
+    conn.execute(_EVIDENCE_PIECES_TABLE.strip())
+    conn.execute(
+        "INSERT INTO evidence_pieces (world, evidence_id, resident, root, value, event_seq, "
+        "source_kind, source_resident, relation, op, subject, origin, hops, trust) "
+        "SELECT ev.world, ev.evidence_id, ev.resident, ev.root, ev.value, ev.event_seq, "
+        "ev.source_kind, ev.source_resident, ev.relation, ev.op, "
+        f"{_SUBJECT_KEPT}, ev.origin, ev.hops, ev.trust "
+        "FROM evidence ev JOIN events e ON e.world = ev.world AND e.seq = ev.event_seq"
+    )
+    conn.execute("DROP TABLE evidence")
+    for statement in _statements(_EVIDENCE_PIECES_INDEXES):
+        conn.execute(statement)
+    conn.execute(_EVIDENCE_VIEW.strip())
+
+
 Migration = str | Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -930,6 +1031,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0023_i17_evidence_seq", _evidence_seq),
     ("0024_i17_evidence_acts", _EVIDENCE_ACTS),
     ("0025_i20_one_evidence_order", _ONE_EVIDENCE_ORDER),
+    ("0026_i20_evidence_pieces", _evidence_pieces),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -61,10 +61,11 @@ from .rows import (
     BELIEF_COLUMNS,
     CHANGE_COLUMNS,
     _event_row,
-    _evidence_row,
     belief_to_row,
     change_to_row,
     dump_json,
+    evidence_row,
+    logged_subject,
     stored_rules,
 )
 from .said import INSERT_SAID, said_row
@@ -129,9 +130,9 @@ _INSERT_CHANGE = (
 )
 _INSERT_EVENT = "INSERT INTO events (world, seq, event_id, day, kind, body) VALUES (?,?,?,?,?,?)"
 _INSERT_EVIDENCE = (
-    "INSERT INTO evidence (world, evidence_id, resident, root, value, event_id, day, "
-    "source_kind, source_resident, relation, op, subject, origin, hops, trust, event_seq) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    "INSERT INTO evidence_pieces (world, evidence_id, resident, root, value, event_seq, "
+    "source_kind, source_resident, relation, op, subject, origin, hops, trust) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 _INSERT_TRUST = (
     "INSERT OR REPLACE INTO trust (world, resident, source, topic, value) VALUES (?,?,?,?,?)"
@@ -414,8 +415,8 @@ class Writer:
         if out.new_residents:
             staged.residents += [(world, r) for r in out.new_residents]
         if out.evidence:
-            seq = event_row[1]
-            staged.evidence += [_evidence_row(world, e, rel, seq) for e, rel in out.evidence]
+            seq, logged = event_row[1], logged_subject(out.event)
+            staged.evidence += [evidence_row(world, e, rel, seq, logged) for e, rel in out.evidence]
         if out.said is not None:
             staged.said.append(said_row(world, state.event_seq + 1, out.said))
         if out.beliefs:
@@ -649,8 +650,10 @@ class Writer:
             conn.executemany(_INSERT_RESIDENT, [(world, r) for r in out.new_residents])
         if out.evidence:
             seq = state.event_seq + 1  # (the event's log row, written just before)
+            logged = logged_subject(out.event)
             conn.executemany(
-                _INSERT_EVIDENCE, [_evidence_row(world, e, rel, seq) for e, rel in out.evidence]
+                _INSERT_EVIDENCE,
+                [evidence_row(world, e, rel, seq, logged) for e, rel in out.evidence],
             )
         if out.beliefs:
             conn.executemany(
