@@ -506,3 +506,87 @@ def test_the_worlds_listing_is_remembered_across_opens_until_a_file_changes(
         assert read == ["b"]
     finally:
         d.close()
+
+
+def _chatter(n: int) -> list[Any]:
+    """``n`` rumours told to three residents: a world big enough to leave pages behind."""
+    from sidecar.engine import parse_event
+
+    return [
+        parse_event({"event_id": f"c{i}", "day": 1 + i / 100, "kind": "say", "speaker": "bo",
+                     "listeners": ["mira", "kai", "ida"], "claim": {"root": f"rumour:{i}",
+                     "value": "yes"}, "subject": f"the {i}th rumour, told at some length"})
+        for i in range(n)
+    ]  # fmt: skip
+
+
+def test_vacuum_gives_a_deleted_worlds_pages_back_and_keeps_the_others(tmp_path: Path) -> None:
+    """``credence vacuum --db``: after a world is deleted the file keeps its size; vacuum
+    shrinks it, the remaining world's rows are unchanged and still rebuild exactly, and no
+    lock file is left. Without ``--data-dir``, ``--world`` is one line and exit 2."""
+    db = tmp_path / "c.db"
+    store = SingleFile(db)
+    try:
+        store.import_events("town", rules_from_mapping({}), _story())
+        store.import_events("chatter", rules_from_mapping({}), _chatter(1500))
+        store.delete("chatter")
+    finally:
+        store.close()
+    tables = ("events", "evidence", "beliefs", "changes")
+    before = {t: db_rows(db, f"SELECT * FROM {t} ORDER BY 1, 2, 3") for t in tables}
+    size = db.stat().st_size
+    done = cli("vacuum", "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    assert f"{db}: " in done.stdout and "vacuumed 1 file(s)" in done.stdout
+    assert db.stat().st_size < size / 3
+    assert {t: db_rows(db, f"SELECT * FROM {t} ORDER BY 1, 2, 3") for t in tables} == before
+    assert rebuild(db).ok
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.db"]
+    wrong = cli("vacuum", "--db", str(db), "--world", "town")
+    assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1, wrong.stderr
+
+
+def test_vacuum_of_a_data_dir_compacts_each_world_file_or_the_one_named(tmp_path: Path) -> None:
+    """``credence vacuum --data-dir`` compacts every world file, or only ``--world``'s; a
+    world without a file is one line and exit 2."""
+    data = tmp_path / "worlds"
+    store = DataDir(data)
+    try:
+        store.import_events("town", rules_from_mapping({}), _story())
+        store.import_events("chatter", rules_from_mapping({}), _chatter(300))
+    finally:
+        store.close()
+    every = cli("vacuum", "--data-dir", str(data))
+    assert every.returncode == 0, every.stderr
+    assert "vacuumed 2 file(s)" in every.stdout
+    for world in ("town", "chatter"):
+        assert f"{world_file(data, world)}: " in every.stdout
+    one = cli("vacuum", "--data-dir", str(data), "--world", "town")
+    assert one.returncode == 0 and "vacuumed 1 file(s)" in one.stdout, one.stderr
+    assert f"{world_file(data, 'chatter')}" not in one.stdout
+    assert rebuild(world_file(data, "town")).ok
+    missing = cli("vacuum", "--data-dir", str(data), "--world", "nowhere")
+    assert missing.returncode == 2 and "no world 'nowhere'" in missing.stderr
+
+
+async def test_vacuum_refuses_a_database_a_sidecar_serves(tmp_path: Path) -> None:
+    """While a sidecar serves a file or a data directory, ``credence vacuum`` on it is one
+    line, exit 2, and the files are untouched; the sidecar acks on, and after it stops the
+    vacuum runs and the world rebuilds exactly."""
+    live, data = tmp_path / "live.db", tmp_path / "worlds"
+    async with running(tmp_path, db=live) as sc, WsClient(sc.url, "town") as c:
+        await fill(c)
+        async with running(tmp_path / "dd", data_dir=data) as sd, WsClient(sd.url, "town") as d:
+            await fill(d)
+            for where in (("--db", str(live)), ("--data-dir", str(data))):
+                files = sorted(os.listdir(live.parent if where[0] == "--db" else data))
+                done = await asyncio.to_thread(cli, "vacuum", *where)
+                assert done.returncode == 2 and done.stdout == ""
+                assert done.stderr.count("\n") == 1 and "in use" in done.stderr, done.stderr
+                assert sorted(os.listdir(live.parent if where[0] == "--db" else data)) == files
+            assert (await c.event("tick", 30, event_id="t9"))["type"] == "ack"
+            assert (await d.event("tick", 30, event_id="t9"))["type"] == "ack"
+    for where in (("--db", str(live)), ("--data-dir", str(data))):
+        assert cli("vacuum", *where).returncode == 0
+    assert rebuild(live).ok and rebuild(world_file(data, "town")).ok
+    assert db_rows(live, "SELECT count(*) FROM events") == [(6,)]

@@ -1,8 +1,10 @@
-"""World lifecycle commands: ``worlds``, ``fork``, ``export``, ``import``, ``delete``, ``backup``.
+"""World lifecycle commands: ``worlds``, ``fork``, ``export``, ``import``, ``delete``, ``backup``,
+``vacuum``.
 
 Each works on one SQLite file (``--db``) or a data directory of one file per world
 (``--data-dir``). ``fork``, ``import`` and ``backup`` are safe while a sidecar serves the
-same files; ``delete`` is not (use the ``delete`` frame then), and asks for ``--yes``.
+same files; ``delete`` is not (use the ``delete`` frame then), and asks for ``--yes``;
+``vacuum`` refuses while a sidecar serves them.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ _HELP = {
     "import": "replay an exported world into a new world",
     "delete": "delete a world and everything in it (needs --yes)",
     "backup": "copy a database file consistently while it is being served (SQLite backup API)",
+    "vacuum": "give the free pages of a database (or of every world file) back to the disk",
 }
 
 
@@ -78,6 +81,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--world", help="with --data-dir: the world whose file to copy")
     p.add_argument("--out", type=Path, required=True, help="the copy to write")
     p.set_defaults(run=run_backup)
+
+    p = sub.add_parser("vacuum", help=_HELP["vacuum"])
+    _where(p)
+    p.add_argument("--world", help="with --data-dir: only this world's file (default: all)")
+    p.set_defaults(run=run_vacuum)
 
 
 def _fail(command: str, message: str) -> int:
@@ -210,4 +218,24 @@ def run_backup(args: argparse.Namespace) -> int:
     except (StoreError, OSError, sqlite3.Error) as exc:
         return _fail("backup", str(exc))
     print(f"backed up {source} to {args.out}")
+    return 0
+
+
+def run_vacuum(args: argparse.Namespace) -> int:
+    from ..store import StoreError, vacuum
+
+    if args.world is not None and args.data_dir is None:
+        return _fail("vacuum", "--world names a world file of a --data-dir")
+    try:
+        if args.data_dir is not None:
+            done = vacuum(data_dir=args.data_dir, world=args.world)
+        else:
+            done = vacuum(db=args.db or Path("./credence.db"))
+    except (StoreError, OSError, sqlite3.Error) as exc:
+        return _fail("vacuum", str(exc))
+    mib = 1 << 20
+    for v in done:
+        print(f"{v.path}: {v.before / mib:.2f} -> {v.after / mib:.2f} MiB")
+    before, after = sum(v.before for v in done), sum(v.after for v in done)
+    print(f"vacuumed {len(done)} file(s): {before / mib:.2f} -> {after / mib:.2f} MiB")
     return 0

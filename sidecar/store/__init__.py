@@ -22,6 +22,7 @@ from .pool import Availability, HandlePool, open_failure
 from .reader import BeliefFilter, Reader
 from .rebuild import RebuildReport, rebuild
 from .schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
+from .vacuum import Vacuumed, vacuum
 from .worlds import (
     DEFAULT_MAX_OPEN_WORLDS,
     Build,
@@ -61,6 +62,7 @@ __all__ = [
     "SingleFile",
     "StorageFailure",
     "StoreError",
+    "Vacuumed",
     "WorldInfo",
     "WorldNotFound",
     "WorldRulesInvalid",
@@ -80,5 +82,6 @@ __all__ = [
     "rebuild",
     "run_build",
     "schema_version",
+    "vacuum",
     "world_file",
 ]
