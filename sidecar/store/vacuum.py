@@ -1,7 +1,7 @@
 """Giving a database's free pages back to the file system (``credence vacuum``).
 
 SQLite reuses the pages that a deleted world, a dropped index or a slimmer row freed
-(migrations 0025 and 0026 freed about a tenth of a long game's file), but it never returns
+(migrations 0025 and 0026 freed more than a tenth of a long game's file), but it never returns
 them: the file keeps the largest size it ever had. ``VACUUM`` rewrites the file compactly in
 one transaction, so after a failure (a full disk, a kill) the file is as it was. It needs the
 file to itself, so it runs under the writer lock that a sidecar serving the file, or its
