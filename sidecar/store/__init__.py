@@ -4,7 +4,8 @@ Modules by responsibility: :mod:`.errors` (the store's exceptions), :mod:`.conne
 (opening a file), :mod:`.rows` (engine values to rows and back), :mod:`.cache` (the writer's
 write-through cache), :mod:`.overlay` (what a batch's fold reads through), :mod:`.writer`
 (the one writer), :mod:`.reader` (queries), :mod:`.schema`, :mod:`.rebuild`, and the world
-files (:mod:`.worlds`, :mod:`.pool`, :mod:`.lock`, :mod:`.filenames`, :mod:`.renames`).
+files (:mod:`.worlds`, :mod:`.pool`, :mod:`.lock`, :mod:`.filenames`, :mod:`.renames`,
+:mod:`.vacuum`).
 """
 
 from .connection import connect
