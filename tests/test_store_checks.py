@@ -101,7 +101,9 @@ def test_rewritten_checks_accept_and_refuse_what_the_old_ones_did(
     if table == now:
         _populated(old_db, upto=3)
     else:  # (the table is gone from a file the writer writes: its version-3 form, empty)
-        migrate(sqlite3.connect(old_db, isolation_level=None), upto=3)
+        empty = sqlite3.connect(old_db, isolation_level=None)
+        migrate(empty, upto=3)
+        empty.close()
     _populated(new_db)
     old = sqlite3.connect(old_db, isolation_level=None)
     new = sqlite3.connect(new_db, isolation_level=None)
