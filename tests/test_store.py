@@ -873,6 +873,42 @@ def test_evidence_pieces_migration_keeps_every_piece_and_refuses_a_stray_one(
     rebuild_check(db_path)
 
 
+def test_a_reader_answers_the_same_while_its_file_is_migrated_to_evidence_pieces(
+    db_path: Path,
+) -> None:
+    """A reader opened on a file from before 0026 (a data directory's world file read before
+    its writer opens it) keeps answering, and the same, once a writer has migrated the file
+    under it: explain's latest pieces, a graph page and the narrative."""
+    from protocol import parse_client_frame
+    from sidecar.server.queries import answer
+
+    w = Writer(db_path, synchronous="OFF")
+    put(w, *_pieces_story())
+    put(w, *(say(11 + i, "bo", ["mira", "kai"], "well", "foul") for i in range(30)))
+    w.close()
+    before_pieces(db_path)
+    old = reader(db_path)
+    frames = [
+        {"type": "explain", "resident": "mira", "root": "well", "limit": 5},
+        {"type": "graph", "resident": "mira", "root": "well", "limit": 10},
+        {"type": "narrative", "resident": "mira"},
+    ]
+
+    def replies() -> list[Any]:
+        return [answer(old, "w", parse_client_frame({**f, "rid": 1})) for f in frames]
+
+    first = replies()
+    assert old.evidence("w", "mira", "well", latest=5)  # (the file still has the table)
+    Writer(db_path).close()  # migrates it: 0026
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("SELECT type FROM sqlite_master WHERE name = 'evidence'").fetchone() == (
+        "view",
+    )
+    conn.close()
+    assert replies() == first
+    old.close()
+
+
 def test_bounded_refs_migration_counts_and_trims_an_old_database(db_path: Path) -> None:
     """0018 on a database with 0017's schema whose belief rows list every evidence id: the
     count is filled, long lists are trimmed to the first and latest 5, short ones kept; the

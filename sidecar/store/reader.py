@@ -231,11 +231,11 @@ class Reader(PromiseQueries):
         """
         if not self.has_evidence_seq():
             return self._evidence_by_day(world, resident, root, latest)
-        # (Pinned on a file from before 0025, which still indexes it by day too; since 0026
-        # ``evidence`` is a view, which no index is named on.)
-        pinned = "" if self._in_schema("view", "evidence") else "INDEXED BY evidence_by_seq "
+        # (No index is named: since 0026 ``evidence`` is a view, which takes none, and a
+        # reader's file may be migrated under it. The planner's fixed statistics choose
+        # ``evidence_by_seq`` for this ORDER BY, on a file from before 0025 too.)
         rows = self._rows(
-            f"SELECT {EVIDENCE_WITH_EVENT} FROM evidence ev {pinned}"
+            f"SELECT {EVIDENCE_WITH_EVENT} FROM evidence ev "
             "CROSS JOIN events e ON e.world = ev.world AND e.seq = ev.event_seq "
             "WHERE ev.world = ? AND ev.resident = ? AND ev.root = ? "
             "ORDER BY ev.event_seq DESC LIMIT ?",
