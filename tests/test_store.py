@@ -909,6 +909,30 @@ def test_a_reader_answers_the_same_while_its_file_is_migrated_to_evidence_pieces
     old.close()
 
 
+def test_a_reader_sees_a_migration_made_under_it(db_path: Path) -> None:
+    """What a reader knows of its file's schema (which later indexes it has) follows a
+    migration a writer makes while the reader is open: its act counts move to the index
+    0024 adds, with the same answer."""
+    from sidecar.read.recall import act_histories
+
+    w = Writer(db_path, synchronous="OFF")
+    put(w, *(act(1 + i, "mira", "fetch", ("completed", "rejected")[i % 3 == 0], ["bo"])
+             for i in range(9)))  # fmt: skip
+    w.close()
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    evidence_table_before_pieces(conn)
+    conn.execute("DROP INDEX evidence_acts")
+    conn.execute("DELETE FROM _migrations WHERE name = '0024_i17_evidence_acts'")
+    conn.close()
+    old = reader(db_path)
+    assert not old.has_act_index()
+    before = act_histories(old, "w", "bo")
+    Writer(db_path).close()  # adds the index again (0024, then 0026)
+    assert old.has_act_index()
+    assert act_histories(old, "w", "bo") == before
+    old.close()
+
+
 def test_bounded_refs_migration_counts_and_trims_an_old_database(db_path: Path) -> None:
     """0018 on a database with 0017's schema whose belief rows list every evidence id: the
     count is filled, long lists are trimmed to the first and latest 5, short ones kept; the

@@ -126,6 +126,7 @@ class Reader(PromiseQueries):
         add_trust_root_function(self.conn)  # (the trust page's join on its counter)
         self.db = Database(self.conn)
         self._schema: dict[tuple[str, str], bool] = {}  # (see _in_schema)
+        self._schema_version: int | None = None
         try:
             unknown = unknown_migrations(self.conn)
         except sqlite3.Error as exc:
@@ -296,7 +297,14 @@ class Reader(PromiseQueries):
         return self._in_schema("index", "evidence_acts")
 
     def _in_schema(self, kind: str, name: str) -> bool:
-        """Whether the file has this table or index (a later migration's); asked once."""
+        """Whether the file has this table or index (a later migration's); asked once per
+        version of the schema: a writer may migrate the file under an open reader (a data
+        directory's world file read before its writer opened it), which SQLite's schema
+        cookie tells."""
+        version = self._rows("PRAGMA schema_version", ())[0][0]
+        if version != self._schema_version:
+            self._schema.clear()
+            self._schema_version = version
         found = self._schema.get((kind, name))
         if found is None:
             found = self._schema[kind, name] = bool(self._rows(
