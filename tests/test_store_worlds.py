@@ -547,8 +547,9 @@ def test_vacuum_gives_a_deleted_worlds_pages_back_and_keeps_the_others(tmp_path:
 
 
 def test_vacuum_of_a_data_dir_compacts_each_world_file_or_the_one_named(tmp_path: Path) -> None:
-    """``credence vacuum --data-dir`` compacts every world file, or only ``--world``'s; a
-    world without a file is one line and exit 2."""
+    """``credence vacuum --data-dir`` compacts every world file (not the directory's own
+    files, such as the empty world every new one reads as), or only ``--world``'s; a world
+    without a file is one line and exit 2, the directory left as it was."""
     data = tmp_path / "worlds"
     store = DataDir(data)
     try:
@@ -558,15 +559,17 @@ def test_vacuum_of_a_data_dir_compacts_each_world_file_or_the_one_named(tmp_path
         store.close()
     every = cli("vacuum", "--data-dir", str(data))
     assert every.returncode == 0, every.stderr
-    assert "vacuumed 2 file(s)" in every.stdout
+    assert "vacuumed 2 file(s)" in every.stdout and ".empty.db" not in every.stdout
     for world in ("town", "chatter"):
         assert f"{world_file(data, world)}: " in every.stdout
     one = cli("vacuum", "--data-dir", str(data), "--world", "town")
     assert one.returncode == 0 and "vacuumed 1 file(s)" in one.stdout, one.stderr
     assert f"{world_file(data, 'chatter')}" not in one.stdout
     assert rebuild(world_file(data, "town")).ok
+    listed = sorted(os.listdir(data))
     missing = cli("vacuum", "--data-dir", str(data), "--world", "nowhere")
     assert missing.returncode == 2 and "no world 'nowhere'" in missing.stderr
+    assert missing.stderr.count("\n") == 1 and sorted(os.listdir(data)) == listed
 
 
 async def test_vacuum_refuses_a_database_a_sidecar_serves(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import StoreError
+from .filenames import SUFFIX, NameKind, classify
 from .lock import WriterLock, lock_path
 
 __all__ = ["Vacuumed", "vacuum"]
@@ -55,7 +56,7 @@ def vacuum(
     :class:`~.errors.StoreError` for a file or world that is not there (nothing is changed
     then); a SQLite error (a full disk) leaves the file being rewritten as it was.
     """
-    from .worlds import DataDir, world_file
+    from .worlds import world_file
 
     if (db is None) == (data_dir is None):
         raise ValueError("name one database file or one data directory")
@@ -65,22 +66,32 @@ def vacuum(
         raise StoreError(f"no database at {where}")
     if data_dir is not None and not data_dir.is_dir():
         raise StoreError(f"no data directory at {data_dir}")
+    if data_dir is not None and world is not None and not world_file(data_dir, world).is_file():
+        raise StoreError(f"no world {world!r} in {data_dir}")
     lock = WriterLock(where)
     left = lock_path(where).exists()  # (a lock file this run makes is removed again)
     lock.acquire()
     try:
         if data_dir is None:
             return [_vacuum_file(where)]
-        store = DataDir(data_dir, lock_held=True)
-        try:
-            worlds = store.world_ids() if world is None else [world]
-        finally:
-            store.close()
-        paths = [world_file(data_dir, w) for w in worlds]
-        if world is not None and not paths[0].is_file():
-            raise StoreError(f"no world {world!r} in {data_dir}")
-        return [_vacuum_file(p) for p in paths if p.is_file()]
+        if world is not None:
+            return [_vacuum_file(world_file(data_dir, world))]
+        return [_vacuum_file(p) for p in _world_files(data_dir)]
     finally:
-        lock.release()
-        if not left:
+        if not left:  # (removed while still held: a sidecar starting now makes its own)
             lock_path(where).unlink(missing_ok=True)
+        lock.release()
+
+
+def _world_files(data_dir: Path) -> list[Path]:
+    """The world files of a data directory, by name alone (the directory is left as it is:
+    no file of its own is made or renamed; saves in progress and tombstones start with a
+    dot, as do the directory's own files)."""
+    return sorted(
+        entry
+        for entry in data_dir.iterdir()
+        if entry.name.endswith(SUFFIX)
+        and not entry.name.startswith(".")
+        and classify(entry.name[: -len(SUFFIX)]).kind is not NameKind.FOREIGN
+        and entry.is_file()
+    )
