@@ -573,20 +573,22 @@ def test_vacuum_of_a_data_dir_compacts_each_world_file_or_the_one_named(tmp_path
 
 
 async def test_vacuum_refuses_a_database_a_sidecar_serves(tmp_path: Path) -> None:
-    """While a sidecar serves a file or a data directory, ``credence vacuum`` on it is one
-    line, exit 2, and the files are untouched; the sidecar acks on, and after it stops the
-    vacuum runs and the world rebuilds exactly."""
+    """While a sidecar serves a file or a data directory, ``credence vacuum`` on it (or on one
+    of the directory's world files as a ``--db``) is one line, exit 2, and the files are
+    untouched; the sidecar acks on, and after it stops the vacuum runs and the world
+    rebuilds exactly."""
     live, data = tmp_path / "live.db", tmp_path / "worlds"
     async with running(tmp_path, db=live) as sc, WsClient(sc.url, "town") as c:
         await fill(c)
         async with running(tmp_path / "dd", data_dir=data) as sd, WsClient(sd.url, "town") as d:
             await fill(d)
-            for where in (("--db", str(live)), ("--data-dir", str(data))):
-                files = sorted(os.listdir(live.parent if where[0] == "--db" else data))
+            served = ("--db", str(world_file(data, "town")))  # (a served directory's world)
+            for where in (("--db", str(live)), ("--data-dir", str(data)), served):
+                files = sorted(os.listdir(live.parent if where[1] == str(live) else data))
                 done = await asyncio.to_thread(cli, "vacuum", *where)
                 assert done.returncode == 2 and done.stdout == ""
                 assert done.stderr.count("\n") == 1 and "in use" in done.stderr, done.stderr
-                assert sorted(os.listdir(live.parent if where[0] == "--db" else data)) == files
+                assert sorted(os.listdir(live.parent if where[1] == str(live) else data)) == files
             assert (await c.event("tick", 30, event_id="t9"))["type"] == "ack"
             assert (await d.event("tick", 30, event_id="t9"))["type"] == "ack"
     for where in (("--db", str(live)), ("--data-dir", str(data))):

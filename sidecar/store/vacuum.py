@@ -14,9 +14,9 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import StoreError
+from .errors import DatabaseInUse, StoreError
 from .filenames import SUFFIX, NameKind, classify
-from .lock import WriterLock, lock_path
+from .lock import WriterLock, held, lock_path
 
 __all__ = ["Vacuumed", "vacuum"]
 
@@ -68,6 +68,10 @@ def vacuum(
         raise StoreError(f"no data directory at {data_dir}")
     if data_dir is not None and world is not None and not world_file(data_dir, world).is_file():
         raise StoreError(f"no world {world!r} in {data_dir}")
+    served = where.parent / ".credence.lock"  # (a --db that is a served directory's world)
+    if data_dir is None and held(served):
+        raise DatabaseInUse(f"{where} is in use: a world file of a data directory a sidecar "
+                            f"serves ({served} is held)")  # fmt: skip
     lock = WriterLock(where)
     left = lock_path(where).exists()  # (a lock file this run makes is removed again)
     lock.acquire()
