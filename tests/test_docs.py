@@ -30,3 +30,16 @@ def test_quick_start_has_exactly_two_commands_and_ci_runs_the_test_one() -> None
     assert "credence serve" in commands[0]
     ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text(encoding="utf-8")
     assert commands[1] in ci
+
+
+def test_every_ci_step_ends_the_run_when_it_fails() -> None:
+    """Under ``set -e``, bash carries on past a failing command that is not the last of an
+    ``a && b`` list: a lint error or a failed install would pass CI unseen. So no step of
+    .ci/run is such a list, except inside a subshell (whose failure is one failed command)."""
+    ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text(encoding="utf-8")
+    assert "set -euo pipefail" in ci
+    steps = [line.strip() for line in ci.splitlines()]
+    steps = [s for s in steps if s and not s.startswith("#") and not s.startswith("if ")]
+    outside = [re.sub(r"\(.*\)", "()", s) for s in steps]
+    assert not [s for s in outside if "&&" in s], "steps whose first failure CI would skip past"
+    assert any(s.startswith("(") and "&&" in s for s in steps)  # (the README's test command)
