@@ -730,6 +730,15 @@ def test_evidence_seq_migration_gives_each_piece_its_events_place_in_the_log(
     rebuild_check(db_path)
 
 
+def _before_act_index(db_path: Path) -> None:
+    """Turn the file back into one from before 0024 (no index of act episodes)."""
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    evidence_table_before_pieces(conn)
+    conn.execute("DROP INDEX evidence_acts")
+    conn.execute("DELETE FROM _migrations WHERE name = '0024_i17_evidence_acts'")
+    conn.close()
+
+
 def test_evidence_acts_migration_indexes_an_old_files_episodes(db_path: Path) -> None:
     """0024 on a file written before it: its narrative reads every episode of an act (the
     old way) and says the same as after the migration, which only adds the index of the
@@ -745,11 +754,7 @@ def test_evidence_acts_migration_indexes_an_old_files_episodes(db_path: Path) ->
     ))  # fmt: skip
     w.close()
     written = dump(db_path)
-    conn = sqlite3.connect(db_path, isolation_level=None)
-    evidence_table_before_pieces(conn)
-    conn.execute("DROP INDEX evidence_acts")
-    conn.execute("DELETE FROM _migrations WHERE name = '0024_i17_evidence_acts'")
-    conn.close()
+    _before_act_index(db_path)
     old = reader(db_path)
     assert not old.has_act_index()
     before = project(old, "w", "bo").to_dict()
@@ -919,11 +924,7 @@ def test_a_reader_sees_a_migration_made_under_it(db_path: Path) -> None:
     put(w, *(act(1 + i, "mira", "fetch", ("completed", "rejected")[i % 3 == 0], ["bo"])
              for i in range(9)))  # fmt: skip
     w.close()
-    conn = sqlite3.connect(db_path, isolation_level=None)
-    evidence_table_before_pieces(conn)
-    conn.execute("DROP INDEX evidence_acts")
-    conn.execute("DELETE FROM _migrations WHERE name = '0024_i17_evidence_acts'")
-    conn.close()
+    _before_act_index(db_path)
     old = reader(db_path)
     assert not old.has_act_index()
     before = act_histories(old, "w", "bo")
