@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import DatabaseInUse, StoreError
-from .filenames import SUFFIX, NameKind, classify
+from .filenames import NameKind
 from .lock import WriterLock, held, lock_path
+from .worlds import named_world_files, world_file
 
 __all__ = ["Vacuumed", "vacuum"]
 
@@ -56,8 +57,6 @@ def vacuum(
     :class:`~.errors.StoreError` for a file or world that is not there (nothing is changed
     then); a SQLite error (a full disk) leaves the file being rewritten as it was.
     """
-    from .worlds import world_file
-
     if (db is None) == (data_dir is None):
         raise ValueError("name one database file or one data directory")
     where = db if data_dir is None else data_dir / ".credence"
@@ -88,14 +87,10 @@ def vacuum(
 
 
 def _world_files(data_dir: Path) -> list[Path]:
-    """The world files of a data directory, by name alone (the directory is left as it is:
-    no file of its own is made or renamed; saves in progress and tombstones start with a
-    dot, as do the directory's own files)."""
+    """The world files of a data directory, by name alone: the directory is left as it is (no
+    file of its own is made, none renamed), so a file of the earlier naming scheme is one too."""
     return sorted(
-        entry
-        for entry in data_dir.iterdir()
-        if entry.name.endswith(SUFFIX)
-        and not entry.name.startswith(".")
-        and classify(entry.name[: -len(SUFFIX)]).kind is not NameKind.FOREIGN
-        and entry.is_file()
+        Path(entry.path)
+        for entry, parsed in named_world_files(data_dir)
+        if parsed.kind is not NameKind.FOREIGN and entry.is_file()
     )

@@ -81,7 +81,7 @@ from ..engine import (
 from ..engine.events import MAX_ID_LEN
 from .connection import connect
 from .errors import CannotOpen, DatabaseInUse, StorageFailure, StoreError
-from .filenames import SUFFIX, NameKind, classify, encode_name
+from .filenames import SUFFIX, NameKind, Parsed, classify, encode_name
 from .lock import held, lock_path
 from .pool import Availability, HandlePool, open_failure
 from .reader import Reader
@@ -104,6 +104,7 @@ __all__ = [
     "check_world_id",
     "export_world",
     "import_world",
+    "named_world_files",
     "read_source",
     "run_build",
     "world_file",
@@ -712,6 +713,16 @@ def world_file(data_dir: Path, world: str) -> Path:
     return data_dir / (encode_name(world) + SUFFIX)
 
 
+def named_world_files(data_dir: Path) -> Iterator[tuple[os.DirEntry[str], Parsed]]:
+    """The files of ``data_dir`` whose names may be worlds' (``*.db``), with what each name
+    says (:func:`.filenames.classify`). A name starting with a dot is never a world's: the
+    directory's own files, a save in progress, a tombstone."""
+    for entry in os.scandir(data_dir):
+        name = entry.name
+        if name.endswith(SUFFIX) and not name.startswith("."):
+            yield entry, classify(name[: -len(SUFFIX)])
+
+
 class DataDir:
     """Each world in its own SQLite file under ``data_dir`` (the ``--data-dir`` mode).
 
@@ -873,12 +884,9 @@ class DataDir:
         from inside its file once)."""
         ids = []
         seen = set()
-        for entry in os.scandir(self.data_dir):
+        for entry, parsed in named_world_files(self.data_dir):
             name = entry.name
-            if not name.endswith(SUFFIX) or name.startswith("."):
-                continue
             seen.add(name)
-            parsed = classify(name[: -len(SUFFIX)])
             if parsed.kind is NameKind.PLAIN and parsed.world is not None:
                 ids.append(parsed.world)
             elif parsed.kind is NameKind.HASHED:
