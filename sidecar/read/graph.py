@@ -263,8 +263,8 @@ def graph_page(
     the person and place nodes its edges reach, and edges between its own nodes only, each
     counting the page's own evidence. A claim's ``about`` edges come on the page that holds
     its first evidence, so joining pages by node id and edge (source, target, type), adding
-    ``count``, gives the whole graph. Every query is one index range from the cursor: the last page of a belief
-    seen 10,000 times costs what its first costs.
+    ``count``, gives the whole graph. Every query is one index range from the cursor: the
+    last page of a belief seen 10,000 times costs what its first costs.
 
     Raises :class:`NotFound` as :func:`graph` does; :class:`BadCursor` for an ``after`` that
     is no evidence of this graph.
