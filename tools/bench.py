@@ -84,7 +84,7 @@ from .harness import ServerProcess, percentiles
 from .load import DriveResult, ListSource, TownSource, drive
 from .town import LATE_EVENT_DAYS, Town, deal, encode_event, in_made_order
 
-__all__ = ["BenchConfig", "main", "run_bench"]
+__all__ = ["BenchConfig", "bench_events", "main", "run_bench"]
 
 WORLD = "bench"
 
@@ -172,6 +172,14 @@ _SQL_CHANGE = (
     f"INSERT INTO changes ({', '.join(CHANGE_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(CHANGE_COLUMNS))})"
 )
+
+
+def bench_events(total: int) -> list[WorldEvent]:
+    """The bench's first ``total`` town events (its residents, seed and clients), parsed, in
+    the order the town made them: the order one writer applies them in."""
+    config = BenchConfig()
+    streams = deal(config.residents, total, seed=config.seed, clients=config.clients)
+    return [parse_event(e) for e in in_made_order(streams)]
 
 
 def storage_plan(events: list[dict[str, Any]], world: str = WORLD) -> list[_Rows]:

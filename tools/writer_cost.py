@@ -22,21 +22,16 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from sidecar.engine import parse_event
 from sidecar.store import Writer
 
-from .bench import WORLD, BenchConfig
-from .town import deal, in_made_order
+from .bench import WORLD, bench_events
 
 __all__ = ["apply_events", "instructions", "main"]
 
 
 def apply_events(count: int, total: int, batch: int, path: Path) -> None:
     """Build the bench's first ``total`` events; apply the first ``count`` of them."""
-    config = BenchConfig()
-    streams = deal(config.residents, total, seed=config.seed, clients=config.clients)
-    in_order = in_made_order(streams)
-    events = [parse_event(e) for e in in_order]
+    events = bench_events(total)
     writer = Writer(path, synchronous="FULL")
     try:
         for start in range(0, count, batch):

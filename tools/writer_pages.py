@@ -28,11 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sidecar.engine import parse_event
 from sidecar.store import Writer
 
-from .bench import WORLD, BenchConfig
-from .town import deal, in_made_order
+from .bench import WORLD, bench_events
 
 __all__ = ["KindPages", "main", "measure", "wal_pages"]
 
@@ -72,11 +70,7 @@ def wal_pages(wal: Path) -> list[int]:
 def measure(events: int, warm: int, path: Path) -> tuple[dict[str, KindPages], int]:
     """Apply the bench's first ``warm + events`` events one per commit; the pages of each of
     the last ``events``, per event kind (and ``"all"``), and the page size."""
-    config = BenchConfig()
-    total = warm + events
-    streams = deal(config.residents, total, seed=config.seed, clients=config.clients)
-    raw = in_made_order(streams)
-    parsed = [parse_event(e) for e in raw]
+    parsed = bench_events(warm + events)
     writer = Writer(path, synchronous="FULL")
     owners = sqlite3.connect(path)
     wal = Path(f"{path}-wal")
@@ -100,7 +94,7 @@ def measure(events: int, warm: int, path: Path) -> tuple[dict[str, KindPages], i
                 )
             )
             trees = [where.get(p, "(free)") for p in pages]
-            kinds[raw[k]["kind"]].add(trees)
+            kinds[str(event.kind)].add(trees)
             kinds["all"].add(trees)
         page_size = int(owners.execute("PRAGMA page_size").fetchone()[0])
     finally:
