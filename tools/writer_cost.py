@@ -22,11 +22,17 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from sidecar.commands import number
+from sidecar.engine import Bound
 from sidecar.store import Writer
 
 from .bench import WORLD, bench_events
 
 __all__ = ["apply_events", "instructions", "main"]
+
+#: Events measured, or per batch; events applied first (checked as every number is, once).
+_COUNT = number(Bound(int, 1, 1_000_000))
+_WARM = number(Bound(int, 0, 1_000_000))
 
 
 def apply_events(count: int, total: int, batch: int, path: Path) -> None:
@@ -61,10 +67,10 @@ def instructions(count: int, total: int, batch: int) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tools.writer_cost", description=__doc__)
-    p.add_argument("--events", type=int, default=600, help="events measured")
-    p.add_argument("--warm", type=int, default=256, help="events applied first in both runs")
-    p.add_argument("--batch", type=int, default=256)
-    p.add_argument("--in-process", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--events", type=_COUNT, default=600, help="events measured")
+    p.add_argument("--warm", type=_WARM, default=256, help="events applied first in both runs")
+    p.add_argument("--batch", type=_COUNT, default=256)
+    p.add_argument("--in-process", type=_WARM, default=None, help=argparse.SUPPRESS)
     p.add_argument("--db", type=Path, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.in_process is not None:  # the measured run (under callgrind)

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sidecar.commands import number
+from sidecar.engine import Bound
 from sidecar.store import Writer
 
 from .bench import WORLD, bench_events
@@ -35,6 +37,10 @@ from .bench import WORLD, bench_events
 __all__ = ["KindPages", "main", "measure", "wal_pages"]
 
 #: The WAL file's header, and each frame's header before its page (sqlite.org/fileformat2).
+#: How many events are measured and applied first (checked as every number is, once).
+_EVENTS = number(Bound(int, 1, 1_000_000))
+_WARM = number(Bound(int, 0, 1_000_000))
+
 _WAL_HEADER = 32
 _FRAME_HEADER = 24
 
@@ -125,11 +131,9 @@ def report(kinds: dict[str, KindPages], events: int, warm: int, page_size: int) 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tools.writer_pages", description=__doc__)
-    p.add_argument("--events", type=int, default=2000, help="events measured (default 2000)")
-    p.add_argument("--warm", type=int, default=2000, help="events applied first (default 2000)")
+    p.add_argument("--events", type=_EVENTS, default=2000, help="events measured (default 2000)")
+    p.add_argument("--warm", type=_WARM, default=2000, help="events applied first (default 2000)")
     args = p.parse_args(argv)
-    if args.events < 1 or args.warm < 0:
-        p.error("--events must be at least 1 and --warm at least 0")
     with tempfile.TemporaryDirectory(prefix="credence-pages-") as tmp:
         kinds, page_size = measure(args.events, args.warm, Path(tmp) / "w.db")
     print(report(kinds, args.events, args.warm, page_size))
