@@ -196,6 +196,25 @@ def test_every_protected_memory_read_with_a_focus_gives_the_full_reads_narrative
     assert _project_bounded(reader, WORLD, "mira", 200, "en", 10_000, focus=focus) is not None
 
 
+def test_a_bounded_read_of_any_size_answers_only_with_the_full_reads_narrative(
+    reader: Reader,
+) -> None:
+    """However few protected memories per section are read, a bounded read either says it
+    cannot tell (None) or gives the full read's narrative, byte for byte; and small reads
+    answer too (once some compact lines overflow the budget, all of them do, whatever the
+    unread ones hold, so only the round robin must stay within what was read)."""
+    answered: set[int] = set()
+    for lang in LANGS:
+        for budget in BUDGETS:
+            full = project(reader, WORLD, "mira", budget=budget, lang=lang, bounded=False)
+            for limit in (1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377):
+                found = _project_bounded(reader, WORLD, "mira", budget, lang, limit)
+                if found is not None:
+                    assert found.to_dict() == full.to_dict(), (lang, budget, limit)
+                    answered.add(limit)
+    assert len(answered) >= 5, answered
+
+
 def _full_reads(reader: Reader, budget: int, lang: str) -> int:
     """How many times :func:`project` reads every belief of Mira (the full read's query)."""
     seen: list[str] = []

@@ -562,14 +562,13 @@ def bounded_limits(budget: int) -> tuple[int, ...]:
 
 def _kept(items: list[Item], cuts: Mapping[str, Cut]) -> tuple[list[Item], Horizon] | None:
     """Drop the read items of a cut section that an unread one might outrank (the last read
-    bounds every unread one: no better tier, no higher score), and say how far what is kept
-    reaches; None when a cut section keeps nothing."""
+    bounds every unread one: no better tier, no higher score), and say how many turns of the
+    round robin what is kept covers; None when a cut section keeps nothing."""
     by_section: dict[str, list[Item]] = {}
     for item in items:
         if item.section in cuts and item.from_belief and item.protected:
             by_section.setdefault(item.section, []).append(item)
     dropped: set[int] = set()
-    keys: list[tuple[int, float, float, str]] = []
     turns: list[int] = []
     for section, cut in cuts.items():
         ranked = sorted(by_section.get(section, []), key=lambda i: i.key)
@@ -582,10 +581,9 @@ def _kept(items: list[Item], cuts: Mapping[str, Cut]) -> tuple[list[Item], Horiz
         if keep == 0:
             return None
         dropped.update(id(i) for i in ranked[keep:])
-        keys.append(ranked[keep - 1].key)
         turns.append(keep)
     kept = [i for i in items if id(i) not in dropped]
-    return kept, Horizon(min(keys) if keys else None, min(turns) if turns else None)
+    return kept, Horizon(min(turns) if turns else None)
 
 
 def _project_bounded(

@@ -283,11 +283,11 @@ def _laid(words: Words, lines: list[Line], *, short: bool = False) -> Layout:
 
 @dataclass(slots=True)
 class Trace:
-    """How far the protected layout looked (a bounded read checks it covered that much):
-    the items tried in priority order, the turns tried in the round robin, and whether the
-    round robin ran out of items rather than stopping at a line that did not fit."""
+    """How far the protected layout's round robin looked (a bounded read checks it covered
+    that much): the turns it tried, and whether it ran out of items rather than stopping at a
+    line that did not fit. The passes before it need no trace: they only ask whether every
+    compact line fits, and once some of them overflow, all of them do."""
 
-    ordered: int = 0
     turns: int = 0
     exhausted: bool = False
 
@@ -323,12 +323,10 @@ def _protected(
         # Costs only grow: the first line past the room settles it, and the lines after it
         # are never worded (hundreds of contested beliefs cost what fits, not what is held).
         layout = Layout(words, short=short)
-        for n, item in enumerate(items, 1):
+        for item in items:
             layout.add(_single(item, make(item)))
             if layout.used > room:
-                trace.ordered = max(trace.ordered, n)
                 return None
-        trace.ordered = len(items)
         return layout
 
     for heads in dict.fromkeys((short, True)):
@@ -909,11 +907,9 @@ def _everything(ordered: list[Phrased], words: Words, budget: int) -> Layout | N
 
 @dataclass(frozen=True, slots=True)
 class Horizon:
-    """How far a bounded read reaches, in the two orders the protected layout goes through:
-    every protected item whose key is at most ``key`` was read, and so was every section's
-    first ``turns`` (None: nothing was left unread)."""
+    """How far a bounded read reaches in the round robin of the protected layout: every
+    section's first ``turns`` protected items were read (None: nothing was left unread)."""
 
-    key: tuple[int, float, float, str] | None = None
     turns: int | None = None
 
 
@@ -946,9 +942,7 @@ def pack_bounded(
     trace = Trace()
     layout = _protected(protected, words, room, extra=extra, trace=trace)
     if layout.summary is None and not layout.counts:
-        return None
-    if horizon.key is not None and trace.ordered and protected[trace.ordered - 1].key > horizon.key:
-        return None
+        return None  # every read compact line fits: pack lays out more (the full read answers)
     if layout.summary is None and horizon.turns is not None:
         if trace.exhausted or trace.turns > horizon.turns:
             return None
