@@ -252,6 +252,30 @@ def test_a_big_budget_whose_protected_lines_may_overflow_is_read_bounded(doubtfu
     assert _full_reads(doubtful, 50_000, "en") == 1  # all fit: the full read answers
 
 
+def test_the_first_read_takes_each_sections_share_of_the_lines() -> None:
+    """The layout deals lines to the protected sections in turn: with several big groups
+    each reads its share, a small group leaves its unused share to the others, and no
+    section ever reads more than a lone one (the read before groups were known); the
+    fallback is four times the first."""
+    for budget in (200, 2000, 20_000, 50_000):
+        lone = bounded_limits(budget)
+        assert bounded_limits(budget, (10**6,)) == lone == bounded_limits(budget, (0, 10**6))
+        three = bounded_limits(budget, (10**6,) * 3)[0]
+        assert three - 16 <= (lone[0] - 16) // 2 + 1, (budget, three, lone)
+        # a group of 5, below its share, takes 5 lines: the two big ones share the rest
+        small = bounded_limits(budget, (5, 10**6, 10**6))[0]
+        assert three <= small, (budget, small)
+        if budget // 24 > 3 * 5:
+            assert small == 16 + (budget // 24 - 5) // 2, (budget, small)
+        for groups in ((), (5,), (10**6,) * 3, (5, 700, 10**6)):
+            first, fallback = bounded_limits(budget, groups)
+            assert fallback == 4 * first and first > 16
+    # a bigger budget never reads fewer
+    sizes = (273, 713, 1135)
+    firsts = [bounded_limits(b, sizes)[0] for b in range(200, 50_001, 100)]
+    assert firsts == sorted(firsts)
+
+
 def test_a_small_first_read_that_falls_short_is_not_used(reader: Reader) -> None:
     """Reading only two protected memories per section cannot cover a layout of many lines:
     the bounded read says so (None) rather than answering from too little."""

@@ -51,7 +51,7 @@ rules are in :mod:`.packing`.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from typing import Any
@@ -238,13 +238,12 @@ def project(
         raise NotFound(f"resident {resident!r} is unknown in world {world!r}")
     if bounded:
         sizes, intervened = section_sizes(reader, world, resident)
-        protected = intervened + sum(
-            sizes.get(s, 0) for s in ("doubts", "anomalies", "corrections")
-        )
+        groups = (intervened, *(sizes.get(s, 0) for s in ("doubts", "anomalies", "corrections")))
+        protected = sum(groups)
         likely = protected * BOUNDED_LINE > budget  # else they will likely fit
         if likely or protected * BOUNDED_LONG > budget:  # or they may not
             # (a focus too: SQL ranks the protected memories for it, recall_bounded)
-            for limit in bounded_limits(budget):
+            for limit in bounded_limits(budget, groups):
                 found = _project_bounded(reader, world, resident, budget, lang, limit, sizes, focus)
                 if found is not None:
                     return found
@@ -552,11 +551,26 @@ def _pending(
     return Unread(whole, build, joins if apart else None)
 
 
-def bounded_limits(budget: int) -> tuple[int, ...]:
+def bounded_limits(budget: int, protected: Iterable[int] = ()) -> tuple[int, ...]:
     """How many protected memories per section :func:`_project_bounded` reads: at first
     about as many compact lines as ``budget`` holds (each costs tens of characters) and a
-    margin for the rank's rounding, then four times that if the layout looked further."""
-    first = 16 + budget // 32
+    margin for the rank's rounding, then four times that if the layout looked further.
+
+    The layout deals its lines to the sections in turn, so given the sizes of the
+    ``protected`` groups (the contested and corrected sections, and those tampered with),
+    a section needs only its share of them: a group too small for an equal share leaves the
+    rest to the others. The share is counted at 24 characters a line, a margin for the
+    memories that tie at the cut (their rank among themselves is not known until all are
+    read), and never more than a lone section's, at 32."""
+    lines = budget // 24
+    share = lines
+    groups = sorted(n for n in protected if n > 0)
+    for i, n in enumerate(groups):
+        share = lines // (len(groups) - i)
+        if n >= share:
+            break
+        lines -= n
+    first = 16 + min(share, budget // 32)
     return (first, 4 * first)
 
 
