@@ -45,6 +45,7 @@ from ..store import (
     StoreError,
     Writer,
     WriterLock,
+    data_dir_lock,
     open_failure,
 )
 from . import inspector
@@ -121,7 +122,7 @@ class Sidecar:
         if config.data_dir is not None:
             config.data_dir.mkdir(parents=True, exist_ok=True)
         self.lock = WriterLock(
-            config.db if config.data_dir is None else config.data_dir / ".credence"
+            config.db if config.data_dir is None else data_dir_lock(config.data_dir)
         )
         self.lock.acquire()
         try:

@@ -18,7 +18,7 @@ from .errors import (
     StoreError,
     WorldRulesInvalid,
 )
-from .lock import WriterLock, lock_path
+from .lock import WriterLock, data_dir_lock, lock_path
 from .pool import Availability, HandlePool, open_failure
 from .reader import BeliefFilter, Reader
 from .rebuild import RebuildReport, rebuild
@@ -74,6 +74,7 @@ __all__ = [
     "backup",
     "check_world_id",
     "connect",
+    "data_dir_lock",
     "export_world",
     "import_world",
     "lock_path",

@@ -25,13 +25,20 @@ try:
 except ImportError:  # pragma: no cover - not Unix: no lock (documented in the README)
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["WriterLock", "held", "lock_path"]
+__all__ = ["WriterLock", "data_dir_lock", "held", "lock_path"]
 
 
 def lock_path(db: str | Path) -> Path:
     """The lock file of database ``db``: the same path with ``.lock`` appended."""
     db = Path(db)
     return db.with_name(db.name + ".lock")
+
+
+def data_dir_lock(data_dir: str | Path) -> Path:
+    """What a data directory's writer locks (:class:`WriterLock`): one lock for all its world
+    files, ``<data_dir>/.credence.lock``; backup and vacuum refuse a world file while it is
+    held."""
+    return Path(data_dir) / ".credence"
 
 
 class WriterLock:

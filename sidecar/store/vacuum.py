@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .errors import DatabaseInUse, StoreError
 from .filenames import NameKind
-from .lock import WriterLock, held, lock_path
+from .lock import WriterLock, data_dir_lock, held, lock_path
 from .worlds import named_world_files, world_file
 
 __all__ = ["Vacuumed", "vacuum"]
@@ -59,7 +59,7 @@ def vacuum(
     """
     if (db is None) == (data_dir is None):
         raise ValueError("name one database file or one data directory")
-    where = db if data_dir is None else data_dir / ".credence"
+    where = db if data_dir is None else data_dir_lock(data_dir)
     assert where is not None
     if data_dir is None and not where.is_file():
         raise StoreError(f"no database at {where}")
@@ -67,7 +67,7 @@ def vacuum(
         raise StoreError(f"no data directory at {data_dir}")
     if data_dir is not None and world is not None and not world_file(data_dir, world).is_file():
         raise StoreError(f"no world {world!r} in {data_dir}")
-    served = where.parent / ".credence.lock"  # (a --db that is a served directory's world)
+    served = lock_path(data_dir_lock(where.parent))  # (a --db: a served directory's world?)
     if data_dir is None and held(served):
         raise DatabaseInUse(f"{where} is in use: a world file of a data directory a sidecar "
                             f"serves ({served} is held)")  # fmt: skip

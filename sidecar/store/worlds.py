@@ -82,7 +82,7 @@ from ..engine.events import MAX_ID_LEN
 from .connection import connect
 from .errors import CannotOpen, DatabaseInUse, StorageFailure, StoreError
 from .filenames import SUFFIX, NameKind, Parsed, classify, encode_name
-from .lock import held, lock_path
+from .lock import data_dir_lock, held, lock_path
 from .pool import Availability, HandlePool, open_failure
 from .reader import Reader
 from .renames import TOMBSTONE, clear_leftovers, migrate_names, needs_migration
@@ -769,7 +769,7 @@ class DataDir:
         do is refused, with :class:`DatabaseInUse`)."""
         from .lock import WriterLock
 
-        lock = None if lock_held else WriterLock(self.data_dir / ".credence")
+        lock = None if lock_held else WriterLock(data_dir_lock(self.data_dir))
         if lock is not None:
             try:
                 lock.acquire()
@@ -1527,7 +1527,7 @@ def backup(source: Path, target: Path) -> None:
         raise WorldsError(f"{target} is a directory: name the file to write")
     if target.exists() and os.path.samefile(source, target):
         raise WorldsError(f"{target} is the database being copied: choose another file")
-    for lock in (lock_path(target), target.parent / ".credence.lock"):
+    for lock in (lock_path(target), lock_path(data_dir_lock(target.parent))):
         if held(lock):
             raise WorldsError(
                 f"{target} is a database a sidecar is serving ({lock} is held): "
