@@ -36,11 +36,11 @@ from .bench import WORLD, bench_events
 
 __all__ = ["KindPages", "main", "measure", "wal_pages"]
 
-#: The WAL file's header, and each frame's header before its page (sqlite.org/fileformat2).
 #: How many events are measured and applied first (checked as every number is, once).
 _EVENTS = number(Bound(int, 1, 1_000_000))
 _WARM = number(Bound(int, 0, 1_000_000))
 
+#: The WAL file's header, and each frame's header before its page (sqlite.org/fileformat2).
 _WAL_HEADER = 32
 _FRAME_HEADER = 24
 
