@@ -12,6 +12,7 @@ same, and the bounded read must have answered in most of them.
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Any
 
@@ -994,7 +995,8 @@ def test_the_plain_subjects_bound_is_the_shortest_line_subject_exactly(
     subject, found as :func:`recall.plain_subjects` finds them (SQL for the subjects worded
     as stored, the rest worded) is exactly the least over every such memory the full read
     holds, in both languages, whatever the subjects (and some are worded as stored, some
-    not, so both halves are compared)."""
+    not, so both halves are compared); asked of some sections only, on her primary-key
+    range or on each section's range of ``beliefs_shown``, it finds the same for those."""
     from sidecar.read.items import belief_items
     from sidecar.read.narrative import _fewest
     from sidecar.read.packing import MERGE_ITEM_SUBJECT
@@ -1003,20 +1005,23 @@ def test_the_plain_subjects_bound_is_the_shortest_line_subject_exactly(
 
     drawn = data.draw(st.lists(st.tuples(
         _SUBJECTS, _PLAIN_ROOTS, st.integers(0, 30),
-        st.booleans(), st.booleans(), st.sampled_from((60, 90)),
+        st.booleans(), st.booleans(), st.sampled_from((60, 90)), st.booleans(),
     ), min_size=1, max_size=25))  # fmt: skip
     events: list[dict[str, Any]] = [
         {"event_id": "r", "day": 0, "kind": "register",
          "residents": [{"resident": "mira", "names": {"en": "Mira", "zh-Hant": "米拉"}}]}
     ]  # fmt: skip
-    for n, (subject, root, value, mapped, old, confidence) in enumerate(drawn):
+    for n, (subject, root, value, mapped, old, confidence, again) in enumerate(drawn):
         subject = subject or "."  # (required: cleaned of its full stop, the root is named)
         text: Any = {"en": subject, "zh-Hant": subject[:3] or "."} if mapped else subject
         events.append({"event_id": f"e{n}", "day": 1 + n % 3, "kind": "observe",
                        "witnesses": ["mira"], "claim": {"root": f"{root}{n}", "value": value},
                        "subject": text, "confidence": confidence})  # fmt: skip
-        if old:  # never seen again: it fades by the last day
-            events[-1]["claim"]["root"] = f"old:{root}{n}"
+        if old:  # a rumour Bo told her, never heard again: it fades by the last day
+            events[-1].update(kind="say", speaker="bo", listeners=["mira"])
+            del events[-1]["witnesses"]
+        elif again:  # seen twice: she is sure of it
+            events.append({**events[-1], "event_id": f"again{n}", "day": 30})
     events.append({"event_id": "t", "day": 40, "kind": "tick"})
     reader = Reader(build(tmp_path_factory.mktemp("plain") / "p.db", events))
     try:
@@ -1024,6 +1029,7 @@ def test_the_plain_subjects_bound_is_the_shortest_line_subject_exactly(
         plain = [i for i in belief_items(whole, whole.beliefs) if i.section in PLAIN_SECTIONS]
         found = plain_subjects(reader, WORLD, "mira", MERGE_ITEM_SUBJECT, ("Mira", "米拉"))
         event(f"as stored: {bool(found[0])}, worded: {bool(found[1])}")
+        event(f"sections: {sorted({i.section for i in plain})}")
         for lang in LANGS:
             words = narrative_words(lang, whole)
             expected: dict[str, int] = {}
@@ -1034,6 +1040,15 @@ def test_the_plain_subjects_bound_is_the_shortest_line_subject_exactly(
                 )
                 expected[item.section] = min(expected.get(item.section, n), n)
             assert _fewest(found, words, whole.day) == expected, lang
+            for n in range(len(PLAIN_SECTIONS)):
+                for some in itertools.combinations(PLAIN_SECTIONS, n):
+                    for few in (False, True):
+                        names = ("Mira", "米拉")
+                        part = plain_subjects(
+                            reader, WORLD, "mira", MERGE_ITEM_SUBJECT, names, some, few=few
+                        )
+                        wanted = {s: expected[s] for s in some if s in expected}
+                        assert _fewest(part, words, whole.day) == wanted, (lang, some, few)
     finally:
         reader.close()
 
@@ -1057,7 +1072,7 @@ def test_the_plain_subjects_bound_lets_the_social_read_answer_where_a_line_only_
             fast = project(reader, WORLD, "mira", budget=budget, lang=lang)
             full = project(reader, WORLD, "mira", budget=budget, lang=lang, bounded=False)
             assert fast.to_dict() == full.to_dict(), (budget, lang)
-        monkeypatch.setattr(narrative, "plain_subjects", lambda *args: ({}, []))
+        monkeypatch.setattr(narrative, "plain_subjects", lambda *args, **kwargs: ({}, []))
         unbounded = [c for c in cases if _social_answers(reader, *c)]
     finally:
         reader.close()

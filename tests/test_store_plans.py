@@ -609,6 +609,44 @@ def test_the_bound_on_plain_lines_reads_her_subjects_on_her_primary_key_range(db
         assert "beliefs_shown" not in one and "TEMP B-TREE" not in one, one
 
 
+def test_the_bound_on_a_few_plain_lines_reads_each_sections_range_of_beliefs_shown(
+    db: Path,
+) -> None:
+    """Asked of a plain section or two that hold few of her rows (``few``), the bound reads
+    each section's own range of ``beliefs_shown`` (its state, source kind and confidence:
+    a sure fact is one range of the index), looking up each row's subject by primary key,
+    nothing sorted; asked of them otherwise, her primary-key range (once for the shortest
+    subject worded as stored, once for the rows it words itself)."""
+    from sidecar.read.recall import plain_subjects
+
+    reader = Reader(db)
+    seen: list[str] = []
+    reader.conn.set_trace_callback(seen.append)
+    try:
+        plain_subjects(reader, WORLD, "alice", 60, ("Alice",), ("sure", "faded"), few=True)
+        few = [s for s in seen if "FROM beliefs" in s]
+        seen.clear()
+        plain_subjects(reader, WORLD, "alice", 60, ("Alice",), ("sure", "faded"))
+        apart = [s for s in seen if "FROM beliefs" in s]
+    finally:
+        reader.conn.set_trace_callback(None)
+        reader.close()
+    searched = "SEARCH beliefs USING INDEX beliefs_shown (world=? AND resident=? AND state=?"
+    sure, faded = f"{searched} AND source_kind=? AND confidence>?)", f"{searched})"
+    # the shortest subject worded as stored, then the rows it words itself ("café")
+    assert _plans(db, few) == {
+        f"CO-ROUTINE (subquery-1) {sure} SCAN (subquery-1)",
+        f"CO-ROUTINE (subquery-1) {faded} SCAN (subquery-1)",
+        sure,
+        faded,
+    }
+    plans = _plans(db, apart)
+    assert len(plans) == 2, plans
+    for plan in plans:
+        assert "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=?)" in plan, plan
+        assert "beliefs_shown" not in plan and "TEMP B-TREE" not in plan, plan
+
+
 def test_plain_rows_and_the_beliefs_they_build_are_read_on_the_primary_key(db: Path) -> None:
     """The plain memories a social read lays out from their rows (``recall.plain_rows``)
     are read on the resident's primary-key range in root order, nothing sorted and no other

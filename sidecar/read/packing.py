@@ -100,6 +100,12 @@ class Unworded(NamedTuple):
     fewest: int
 
 
+#: Per plain section asked (those holding none left out), the fewest characters any of the
+#: unread memories' subjects has in a line, cut as a merged line cuts it (see
+#: :func:`pack_social`).
+Fewest = Callable[[Collection[str]], Mapping[str, int]]
+
+
 #: An item's place in rank order (:attr:`.items.Item.key`).
 Key = tuple[int, float, float, str]
 
@@ -649,7 +655,7 @@ def _compressed(
     ahead: tuple[int, float] | None = None,
     uncertain: Collection[int] = (),
     unworded: Mapping[str, Unworded] | None = None,
-    fewest: Callable[[], Mapping[str, int]] | None = None,
+    fewest: Fewest | None = None,
     pending: Callable[[], Unread | None] | None = None,
 ) -> Layout | None:
     """The compressed layout: breadth, then detail, then background (see :func:`pack`), of
@@ -723,7 +729,9 @@ def _compressed(
     if closed is None and fewest is not None:
         # Every line of a plain memory holds its subject, cut as a merged line cuts it: with
         # the fewest characters any of theirs has there, none may fit after all.
-        closed = _closed(layout, unread, room, fewest())
+        # (asked only of the sections where a line with no subject would still fit)
+        opened = [s for s, n in unread.items() if n and _emptiest_fits(layout, s, room)]
+        closed = _closed(layout, unread, room, fewest(opened))
     later: Unread | None = None
     if closed is None:
         later = pending() if pending is not None else None
@@ -733,7 +741,7 @@ def _compressed(
             return None  # never happens: they are the unread memories
     # (the emptiest line of an unread memory per section: its template's words and the
     # shortest subject, as _emptiest_fits counts them)
-    least = fewest() if later is not None and fewest is not None else {}
+    least = fewest(unread) if later is not None and fewest is not None else {}
     emptiest = {s: _least(words, s) + least.get(s, 0) for s in unread}
     for kind, unit, due in _background(background, later.units if later else ()):
         # 3. background, in rank order, as room remains
@@ -966,7 +974,7 @@ def _overflowing(
     words: Words,
     budget: int,
     unread: Mapping[str, int],
-    fewest: Callable[[], Mapping[str, int]] | None,
+    fewest: Fewest | None,
     pending: Callable[[], Unread | None] | None,
 ) -> bool:
     """Whether the bullets :func:`_everything` would lay out for the read ``items`` and the
@@ -992,7 +1000,7 @@ def _overflowing(
     for (section, _), keys in found.joining.items():
         lines[section] = lines.get(section, 0) + len(keys)
     least = sum(len(i.full()) + 2 for i in items)
-    shortest = fewest()
+    shortest = fewest(lines)
     for section, n in lines.items():
         least += n * (2 + _least(words, section) + shortest.get(section, 0))
         if least > budget:
@@ -1034,7 +1042,7 @@ def pack_social(
     unread: Mapping[str, int],
     ahead: tuple[int, float] | None = None,
     unworded: Mapping[str, Unworded] | None = None,
-    fewest: Callable[[], Mapping[str, int]] | None = None,
+    fewest: Fewest | None = None,
     pending: Callable[[], Unread | None] | None = None,
 ) -> Layout | None:
     """What :func:`pack` gives for ``items`` plus ``unread`` background memories per section
@@ -1063,9 +1071,10 @@ def pack_social(
     emptiest line fits where the breadth pass reaches their tier.
 
     Where the emptiest line of an unread memory might still fit when the background pass
-    starts, ``fewest`` (called only then) gives per section a number of characters no unread
-    memory's subject has fewer of, cut as a merged line cuts it: every line of one holds that
-    much besides its template, so they are counted when not even that line fits. Where one
+    starts, ``fewest`` (called only then, and asked only of those sections) gives per section
+    a number of characters no unread memory's subject has fewer of, cut as a merged line cuts
+    it: every line of one holds that much besides its template, so they are counted when not
+    even that line fits. Where one
     might still fit, ``pending`` (called only then, at most once: every rumour read and
     every memory that bears on the focus built) gives the unread ones as the units
     :func:`_units` would make of them (:func:`pending_units`; those sharing a read unit's

@@ -294,6 +294,17 @@ _PLAIN = (
     "AND (state = 'past' OR (state = 'influencing' AND source_kind <> 'hearsay' "
     "AND NOT (+root >= 'relation:' AND +root < 'relation;')))"
 )
+#: :data:`_PLAIN` with the root's tests as ``beliefs_shown`` states them, so that index may
+#: serve it: for one section of a few rows (below), a range of the index and a lookup of
+#: each row cost less than her whole primary-key range.
+_PLAIN_SHOWN = _PLAIN.replace("+root", "root")
+#: Of the rows of :data:`_PLAIN`, those :data:`SECTION_SQL` places in each plain section,
+#: stated on the leading columns of ``beliefs_shown`` (state, source kind, confidence).
+_PLAIN_SECTION_SQL = {
+    "sure": "state = 'influencing' AND source_kind = 'firsthand' AND confidence >= 85",
+    "believe": "state = 'influencing' AND NOT (source_kind = 'firsthand' AND confidence >= 85)",
+    "faded": "state = 'past'",
+}
 
 
 #: Per plain section the fewest characters of the subjects worded as stored, and the other
@@ -302,36 +313,62 @@ PlainSubjects = tuple[dict[str, int], list[tuple[str, str | None, str, Any]]]
 
 
 def plain_subjects(
-    reader: Reader, world: str, resident: str, clip: int, names: Sequence[str]
+    reader: Reader,
+    world: str,
+    resident: str,
+    clip: int,
+    names: Sequence[str],
+    sections: Collection[str] = PLAIN_SECTIONS,
+    *,
+    few: bool = False,
 ) -> PlainSubjects:
     """What bounds the lines of a resident's plain memories from below, per section of
-    :data:`PLAIN_SECTIONS`, without building them: the fewest characters among the subjects
-    a line words as stored (:func:`_worded_as_stored`, with her own ``names`` and the
-    merged line's ``clip``), found in SQL, and every other plain row as ``(section,
-    subject, root, value)`` for the caller to word (read in a second pass, only when there
-    are any). Each pass is her primary-key range (``tests/test_store_plans.py``)."""
+    :data:`PLAIN_SECTIONS` (those of ``sections``), without building them: the fewest
+    characters among the subjects a line words as stored (:func:`_worded_as_stored`, with
+    her own ``names`` and the merged line's ``clip``), found in SQL, and every other plain
+    row as ``(section, subject, root, value)`` for the caller to word (read in a second
+    pass, only when there are any). Each pass is her primary-key range; ``few`` (the
+    sections hold few of her rows): each section is a range of ``beliefs_shown`` instead,
+    each row looked up (``tests/test_store_plans.py``)."""
     params: dict[str, Any] = {"world": world, "resident": resident}
     stored = _worded_as_stored(clip, names, params)
-    rows = f"FROM beliefs WHERE world = :world AND resident = :resident AND {_PLAIN}"
-    # (LIMIT -1 keeps the inner query a co-routine: flattened, each use of its length
-    # would evaluate the condition again)
-    inner = (
-        f"SELECT {SECTION_SQL} AS section, CASE WHEN {stored} THEN length(subject) "
-        f"ELSE -1 END AS n {rows} LIMIT -1"
-    )
-    shortest = ", ".join(
-        f"min(n) FILTER (WHERE n >= 0 AND section = '{s}')" for s in PLAIN_SECTIONS
-    )
-    ((*found, unstored),) = _rows(
-        reader, f"SELECT {shortest}, count(*) FILTER (WHERE n < 0) FROM ({inner})", params
-    )
-    fewest = {s: n for s, n in zip(PLAIN_SECTIONS, found, strict=True) if n is not None}
+    wanted = [s for s in PLAIN_SECTIONS if s in sections]
+    if not wanted:
+        return {}, []
+    head = "FROM beliefs WHERE world = :world AND resident = :resident AND "
+    ranges: list[tuple[str | None, str]]
+    if few:
+        ranges = [(s, f"{head}{_PLAIN_SHOWN} AND {_PLAIN_SECTION_SQL[s]}") for s in wanted]
+    else:
+        only = ""
+        if len(wanted) < len(PLAIN_SECTIONS):
+            only = " AND (" + " OR ".join(f"({_PLAIN_SECTION_SQL[s]})" for s in wanted) + ")"
+        ranges = [(None, f"{head}{_PLAIN}{only}")]
+    fewest: dict[str, int] = {}
+    unstored = 0
+    for section, rows in ranges:
+        # (LIMIT -1 keeps the inner query a co-routine: flattened, each use of its length
+        # would evaluate the condition again)
+        inner = (
+            f"SELECT {SECTION_SQL} AS section, CASE WHEN {stored} THEN length(subject) "
+            f"ELSE -1 END AS n {rows} LIMIT -1"
+        )
+        shown = wanted if section is None else [section]
+        shortest = ", ".join(f"min(n) FILTER (WHERE n >= 0 AND section = '{s}')" for s in shown)
+        ((*found, others),) = _rows(
+            reader, f"SELECT {shortest}, count(*) FILTER (WHERE n < 0) FROM ({inner})", params
+        )
+        fewest.update((s, n) for s, n in zip(shown, found, strict=True) if n is not None)
+        unstored += others
     if not unstored:
         return fewest, []
-    others = _rows(
-        reader, f"SELECT {SECTION_SQL}, subject, root, value {rows} AND NOT ({stored})", params
-    )
-    return fewest, [(r[0], r[1], r[2], load_json(r[3])) for r in others]
+    words: list[tuple[str, str | None, str, Any]] = []
+    for _, rows in ranges:
+        found = _rows(
+            reader, f"SELECT {SECTION_SQL}, subject, root, value {rows} AND NOT ({stored})", params
+        )
+        words += [(r[0], r[1], r[2], load_json(r[3])) for r in found]
+    return fewest, words
 
 
 #: The columns of :func:`plain_rows`: what ranks a plain memory and places it in a line.
