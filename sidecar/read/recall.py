@@ -345,7 +345,7 @@ def plain_subjects(
             only = " AND (" + " OR ".join(f"({_PLAIN_SECTION_SQL[s]})" for s in wanted) + ")"
         ranges = [(None, f"{head}{_PLAIN}{only}")]
     fewest: dict[str, int] = {}
-    unstored = 0
+    unstored: list[str] = []  # the ranges holding rows to word here
     for section, rows in ranges:
         # (LIMIT -1 keeps the inner query a co-routine: flattened, each use of its length
         # would evaluate the condition again)
@@ -359,16 +359,15 @@ def plain_subjects(
             reader, f"SELECT {shortest}, count(*) FILTER (WHERE n < 0) FROM ({inner})", params
         )
         fewest.update((s, n) for s, n in zip(shown, found, strict=True) if n is not None)
-        unstored += others
-    if not unstored:
-        return fewest, []
-    words: list[tuple[str, str | None, str, Any]] = []
-    for _, rows in ranges:
+        if others:
+            unstored.append(rows)
+    worded: list[tuple[str, str | None, str, Any]] = []
+    for rows in unstored:
         found = _rows(
             reader, f"SELECT {SECTION_SQL}, subject, root, value {rows} AND NOT ({stored})", params
         )
-        words += [(r[0], r[1], r[2], load_json(r[3])) for r in found]
-    return fewest, words
+        worded += [(r[0], r[1], r[2], load_json(r[3])) for r in found]
+    return fewest, worded
 
 
 #: The columns of :func:`plain_rows`: what ranks a plain memory and places it in a line.
