@@ -429,7 +429,17 @@ class Phrased:
     and compact line at once), and only when the packer first asks for either: a long game's
     narrative holds a couple of hundred such items and words a handful."""
 
-    __slots__ = ("_fixed", "_worder", "item", "today", "words")
+    __slots__ = (
+        "_fixed",
+        "_worder",
+        "group",
+        "item",
+        "key",
+        "protected",
+        "section",
+        "today",
+        "words",
+    )
 
     def __init__(
         self,
@@ -439,6 +449,12 @@ class Phrased:
         today: float = 0.0,
     ) -> None:
         self.item = item
+        # The item's place, read on every pass of the packer (thousands of items, several
+        # passes each): copied once, as the frozen item never changes.
+        self.section: str = item.section
+        self.key: tuple[int, float, float, str] = item.key
+        self.group: str | None = item.group
+        self.protected: bool = item.protected
         self.words = words
         #: The world's day (past events and day phrases are worded for it).
         self.today = today
@@ -451,22 +467,6 @@ class Phrased:
         if self._fixed is None and self._worder is not None:
             self._fixed = self._worder()
         return self._fixed
-
-    @property
-    def section(self) -> str:
-        return self.item.section
-
-    @property
-    def key(self) -> tuple[int, float, float, str]:
-        return self.item.key
-
-    @property
-    def group(self) -> str | None:
-        return self.item.group
-
-    @property
-    def protected(self) -> bool:
-        return self.item.protected
 
     def full(self, clip: int | None = None) -> str:
         """The sentence, its subject (and quoted ones) cut to ``clip``."""
