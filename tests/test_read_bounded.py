@@ -540,11 +540,11 @@ def test_a_focused_social_read_gives_the_full_reads_narrative(
                               whole.registry)
             }  # fmt: skip
             assert {
-                (section, tier, subject, root, value)
-                for section, tier, subject, root, value in unworded_subjects(bare)
+                (section, tier, subject, root, value, group)
+                for section, tier, subject, root, value, group in unworded_subjects(bare)
             } == {
                 (ranked[r].section, ranked[r].tier, ranked[r].belief.subject, r,
-                 ranked[r].belief.value)
+                 ranked[r].belief.value, ranked[r].group)
                 for r in (b.root for b in unworded_beliefs(bare))
             }  # fmt: skip
         assert answered >= len(SOCIAL_FOCUSES) * len(LANGS) * 2, answered
@@ -893,12 +893,15 @@ def test_a_focused_social_read_completes_merged_lines_from_unread_rows(
             joined.append(len(keys))
 
     apart: dict[int, set[str]] = {}
+    alive: list[Any] = []  # (each one kept: no later one is given the same id)
 
     def joins(unread: Any, section: str, group: str, found: Any) -> None:
         # what it read of that line alone: what all the unread units would have given it
         assert list(found) == list(unread._whole()[1].get((section, group), ()))
         asked.append(len(found))
         # (each group read apart is a pass over her rows: beyond a few, all are keyed once)
+        if id(unread) not in apart:
+            alive.append(unread)
         apart.setdefault(id(unread), set()).add(group)
         assert len(apart[id(unread)]) <= APART_GROUPS
 

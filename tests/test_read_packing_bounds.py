@@ -3,7 +3,8 @@
 A focused social read leaves a big resident's matching plain facts and faded memories
 unbuilt and counts them when not even the shortest line their subjects could make fits
 (``packing._passed``). That is only right if no line the packer can make of such a memory
-is ever shorter than ``_least(words, section)`` plus its subject cut for a merged line.
+is ever shorter than ``_least(words, section)`` plus its subject cut for a merged line, nor
+a merged line it leads shorter than ``least_line`` for its group.
 """
 
 from __future__ import annotations
@@ -89,3 +90,61 @@ def test_no_line_of_a_plain_memory_is_shorter_than_its_bound(
         )))  # fmt: skip
     for form in forms:
         assert len(form) >= bound, (form, shortest, bound)
+
+
+#: Each kind of plain memory a merged line lists (state, source, confidence): sure, believed
+#: (thought, unsure, implanted) and faded (seen, told).
+PLAIN = st.sampled_from([
+    (State.INFLUENCING, SourceKind.FIRSTHAND, 90), (State.INFLUENCING, SourceKind.FIRSTHAND, 70),
+    (State.INFLUENCING, SourceKind.FIRSTHAND, 30), (State.INFLUENCING, SourceKind.IMPLANTED, 90),
+    (State.PAST, SourceKind.FIRSTHAND, 50), (State.PAST, SourceKind.HEARSAY, 40),
+])  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    subjects=st.lists(st.one_of(SUBJECTS, st.sampled_from(["", "I", "Bo", "a well"])),
+                      min_size=2, max_size=9),
+    extra=st.one_of(st.just(0), st.integers(0, 30)),
+    lang=st.sampled_from(["en", "zh-Hant"]),
+    plain=PLAIN,
+    place=st.sampled_from(["mill", "the old mill by the river", "磨坊"]),
+    today=st.sampled_from([0.0, 10.0, 50.0]),
+)  # fmt: skip
+def test_no_merged_line_led_by_a_plain_memory_is_shorter_than_its_groups_bound(
+    subjects: list[str],
+    extra: int,
+    lang: str,
+    plain: tuple[State, SourceKind, int],
+    place: str,
+    today: float,
+) -> None:
+    """A unit of plain memories merged under one place (``subjects`` of them, and ``extra``
+    more the line may count): every merged line :func:`packing._cheapest` may make of it,
+    led by its first, listing any number of them and counting the rest, is at least
+    :func:`packing.least_line` for the group with the leader's subject as a merged line cuts
+    it (the other members' subjects may be as short as any)."""
+    from sidecar.read.packing import MERGE_MAX_ITEMS, _merged_text, least_line
+
+    state, kind, confidence = plain
+    words = replace(words_for(lang), names={"bo": "Bo", "mill": place}, self_names=("Mira", "米拉"))
+    phrased = []
+    for n, subject in enumerate(subjects):
+        belief = Belief(
+            resident="mira", root=f"fact:{n}", value=n, subject=subject,
+            confidence=confidence, state=state, source_kind=kind,
+            source_resident_id="bo" if kind is SourceKind.HEARSAY else None,
+            formed_day=2.0, updated_day=3.0, last_evidence_day=3.0, places=("mill",),
+            heard_from=("bo",) if kind is SourceKind.HEARSAY else (),
+        )  # fmt: skip
+        item = classify_belief(belief)
+        assert item.section in ("sure", "believe", "faded") and item.group == "mill"
+        phrased.append(Phrased(item, words, None, today))
+    section = phrased[0].section
+    leader = subject_text(subjects[0], "fact:0", 0, words, MERGE_ITEM_SUBJECT, today)
+    total = len(subjects) + extra
+    bound = least_line(words, section, len(leader), "mill", total)
+    parts = [p.compact(MERGE_ITEM_SUBJECT) for p in phrased]
+    for shown in range(1, min(total, MERGE_MAX_ITEMS, len(parts)) + 1):
+        text = _merged_text(words, "mill", total, shown, parts)
+        assert len(text) >= bound, (text, bound)

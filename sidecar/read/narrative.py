@@ -51,6 +51,7 @@ rules are in :mod:`.packing`.
 from __future__ import annotations
 
 import heapq
+from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
@@ -72,6 +73,7 @@ from .packing import (
     Unread,
     Unworded,
     family_of,
+    least_line,
     loose,
     pack,
     pack_bounded,
@@ -462,7 +464,7 @@ def _social(
         return None  # nor when they disagree on the rumours left unread
     words = narrative_words(lang, recalled)
     phrased = phrase(items, words, recalled.day)
-    unworded = _unworded(recalled, words)
+    unworded = _unworded(recalled, words, items)
     if any(u.number > unread.get(section, 0) for section, u in unworded.items()):
         return None  # never happens: the unbuilt ones are part of the unread
     fewest = subjects.fewest(words, recalled.day, sizes)
@@ -488,19 +490,34 @@ def _social(
     )
 
 
-def _unworded(recalled: Recall, words: Words) -> dict[str, Unworded]:
+def _unworded(recalled: Recall, words: Words, items: Iterable[Item]) -> dict[str, Unworded]:
     """Per section, the memories a social read left unbuilt (all match the focus): the
-    earliest tier they rank in, how many there are, and the fewest characters any of their
-    subjects has as a line words it (cut for a merged line, the shortest cut any line makes:
-    :func:`.packing.pack_social` bounds their lines from below with it)."""
-    out: dict[str, Unworded] = {}
-    for section, tier, subject, root, value in unworded_subjects(recalled):
+    earliest tier they rank in, how many there are, and the fewest characters the text of a
+    line one of them leads can have (:func:`.packing.least_line`:
+    :func:`.packing.pack_social` bounds their lines from below with it). Each place or
+    person they merge under is bounded on its own: its merged line names it, and counts
+    what it leaves out of its members, those unbuilt and the ranked ``items`` that bear on
+    the focus there too (never in a bulk line: each is in that unit)."""
+    tiers: dict[str, int] = {}
+    numbers: dict[str, int] = defaultdict(int)
+    fewest: dict[tuple[str, str | None], int] = {}  # per section and group (None: alone)
+    members: dict[tuple[str, str | None], int] = defaultdict(int)
+    for section, tier, subject, root, value, group in unworded_subjects(recalled):
         chars = len(subject_text(subject, root, value, words, MERGE_ITEM_SUBJECT, recalled.day))
-        so_far = out.get(section, Unworded(tier, 0, chars))
-        out[section] = Unworded(
-            min(so_far.tier, tier), so_far.number + 1, min(so_far.fewest, chars)
-        )
-    return out
+        tiers[section] = min(tiers.get(section, tier), tier)
+        numbers[section] += 1
+        at = (section, group)
+        fewest[at] = min(fewest.get(at, chars), chars)
+        members[at] += 1
+    for i in items:
+        at = (i.section, i.group)
+        if i.relevant and i.group is not None and at in members and not i.protected:
+            members[at] += 1
+    least: dict[str, int] = {}
+    for (section, group), chars in fewest.items():
+        n = least_line(words, section, chars, group, members[(section, group)])
+        least[section] = min(least.get(section, n), n)
+    return {s: Unworded(tiers[s], numbers[s], least[s]) for s in tiers}
 
 
 def _fewest(found: PlainSubjects, words: Words, today: float) -> dict[str, int]:

@@ -62,6 +62,7 @@ __all__ = [
     "Unread",
     "Unworded",
     "family_of",
+    "least_line",
     "loose",
     "pack",
     "pack_bounded",
@@ -91,13 +92,12 @@ BREADTH_TIER = 4
 
 class Unworded(NamedTuple):
     """The memories of one section a read left unbuilt (all bear on the focus): the tier
-    they rank from, how many there are, and the fewest characters any of their subjects
-    has as a merged line cuts it (:data:`MERGE_ITEM_SUBJECT`), which every line of theirs
-    holds (:func:`pack_social`)."""
+    they rank from, how many there are, and the fewest characters the text of any line one
+    of them leads can have (:func:`least_line`; :func:`pack_social`)."""
 
     tier: int
     number: int
-    fewest: int
+    least: int
 
 
 #: Per plain section asked (those holding none left out), the fewest characters any of the
@@ -782,7 +782,7 @@ def _passed(layout: Layout, waiting: dict[str, Unworded], tier: int | None, room
     for section, unbuilt in list(waiting.items()):
         if tier is not None and tier < unbuilt.tier:
             continue
-        if unbuilt.number and _emptiest_fits(layout, section, room, unbuilt.fewest):
+        if unbuilt.number and layout.used + layout.line_cost(section, "") + unbuilt.least <= room:
             return False
         del waiting[section]
     return True
@@ -876,6 +876,38 @@ def _least(words: Words, section: str) -> int:
     if section in _BULK_SECTIONS:
         least = min(least, _bare(words.bulk), _bare(words.c_bulk))
     return least
+
+
+def _least_compact(words: Words, section: str) -> int:
+    """The fewest characters the compact form of a sure, believed or faded memory, or a
+    rumour, of ``section`` has around its subject (what a merged line lists of each: 0 for
+    any other section)."""
+    forms = {
+        "sure": (),  # the compact form is the bare subject
+        "believe": (words.c_think, words.c_unsure, words.c_implanted),
+        "faded": (words.c_faded, words.c_faded_told),
+        "told": (words.c_told, words.c_told_unconfirmed),
+    }.get(section, ())
+    return min((_bare(t) for t in forms), default=0)
+
+
+def least_line(
+    words: Words, section: str, subject: int, group: str | None = None, members: int = 1
+) -> int:
+    """The fewest characters the text of a line led by a memory of ``section`` whose
+    subject has ``subject`` characters (cut as a merged line cuts it) can have: alone, any
+    form :func:`_cheapest` may choose (:func:`_least` around the subject). In a unit of at
+    least ``members`` (2 or more) merged under ``group``, where :func:`_cheapest` lays out
+    only merged lines: the merged template and the group's name around the leader's compact
+    form, then either another listed member (its compact form, whatever its subject) or the
+    count of those it leaves out, at least ``members`` less the most it lists."""
+    if group is None or members < 2:
+        return _least(words, section) + subject
+    compact = _least_compact(words, section)
+    more = len(words.merge_more.format(n=max(1, members - MERGE_MAX_ITEMS)))
+    if members <= MERGE_MAX_ITEMS:  # every member listed: one more item at least
+        more = min(more, len(words.merge_sep) + compact)
+    return _bare(words.merged) + len(words.name(group)) + compact + subject + more
 
 
 def _relevant(line: Line) -> bool:
@@ -1065,10 +1097,11 @@ def pack_social(
     list; else the unread ones it would list are built (``pending``, below), or None
     without it. Those that bear on it may be left unread as well
     (``unworded``, part of ``unread``: per section, their tier, how many, and the fewest
-    characters any of their subjects has in a line, cut as a merged line cuts it): every
+    characters the text of a line one of them leads can have, :func:`least_line`): every
     line of one holds its subject, cut at :data:`MERGE_ITEM_SUBJECT` or more, and the words
-    of a template around it, so they are counted when not even the shortest subject's
-    emptiest line fits where the breadth pass reaches their tier.
+    of a template around it (a merged line also its group's name, and another member or a
+    count), so they are counted when not even the shortest such line fits where the breadth
+    pass reaches their tier.
 
     Where the emptiest line of an unread memory might still fit when the background pass
     starts, ``fewest`` (called only then, and asked only of those sections) gives per section

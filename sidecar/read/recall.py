@@ -236,20 +236,23 @@ def unworded_beliefs(recalled: Recall) -> tuple[Belief, ...]:
     return _from_rows(recalled.unworded)
 
 
-def unworded_subjects(recalled: Recall) -> Iterator[tuple[str, int, str | None, str, Any]]:
+def unworded_subjects(
+    recalled: Recall,
+) -> Iterator[tuple[str, int, str | None, str, Any, str | None]]:
     """Of each row a social read left unbuilt (:attr:`Recall.unworded`: a plain fact or
     faded memory, untampered with, that matches the focus), the section
     :func:`.items.classify` places its belief in (read with it: :data:`SECTION_SQL`), the
     tier :func:`.ranking.rank` gives it (a notable fact ranks with what the resident was
-    told), and what its subject is worded from: the stored subject, the root and the
-    value."""
-    from .items import NOTABLE_AT, tier_of  # items reads this module's records
+    told), what its subject is worded from (the stored subject, the root and the value),
+    and the place or person its lines merge under (:func:`.items.group_of`)."""
+    from .items import NOTABLE_AT, group_of, tier_of  # items reads this module's records
 
     for row in recalled.unworded:
         section = row[_SECTION]
         notable = section != "faded" and (row[15] or 0.0) >= NOTABLE_AT
         tier = tier_of(section, True, True if notable else None)
-        yield section, tier, row[3], row[1], load_json(row[2])
+        group = group_of(section, row[1], row[0], stored_ids(row[8]), stored_ids(row[9]))
+        yield section, tier, row[3], row[1], load_json(row[2]), group
 
 
 #: The sections of plain memories: faded ones and routine sure or believed facts, which a
