@@ -459,6 +459,12 @@ def test_the_social_read_gives_the_full_reads_narrative(
         assert held == sorted(held) and not set(few.beliefs) & set(few.held)
         assert set(few.beliefs) | set(few.held) == set(social.beliefs)
         assert {classify_belief(b).section for b in few.held} == {"told"}
+        # and what bounds their lines, read apart: the group each one's line merges under
+        from sidecar.read.recall import told_groups
+
+        assert sorted(told_groups(reader, WORLD, "mira"), key=str) == sorted(
+            (classify_belief(b).group for b in few.held), key=str
+        )
     finally:
         reader.close()
 

@@ -470,8 +470,11 @@ def test_a_calm_residents_rumours_are_counted_and_ranked_on_an_index_range(db: P
     """The social read that holds her rumours back (``recall_social`` with ``told=False``)
     counts them and finds the best one's score on a range of the covering index
     ``beliefs_shown`` (no row read); the rumours themselves come from its one read of the
-    resident's primary-key range, never read twice."""
-    from sidecar.read.recall import recall_social, told_ceiling
+    resident's primary-key range, never read twice. The places and people they merge under
+    (where a first layout asks) are read on the same range, each row looked up: the groups
+    the pipe gives the rumours held back."""
+    from sidecar.read.items import belief_items
+    from sidecar.read.recall import recall_social, told_ceiling, told_groups
 
     reader = Reader(db)
     seen: list[str] = []
@@ -480,9 +483,13 @@ def test_a_calm_residents_rumours_are_counted_and_ranked_on_an_index_range(db: P
         recalled = recall_social(reader, WORLD, "alice", "en", told=False)
         assert recalled is not None
         told_ceiling(reader, WORLD, "alice", recalled.day)
+        groups = told_groups(reader, WORLD, "alice")
     finally:
         reader.conn.set_trace_callback(None)
         reader.close()
+    held = belief_items(recalled, recalled.held)
+    assert sorted(groups, key=str) == sorted((i.group for i in held), key=str)
+    assert all(i.section == "told" for i in held)
     conn = sqlite3.connect(db)
     try:
 
@@ -493,6 +500,8 @@ def test_a_calm_residents_rumours_are_counted_and_ranked_on_an_index_range(db: P
         rumours = "AND source_kind = 'hearsay' AND NOT (root >= 'relation:'"
         rank = "(world=? AND resident=? AND state=? AND source_kind=?)"
         assert f"COVERING INDEX beliefs_shown {rank}" in plan("count(*), max(pow(", rumours)
+        grouped = plan("SELECT root, people, places", rumours)
+        assert f"SEARCH beliefs USING INDEX beliefs_shown {rank}" in grouped, grouped
         assert not [s for s in seen if "SELECT resident, root" in s and rumours in s]
         read = plan("OR (state = 'influencing' AND root >= 'relation:'")
         assert "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=?" in read, read

@@ -51,7 +51,7 @@ rules are in :mod:`.packing`.
 from __future__ import annotations
 
 import heapq
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
@@ -99,6 +99,7 @@ from .recall import (
     section_sizes,
     stored_ids,
     told_ceiling,
+    told_groups,
     unworded_beliefs,
     unworded_subjects,
 )
@@ -360,12 +361,26 @@ def _project_social(
         # fill the budget before their rank), then with them read.
         ahead = (unread.tier, round(unread.score, 4) + 1e-4)  # every one ranks at most here
         found = _social(
-            resident, budget, lang, sizes, recalled, items, subjects, ahead, unread.read
-        )
+            resident, budget, lang, sizes, recalled, items, subjects, ahead, unread.read,
+            held=_held(reader, world, resident),
+        )  # fmt: skip
         if found is not None or not told:
             return found
         recalled, items = _with_told(recalled, items)
     return _social(resident, budget, lang, sizes, recalled, items, subjects)
+
+
+def _held(reader: Reader, world: str, resident: str) -> Callable[[Words], int]:
+    """The fewest characters the text of a line led by a rumour a social read held back can
+    have (:func:`.packing.least_line` of each group they merge under, with no subject):
+    their groups are read once, and only if the packer asks."""
+
+    groups = cache(lambda: Counter(told_groups(reader, world, resident)))
+
+    def least(words: Words) -> int:
+        return min(least_line(words, "told", 0, g, n) for g, n in groups().items())
+
+    return least
 
 
 def _with_told(recalled: Recall, items: list[Item]) -> tuple[Recall, list[Item]]:
@@ -446,11 +461,12 @@ class _Later:
 def _social(
     resident: str, budget: int, lang: str, sizes: Mapping[str, int], recalled: Recall,
     items: list[Item], subjects: _Later, ahead: tuple[int, float] | None = None,
-    told: int = 0, focus: Focus | None = None,
+    told: int = 0, focus: Focus | None = None, held: Callable[[Words], int] | None = None,
 ) -> Narrative | None:  # fmt: skip
     """The pipe of :func:`_project_social` from the ``items`` of one read, ranked for
-    ``focus``; ``told`` rumours were left unread, ranking at most ``ahead``; ``subjects``
-    reads the plain ones if the packer needs them. With every rumour read and every
+    ``focus``; ``told`` rumours were left unread, ranking at most ``ahead`` (``held``
+    bounds their lines: :func:`_held`); ``subjects`` reads the plain ones if the packer
+    needs them. With every rumour read and every
     memory that bears on the focus built, the plain memories may be laid out after all
     (:func:`_pending`)."""
     read = dict.fromkeys(SECTIONS, 0)
@@ -482,7 +498,7 @@ def _social(
         later = cache(
             lambda: _pending(subjects, recalled, words, focus or Focus(), taken, apart=apart)
         )
-    layout = pack_social(phrased, words, budget, unread, ahead, unworded, fewest, later)
+    layout = pack_social(phrased, words, budget, unread, ahead, unworded, fewest, later, held=held)
     if layout is None:
         return None
     return _narrative(

@@ -657,6 +657,8 @@ def _compressed(
     unworded: Mapping[str, Unworded] | None = None,
     fewest: Fewest | None = None,
     pending: Callable[[], Unread | None] | None = None,
+    *,
+    held: Callable[[Words], int] | None = None,
 ) -> Layout | None:
     """The compressed layout: breadth, then detail, then background (see :func:`pack`), of
     the ``protected`` items and the other items' ``units`` (:func:`_units`; both in priority
@@ -673,7 +675,8 @@ def _compressed(
     subject has in a merged line (see :func:`pack_social`). Where one of them may still get
     a line, ``pending`` (called only then) gives them as units and builds those the
     background pass reaches, and those an ``uncertain`` unit's line would list (None: it
-    cannot)."""
+    cannot). ``held`` (called only where the emptiest line of an unread rumour might fit)
+    gives the fewest characters the text of a line one of them leads can have."""
     layout = _protected(protected, words, room, short=short)
     if layout.summary is not None or layout.counts:
         return layout  # even the contested and corrected beliefs had to be counted
@@ -696,7 +699,9 @@ def _compressed(
             if band is general and ahead is not None and not _before(unit[0], ahead):
                 # The unread rumours would be tried from here on: only when
                 # not even their emptiest line fits do none of them ever get one.
-                if _closed(layout, social, room) is None:
+                if _closed(layout, social, room) is None and not _held_out(
+                    layout, social, room, held
+                ):
                     return None
                 ahead = None
             total = None
@@ -821,6 +826,16 @@ def _closed(
         if n and _emptiest_fits(layout, section, room, fewest.get(section, 0)):
             return None
     return opened
+
+
+def _held_out(
+    layout: Layout, unread: Mapping[str, int], room: int, held: Callable[[Words], int] | None
+) -> bool:
+    """Whether no line of the unread rumours (the only ``unread`` left) fits what is left,
+    not even the shortest ``held`` bounds: False without it."""
+    if held is None or set(unread) != {"told"}:
+        return False
+    return layout.used + layout.line_cost("told", "") + held(layout.words) > room
 
 
 def _emptiest_fits(layout: Layout, section: str, room: int, subject: int = 0) -> bool:
@@ -1076,6 +1091,8 @@ def pack_social(
     unworded: Mapping[str, Unworded] | None = None,
     fewest: Fewest | None = None,
     pending: Callable[[], Unread | None] | None = None,
+    *,
+    held: Callable[[Words], int] | None = None,
 ) -> Layout | None:
     """What :func:`pack` gives for ``items`` plus ``unread`` background memories per section
     (faded ones, plain sure and believed facts: :func:`.recall.recall_social`), when that can
@@ -1088,7 +1105,9 @@ def pack_social(
     With ``ahead`` (the tier and highest rounded score of any of them), unread rumours
     (section ``told``) are counted too, when no read one could share a line with them and no
     room is left for even the emptiest line of theirs where the breadth pass reaches their
-    rank.
+    rank; ``held`` (called only where that emptiest line might fit) gives the fewest
+    characters the text of a line one of them leads can have (:func:`least_line` of their
+    groups, worded in ``words``), which may still tell that none fits.
 
     With a focus, the read memories of those sections are the ones that bear on it (every
     one of them: the unread ones do not, so no family holds a read one), and one may share
@@ -1138,24 +1157,16 @@ def pack_social(
     protected = [i for i in ordered if i.protected]
     units = _units([i for i in ordered if not i.protected])
     best = _compressed(
-        protected, units, words, room, False, unread, ahead, uncertain, unworded, fewest, pending
-    )
+        protected, units, words, room, False, unread, ahead, uncertain, unworded, fewest, pending,
+        held=held,
+    )  # fmt: skip
     if best is None:
         return None
     if best.represented() < total and not best.short:
         short = _compressed(
-            protected,
-            units,
-            words,
-            room,
-            True,
-            unread,
-            ahead,
-            uncertain,
-            unworded,
-            fewest,
-            pending,
-        )
+            protected, units, words, room, True, unread, ahead, uncertain, unworded, fewest,
+            pending, held=held,
+        )  # fmt: skip
         if short is None:
             return None
         if (short.represented(), _fuller(short)) > (best.represented(), _fuller(best)):

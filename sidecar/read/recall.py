@@ -63,6 +63,7 @@ __all__ = [
     "section_sizes",
     "stored_ids",
     "told_ceiling",
+    "told_groups",
     "unworded_beliefs",
     "unworded_subjects",
 ]
@@ -1145,6 +1146,23 @@ def _focused_rows(
     seen = {r[1] for r in rows}
     apart = [r for r in sourced if r[1] not in seen]
     return list(heapq.merge(rows, apart, key=lambda r: r[1])) if apart else rows
+
+
+def told_groups(reader: Reader, world: str, resident: str) -> list[str | None]:
+    """The place or person each rumour :func:`recall_social` held back with ``told=False``
+    merges under (:func:`.items.group_of`; None: under none), read on the rows of
+    :data:`_TOLD` (a range of ``beliefs_shown``, each row looked up): a merged line names
+    its group and lists or counts its members, which bounds their lines from below where
+    the counts alone cannot tell that none fits (:func:`.packing.least_line`)."""
+    from .items import group_of  # items reads this module's records
+
+    rows = _rows(
+        reader,
+        "SELECT root, people, places FROM beliefs "
+        f"WHERE world = :world AND resident = :resident AND {_TOLD}",
+        {"world": world, "resident": resident},
+    )
+    return [group_of("told", r[0], resident, stored_ids(r[1]), stored_ids(r[2])) for r in rows]
 
 
 def told_ceiling(reader: Reader, world: str, resident: str, today: float) -> Cut | None:
