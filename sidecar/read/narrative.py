@@ -510,30 +510,42 @@ def _unworded(recalled: Recall, words: Words, items: Iterable[Item]) -> dict[str
     """Per section, the memories a social read left unbuilt (all match the focus): the
     earliest tier they rank in, how many there are, and the fewest characters the text of a
     line one of them leads can have (:func:`.packing.least_line`:
-    :func:`.packing.pack_social` bounds their lines from below with it). Each place or
+    :func:`.packing.pack_social` bounds their lines from below with it), first whatever
+    their subjects, then (only if the packer asks) with each subject worded. Each place or
     person they merge under is bounded on its own: its merged line names it, and counts
     what it leaves out of its members, those unbuilt and the ranked ``items`` that bear on
     the focus there too (never in a bulk line: each is in that unit)."""
+    rows: dict[str, list[tuple[str | None, str, Any, str | None]]] = defaultdict(list)
     tiers: dict[str, int] = {}
-    numbers: dict[str, int] = defaultdict(int)
-    fewest: dict[tuple[str, str | None], int] = {}  # per section and group (None: alone)
     members: dict[tuple[str, str | None], int] = defaultdict(int)
     for section, tier, subject, root, value, group in unworded_subjects(recalled):
-        chars = len(subject_text(subject, root, value, words, MERGE_ITEM_SUBJECT, recalled.day))
+        rows[section].append((subject, root, value, group))
         tiers[section] = min(tiers.get(section, tier), tier)
-        numbers[section] += 1
-        at = (section, group)
-        fewest[at] = min(fewest.get(at, chars), chars)
-        members[at] += 1
+        members[(section, group)] += 1
     for i in items:
         at = (i.section, i.group)
         if i.relevant and i.group is not None and at in members and not i.protected:
             members[at] += 1
-    least: dict[str, int] = {}
-    for (section, group), chars in fewest.items():
-        n = least_line(words, section, chars, group, members[(section, group)])
-        least[section] = min(least.get(section, n), n)
-    return {s: Unworded(tiers[s], numbers[s], least[s]) for s in tiers}
+
+    def least(section: str, subjects: Mapping[str | None, int]) -> int:
+        return min(
+            least_line(words, section, chars, group, members[(section, group)])
+            for group, chars in subjects.items()
+        )
+
+    @cache
+    def worded(section: str) -> int:
+        fewest: dict[str | None, int] = {}
+        for subject, root, value, group in rows[section]:
+            text = subject_text(subject, root, value, words, MERGE_ITEM_SUBJECT, recalled.day)
+            fewest[group] = min(fewest.get(group, len(text)), len(text))
+        return least(section, fewest)
+
+    out = {}
+    for section, found in rows.items():
+        floor = least(section, dict.fromkeys((r[3] for r in found), 0))
+        out[section] = Unworded(tiers[section], len(found), floor, partial(worded, section))
+    return out
 
 
 def _fewest(found: PlainSubjects, words: Words, today: float) -> dict[str, int]:

@@ -93,11 +93,14 @@ BREADTH_TIER = 4
 class Unworded(NamedTuple):
     """The memories of one section a read left unbuilt (all bear on the focus): the tier
     they rank from, how many there are, and the fewest characters the text of any line one
-    of them leads can have (:func:`least_line`; :func:`pack_social`)."""
+    of them leads can have (:func:`least_line`; :func:`pack_social`): ``floor`` whatever
+    their subjects, ``least`` (called only where ``floor`` cannot tell, once) with them
+    worded."""
 
     tier: int
     number: int
-    least: int
+    floor: int
+    least: Callable[[], int]
 
 
 #: Per plain section asked (those holding none left out), the fewest characters any of the
@@ -787,7 +790,8 @@ def _passed(layout: Layout, waiting: dict[str, Unworded], tier: int | None, room
     for section, unbuilt in list(waiting.items()):
         if tier is not None and tier < unbuilt.tier:
             continue
-        if unbuilt.number and layout.used + layout.line_cost(section, "") + unbuilt.least <= room:
+        left = room - layout.used - layout.line_cost(section, "")
+        if unbuilt.number and unbuilt.floor <= left and unbuilt.least() <= left:
             return False
         del waiting[section]
     return True
