@@ -378,7 +378,8 @@ def _held(reader: Reader, world: str, resident: str) -> Callable[[Words], int]:
     groups = cache(lambda: Counter(told_groups(reader, world, resident)))
 
     def least(words: Words) -> int:
-        return min(least_line(words, "told", 0, g, n) for g, n in groups().items())
+        found = (least_line(words, "told", 0, g, n) for g, n in groups().items())
+        return min(found, default=0)  # (none: what was counted has gone since; bound nothing)
 
     return least
 
