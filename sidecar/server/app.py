@@ -351,9 +351,12 @@ class Sidecar:
 
     async def read(self, fn: Callable[[Reader], T], world: str | None = None) -> T:
         """Run a read-only query in a reader thread with its own connection (to ``world``'s
-        file when worlds have files of their own)."""
+        file when worlds have files of their own), in one read transaction: every statement
+        of a reply sees the same commit (:meth:`Reader.snapshot`)."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._read_pool, lambda: fn(self._reader(world)))
+        return await loop.run_in_executor(
+            self._read_pool, lambda: _snapshot(fn, self._reader(world))
+        )
 
     # ------------------------------------------------------------------ world lifecycle
 
@@ -439,3 +442,9 @@ class _TimedWriter:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+
+def _snapshot(fn: Callable[[Reader], T], reader: Reader) -> T:
+    """``fn(reader)`` in one read transaction."""
+    with reader.snapshot():
+        return fn(reader)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,26 @@ class Reader(PromiseQueries):
 
     def close(self) -> None:
         self.conn.close()
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One read transaction around the statements of one reply: a reply built from many
+        queries (a narrative runs about a hundred, an ``explain`` reads the belief, then its
+        evidence and changes) sees the database as one commit left it, however many the
+        writer makes meanwhile (in WAL mode a reader never blocks the writer, nor the writer
+        it). Nested, the outer one holds."""
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            try:
+                self.conn.execute("COMMIT")  # (nothing was written: it only ends the read)
+            except sqlite3.Error:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
 
     def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         try:
