@@ -783,10 +783,11 @@ def _background(
 
 def _passed(layout: Layout, waiting: dict[str, Unworded], tier: int | None, room: int) -> bool:
     """Whether the unworded memories of each ``waiting`` section whose tier the breadth pass
-    has reached (every one at ``tier`` None) never get a line: not even the emptiest line
-    the shortest of their subjects makes (:func:`_least` around it) fits what is left.
-    Where it first reaches their tier, what is left is the most they would ever find: the
-    layout only grows. Each section shown so is no longer waiting; False when one might fit."""
+    has reached (every one at ``tier`` None) never get a line: not even the shortest line
+    one of them can lead (:func:`least_line`: first whatever their subjects, then with
+    them worded) fits what is left. Where it first reaches their tier, what is left is the
+    most they would ever find: the layout only grows. Each section shown so is no longer
+    waiting; False when one might fit."""
     for section, unbuilt in list(waiting.items()):
         if tier is not None and tier < unbuilt.tier:
             continue
