@@ -245,6 +245,11 @@ class Layout:
     def fits(self, section: str, text: str, room: int) -> bool:
         return self.used + self.line_cost(section, text) <= room
 
+    def left(self, section: str, room: int) -> int:
+        """How many characters the text of one more line of ``section`` may have within
+        ``room`` (negative: not even an empty one fits)."""
+        return room - self.used - self.line_cost(section, "")
+
     def add(self, line: Line) -> None:
         self.used += self.line_cost(line.section, line.text)
         self._sections.add(line.section)
@@ -588,7 +593,7 @@ def _cheapest(
     words = layout.words
     first = unit[0]
     total = len(unit) if total is None else total
-    if layout.used + layout.line_cost(first.section, "") > room:
+    if layout.left(first.section, room) < 0:
         return None  # not even an empty line fits: the unit is never worded
     if kind == "merge":
         assert first.group is not None
@@ -754,7 +759,7 @@ def _compressed(
     for kind, unit, due in _background(background, later.units if later else ()):
         # 3. background, in rank order, as room remains
         if due is not None:  # unread memories: built when the emptiest line of theirs fits
-            if layout.used + layout.line_cost(due.section, "") + emptiest[due.section] > room:
+            if emptiest[due.section] > layout.left(due.section, room):
                 continue
             assert later is not None
             built = later.build(due.listed)
@@ -791,7 +796,7 @@ def _passed(layout: Layout, waiting: dict[str, Unworded], tier: int | None, room
     for section, unbuilt in list(waiting.items()):
         if tier is not None and tier < unbuilt.tier:
             continue
-        left = room - layout.used - layout.line_cost(section, "")
+        left = layout.left(section, room)
         if unbuilt.number and unbuilt.floor <= left and unbuilt.least() <= left:
             return False
         del waiting[section]
@@ -840,15 +845,14 @@ def _held_out(
     not even the shortest ``held`` bounds: False without it."""
     if held is None or set(unread) != {"told"}:
         return False
-    return layout.used + layout.line_cost("told", "") + held(layout.words) > room
+    return held(layout.words) > layout.left("told", room)
 
 
 def _emptiest_fits(layout: Layout, section: str, room: int, subject: int = 0) -> bool:
     """Whether the emptiest line an unread memory of ``section`` could make fits what is
     left: "- ", a newline, its heading if new, the words of its templates (:func:`_least`)
     and a subject of at least ``subject`` characters."""
-    least = _least(layout.words, section) + subject
-    return layout.used + layout.line_cost(section, "") + least <= room
+    return _least(layout.words, section) + subject <= layout.left(section, room)
 
 
 class _Blank(dict[str, str]):
