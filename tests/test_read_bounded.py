@@ -892,22 +892,28 @@ def test_a_focused_social_read_completes_merged_lines_from_unread_rows(
 
     joined: list[int] = []
     asked: list[int] = []
+    alive: list[Any] = []  # (each one kept: no later one is given the same id)
+    wholes: dict[int, Any] = {}  # each read's whole grouping, worked out once per read
+
+    def whole(unread: Any) -> Any:
+        if id(unread) not in wholes:
+            alive.append(unread)
+            grouped = unread._whole()[1]
+            wholes[id(unread)] = grouped, {k for listed in grouped.values() for k in listed}
+        return wholes[id(unread)]
 
     def joining(unread: Any, keys: Any) -> None:
-        sharing = {k for listed in unread._whole()[1].values() for k in listed}
+        sharing = whole(unread)[1]
         if all(k in sharing for k in keys):  # (the first few of those sharing a read line)
             joined.append(len(keys))
 
     apart: dict[int, set[str]] = {}
-    alive: list[Any] = []  # (each one kept: no later one is given the same id)
 
     def joins(unread: Any, section: str, group: str, found: Any) -> None:
         # what it read of that line alone: what all the unread units would have given it
-        assert list(found) == list(unread._whole()[1].get((section, group), ()))
+        assert list(found) == list(whole(unread)[0].get((section, group), ()))
         asked.append(len(found))
         # (each group read apart is a pass over her rows: beyond a few, all are keyed once)
-        if id(unread) not in apart:
-            alive.append(unread)
         apart.setdefault(id(unread), set()).add(group)
         assert len(apart[id(unread)]) <= APART_GROUPS
 
