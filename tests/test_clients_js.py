@@ -36,7 +36,7 @@ def node_missing() -> str | None:
 def npm_ready() -> None:
     """``npm ci`` unless node_modules already matches package-lock.json, then build with tsc.
 
-    Once per test session (the build takes seconds).
+    Once per test process (the build takes seconds; this module's tests share one worker).
     """
     lock = (JS / "package-lock.json").read_text()
     installed = JS / "node_modules" / ".package-lock.json"
