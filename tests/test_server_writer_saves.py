@@ -108,6 +108,7 @@ async def test_a_world_being_built_refuses_everything_with_world_busy(
         assert info["slot"]["events"] == 2 * EVENTS + 1
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("mode", MODES)
 async def test_other_worlds_acks_keep_their_latency_while_a_long_world_forks(
     tmp_path: Path, mode: str
@@ -269,6 +270,7 @@ def world_rows(path: Path, world: str) -> int:
         conn.close()
 
 
+@pytest.mark.alone
 async def test_other_worlds_acks_keep_their_latency_while_a_long_world_is_deleted(
     tmp_path: Path,
 ) -> None:
