@@ -32,16 +32,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @contextmanager
-def _turn(alone: bool) -> Iterator[None]:
+def _turn(config: pytest.Config, alone: bool) -> Iterator[None]:
     """Every test of a pytest-xdist run holds a shared lock while it runs, and a test marked
     ``alone`` an exclusive one: it waits for the other workers' current tests to end, and they
     wait for it. A turnstile before the lock lets no new test in while an ``alone`` test
-    waits, so it is not starved. (Files next to the run's own id, which its workers share.)"""
+    waits, so it is not starved. The lock files are in the run's base temporary directory,
+    which its workers share (each has its own below it) and pytest clears in later runs."""
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     if run is None or fcntl is None:  # one process: nothing runs beside it
         yield
         return
-    base = Path(tempfile.gettempdir()) / f"credence-tests-{run}"
+    basetemp = config.option.basetemp  # (xdist gives each worker <the run's>/popen-gwN)
+    shared = Path(basetemp).parent if basetemp else Path(tempfile.gettempdir())
+    base = shared / f"credence-tests-{run}"
     with open(f"{base}.turnstile", "a") as turnstile, open(f"{base}.lock", "a") as lock:
         fcntl.flock(turnstile, fcntl.LOCK_EX)
         try:
@@ -60,5 +63,5 @@ def _turn(alone: bool) -> Iterator[None]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None]:
     # Around setup, call and teardown, so a module's fixtures built for a test are inside.
-    with _turn(item.get_closest_marker("alone") is not None):
+    with _turn(item.config, item.get_closest_marker("alone") is not None):
         return (yield)
