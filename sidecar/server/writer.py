@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -150,6 +151,9 @@ class WriterService:
         self.saving: set[str] = set()
         #: Of those, the worlds a delete has removed whose rows are still being tidied away.
         self.removing: set[str] = set()
+        #: Worlds whose file is being upgraded to this version's schema (the store's
+        #: ``upgrading``): their events stay queued, in order, until it is done.
+        self.upgrading: set[str] = set()
         self._next_step = 0.0  # loop time before which no save step starts (SAVE_REST)
         self._last_batch = float("-inf")  # loop time of the last batch answered
         self._work = asyncio.Event()  # something was queued (or close/shutdown began)
@@ -273,33 +277,96 @@ class WriterService:
             if self._saves and self._stopping():
                 await self._abort_saves()
                 continue
-            if not self._turns:
-                if self._saves:
-                    self._idle.set()  # (drain waits for events only, not for saves)
-                    await self._save_step()
-                    continue
-                if not await self._idle_until_work():
-                    return
-                continue
-            if self.deadline is not None and loop.time() >= self.deadline:
+            if self._turns and self.deadline is not None and loop.time() >= self.deadline:
                 self._refuse_unstarted()
+                continue
+            if not self._ready():
+                if not self._turns:
+                    self._idle.set()  # (drain waits for events only, not for saves)
+                if self._saves and not self._save_waits():
+                    await self._save_step()
+                elif self._turns or self._saves:  # an upgrade, or a save behind one
+                    await self._rest()
+                elif not await self._idle_until_work():
+                    return
                 continue
             batch = self._inflight = self._take()
             self._room.set()
-            pairs = [(item.world, item.event) for item in batch]
-            try:
-                # Shielded: a shutdown while SQLite commits must not abandon the batch.
-                results = await asyncio.shield(
-                    loop.run_in_executor(self.executor, self.writer.apply, pairs)
-                )
-            except StorageFailure as exc:
-                self._not_stored(batch, exc)
-                self._inflight = []
-                continue
+            # Shielded: a shutdown while SQLite commits must not abandon the batch.
+            held, results = await asyncio.shield(
+                loop.run_in_executor(self.executor, self._apply, batch)
+            )
             self._inflight = []
-            self._deliver(batch, results)
+            if held:
+                batch = self._hold(batch, held)
+            if isinstance(results, StorageFailure):
+                self._not_stored(batch, results)
+                continue
+            if batch:
+                self._deliver(batch, results)
             if self._saves:
                 await self._save_step()
+
+    def _apply(
+        self, batch: list[Submission]
+    ) -> tuple[dict[str, Future[None]], list[EventResult] | StorageFailure]:
+        """On the writer's thread: the worlds of ``batch`` whose file is being upgraded (none
+        of their events applied), and the results of the others' events (or the failure
+        that refused them all, nothing of them stored)."""
+        upgrading = getattr(self.writer, "upgrading", None)  # (a data directory's)
+        held = upgrading({item.world for item in batch}) if upgrading is not None else {}
+        pairs = [(item.world, item.event) for item in batch if item.world not in held]
+        try:
+            return held, self.writer.apply(pairs) if pairs else []
+        except StorageFailure as exc:
+            return held, exc
+
+    def _hold(self, batch: list[Submission], held: dict[str, Future[None]]) -> list[Submission]:
+        """Put back the events of ``batch`` for the ``held`` worlds (whose file is being
+        upgraded) at the head of their queues, in order; they wait there, and the world
+        takes its turns again, once its future is done. Returns the rest of the batch."""
+        loop = asyncio.get_running_loop()
+        for world, future in held.items():
+            back = [item for item in batch if item.world == world]
+            queue = self._queues.get(world)
+            if queue is None:
+                queue = self._queues[world] = deque()
+                self._turns.append(world)
+            queue.extendleft(reversed(back))
+            size = sum(item.size for item in back)
+            self._world_bytes[world] = self._world_bytes.get(world, 0) + size
+            self.queued_bytes += size
+            self.queued += len(back)
+            if world not in self.upgrading:
+                self.upgrading.add(world)
+                asyncio.wrap_future(future, loop=loop).add_done_callback(
+                    functools.partial(self._upgraded, world)
+                )
+        return [item for item in batch if item.world not in held]
+
+    def _upgraded(self, world: str, _: object) -> None:
+        self.upgrading.discard(world)
+        self._work.set()
+
+    def _ready(self) -> bool:
+        """Whether a queued event can go in a batch now (its world is not being upgraded)."""
+        if not self.upgrading:
+            return bool(self._turns)
+        return any(world not in self.upgrading for world in self._turns)
+
+    def _save_waits(self) -> bool:
+        """Whether the first save waits for its world's queued events (held by an upgrade)."""
+        job = self._saves[0]
+        return job.build is None and job.world in self._queues
+
+    async def _rest(self) -> None:
+        """Nothing can go now: wait for work, an upgrade's end or the shutdown deadline."""
+        self._work.clear()
+        timeout = None
+        if self.deadline is not None:
+            timeout = max(0.0, self.deadline - asyncio.get_running_loop().time())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._work.wait(), timeout)
 
     def _stopping(self) -> bool:
         return self._closing or self.deadline is not None
@@ -310,7 +377,7 @@ class WriterService:
         loop = asyncio.get_running_loop()
         rest = self._next_step - loop.time()
         if rest > 0:  # the writer rests between steps: see SAVE_REST
-            if not self._turns:
+            if not self._ready():
                 self._work.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._work.wait(), rest)
@@ -320,7 +387,7 @@ class WriterService:
             return  # events for that world came before the save: they go first
         elsewhere: Future[None] | None = getattr(job.build, "elsewhere", None)
         if elsewhere is not None and not elsewhere.done():  # built in a worker process
-            if not self._turns:
+            if not self._ready():
                 self._work.clear()
                 waiter = asyncio.ensure_future(self._work.wait())
                 either: set[asyncio.Future[Any]] = {waiter, asyncio.wrap_future(elsewhere)}
@@ -423,8 +490,14 @@ class WriterService:
         """The next batch: one event per world in turn, within the count and byte bounds."""
         batch: list[Submission] = []
         size = 0
-        while self._turns and len(batch) < self.max_batch:
+        waiting = 0  # turns passed over in a row: their world's file is being upgraded
+        while self._turns and len(batch) < self.max_batch and waiting < len(self._turns):
             world = self._turns[0]
+            if world in self.upgrading:
+                self._turns.rotate(-1)
+                waiting += 1
+                continue
+            waiting = 0
             queue = self._queues[world]
             item = queue[0]
             if batch and size + item.size > self.max_batch_bytes:

@@ -60,8 +60,9 @@ import signal
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -86,6 +87,7 @@ from .lock import data_dir_lock, held, lock_path
 from .pool import Availability, HandlePool, open_failure
 from .reader import Reader
 from .renames import TOMBSTONE, clear_leftovers, migrate_names, needs_migration
+from .schema import MIGRATIONS, migrate
 from .writer import EventResult, ResultStatus, Writer
 
 __all__ = [
@@ -682,7 +684,9 @@ class SingleFile:
             raise WorldNotFound(f"no world {source!r}")
         merge = _Merge(self, target)  # (refuses a target that exists)
         tmp = _save_file(self.path.parent, self.path.name)
-        done = self._workers.submit(str(tmp), None, str(self.path), source, target, at)
+        done = self._workers.submit(
+            replay_into_file, str(tmp), None, str(self.path), source, target, at
+        )
         merge.tmp = tmp
         return _WorkerBuild(target, tmp, done, merge)
 
@@ -753,6 +757,9 @@ class DataDir:
             max_open_worlds, self._open_file, SingleFile.close
         )
         self._hashed: dict[str, str] = {}  # hashed file name -> the id inside it
+        #: world -> its file's upgrade to this version's schema, running in the worker
+        #: process (or done, not yet taken up by the world's next open): see :meth:`upgrading`.
+        self._upgrades: dict[str, Future[None]] = {}
         #: world -> (its files' stat key, its listing entry): what :meth:`worlds` last read.
         #: Kept in ``.credence-worlds`` between runs, so that a restart does not read 10,000
         #: files again for the first listing.
@@ -795,6 +802,9 @@ class DataDir:
         return len(self._pool)
 
     def _open_file(self, world: str) -> SingleFile:
+        upgrade = self._upgrades.pop(world, None)
+        if upgrade is not None:  # (what cannot wait for it elsewhere, a save or a delete, waits)
+            upgrade.result()  # (raises its failure: UpgradeFailed)
         path = world_file(self.data_dir, world)
         if not path.exists():
             for extra in ("-wal", "-shm"):  # an orphan would be replayed into the new file
@@ -807,6 +817,38 @@ class DataDir:
         docstring); a live process's (another server's, a running import's) stay."""
         _purge_files(self.data_dir, "")
 
+    def upgrading(self, worlds: Iterable[str]) -> dict[str, Future[None]]:
+        """Of ``worlds``, those whose file an older Credence left, being brought to this
+        version's schema in the worker process (started here, the first time a world that is
+        not open is asked about), each with the future that is done when it is; the others'
+        files open at once.
+
+        A migration can rewrite a whole file (0026: ~2 s for a 50 MiB world), and after an
+        upgrade every world's file waits for its own on its first event. Run by the writer
+        thread as it opened the file, each held every other world's acks for that long; the
+        server's writer service asks here first and holds back only that world's events
+        until its future is done (:class:`~sidecar.server.writer.WriterService`). Anything
+        else that opens the file meanwhile (a save, a delete) waits for the upgrade."""
+        out: dict[str, Future[None]] = {}
+        for world in worlds:
+            future = self._upgrades.get(world)
+            if future is None:
+                if world in self._pool:
+                    continue
+                path = world_file(self.data_dir, world)
+                if not schema_behind(path):
+                    continue
+                try:
+                    future = self._workers.submit(upgrade_file, str(path), self.synchronous)
+                except Exception:  # (no worker: the file is upgraded as it opens, as before)
+                    log.exception("the upgrade of world %r could not be started", world)
+                    continue
+                log.info("upgrading the file of world %r to this version's schema", world)
+                self._upgrades[world] = future
+            if not future.done():
+                out[world] = future
+        return out
+
     def _file(self, world: str) -> SingleFile:
         """``world``'s open file (opened, and another closed, if need be). Raises
         :class:`CannotOpen` with the reason if it cannot be opened; the world is then
@@ -814,6 +856,8 @@ class DataDir:
         try:
             try:
                 store = self._pool.get(world)
+            except UpgradeFailed:
+                raise  # (not a lack of handles; retried in the background at its next event)
             except (StoreError, sqlite3.Error, OSError):
                 if not len(self._pool):
                     raise
@@ -1009,7 +1053,9 @@ class DataDir:
         if world_file(self.data_dir, target).exists():
             raise WorldsError(f"world {target!r} already exists")
         tmp = _save_file(self.data_dir)
-        done = self._workers.submit(str(tmp), str(self.empty_db), str(src), source, target, at)
+        done = self._workers.submit(
+            replay_into_file, str(tmp), str(self.empty_db), str(src), source, target, at
+        )
         return _WorkerBuild(target, tmp, done, _Rename(self, target, tmp))
 
     def _adopt(self, world: str, tmp: Path) -> WorldInfo:
@@ -1301,6 +1347,47 @@ def replay_into_file(
         raise
 
 
+class UpgradeFailed(CannotOpen):
+    """A world file's upgrade to this version's schema (:func:`upgrade_file`) failed."""
+
+
+def schema_behind(path: Path) -> bool:
+    """Whether the database at ``path`` lacks a migration this version knows and holds none
+    it does not (a file an older Credence left): read from its ``_migrations`` table on a
+    read-only connection, nothing more. A missing or unreadable file is not behind:
+    opening it says what is wrong."""
+    if not path.is_file():
+        return False
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+    known = {name for name, _ in MIGRATIONS}
+    return not done - known and bool(known - done)
+
+
+def upgrade_file(path: str, synchronous: str) -> None:
+    """In a worker process: apply to the database at ``path`` every migration it lacks, each
+    in a transaction of its own (killed midway, the file is left whole at the last one done,
+    and its next open goes on from there). Raises :class:`UpgradeFailed` with the reason."""
+    try:
+        conn = connect(Path(path), synchronous=synchronous, create=False)
+        try:
+            migrate(conn)
+        finally:
+            conn.close()
+    except Exception as exc:
+        raise UpgradeFailed(
+            f"its upgrade to this version's schema failed: {open_failure(exc)}"
+        ) from None
+
+
 class _WorkerBuild:
     """A save whose replay runs in a worker process (:func:`replay_into_file`), so the
     server's writer thread and event loop do no part of it but the switch: it holds neither
@@ -1362,13 +1449,17 @@ class _Workers:
     def __init__(self) -> None:
         self.pool: ProcessPoolExecutor | None = None
 
-    def submit(self, *args: Any) -> Future[None]:
-        if self.pool is None:
-            self.pool = ProcessPoolExecutor(
-                1, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_die_with_parent, initargs=(os.getpid(),),
-            )  # fmt: skip
-        return self.pool.submit(replay_into_file, *args)
+    def submit(self, fn: Callable[..., None], *args: Any) -> Future[None]:
+        if self.pool is not None:
+            try:
+                return self.pool.submit(fn, *args)
+            except BrokenProcessPool:  # (its worker died: a new one for what comes next)
+                self.pool.shutdown(wait=False)
+        self.pool = ProcessPoolExecutor(
+            1, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_die_with_parent, initargs=(os.getpid(),),
+        )  # fmt: skip
+        return self.pool.submit(fn, *args)
 
     def close(self) -> None:
         pool, self.pool = self.pool, None
