@@ -344,7 +344,9 @@ class WriterService:
                 )
         return [item for item in batch if item.world not in held]
 
-    def _upgraded(self, world: str, _: object) -> None:
+    def _upgraded(self, world: str, future: asyncio.Future[None]) -> None:
+        if not future.cancelled():
+            future.exception()  # (a failure is the store's to report, at the world's next open)
         self.upgrading.discard(world)
         self._work.set()
 
