@@ -23,8 +23,7 @@ from test_server_writer_saves import one_ack, p99
 from wsclient import WsClient, db_rows, rebuild_check, running, within
 
 from sidecar.engine import DEFAULT_RULES, parse_event
-from sidecar.store import DataDir, world_file
-from sidecar.store.worlds import schema_behind
+from sidecar.store import DataDir, missing_migrations, world_file
 from tools.town import Town
 
 #: Events of each old world: its migration then lasts longer than the test's own noise.
@@ -52,6 +51,15 @@ async def send_all(c: WsClient, events: list[dict[str, Any]]) -> list[dict[str, 
     for e in events:
         await c.send({"type": "event", **e})
     return [await within(c.ack_of(e["event_id"]), 120) for e in events]
+
+
+def schema_behind(path: Path) -> bool:
+    """Whether the file at ``path`` lacks a migration of this version."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return bool(missing_migrations(conn))
+    finally:
+        conn.close()
 
 
 def beliefs(path: Path, world: str) -> list[tuple[Any, ...]]:

@@ -13,6 +13,7 @@ from .errors import (
     ApplyFailure,
     CannotOpen,
     DatabaseInUse,
+    SchemaBehind,
     SchemaTooNew,
     StorageFailure,
     StoreError,
@@ -22,7 +23,7 @@ from .lock import WriterLock, data_dir_lock, lock_path
 from .pool import Availability, HandlePool, open_failure
 from .reader import BeliefFilter, Reader
 from .rebuild import RebuildReport, rebuild
-from .schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
+from .schema import MIGRATIONS, SCHEMA_VERSION, migrate, missing_migrations, schema_version
 from .vacuum import Vacuumed, vacuum
 from .worlds import (
     DEFAULT_MAX_OPEN_WORLDS,
@@ -59,6 +60,7 @@ __all__ = [
     "Reader",
     "RebuildReport",
     "ResultStatus",
+    "SchemaBehind",
     "SchemaTooNew",
     "SingleFile",
     "StorageFailure",
@@ -79,6 +81,7 @@ __all__ = [
     "import_world",
     "lock_path",
     "migrate",
+    "missing_migrations",
     "open_failure",
     "read_source",
     "rebuild",

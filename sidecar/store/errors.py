@@ -7,6 +7,7 @@ Exception tree::
      │   │                  read-only for a writer, missing for a reader)
      │   └── WorldRulesInvalid  one world's stored rules fail their checks
      ├── SchemaTooNew       the database was written by a newer Credence
+     ├── SchemaBehind       an older Credence left it, and it was opened not to be migrated
      ├── DatabaseInUse      another process holds the database's writer lock
      ├── StorageFailure     SQLite refused a write we believed valid (a bug or a full disk)
      └── ApplyFailure       one event raised an unexpected error (a bug); it alone is refused
@@ -18,6 +19,7 @@ __all__ = [
     "ApplyFailure",
     "CannotOpen",
     "DatabaseInUse",
+    "SchemaBehind",
     "SchemaTooNew",
     "StorageFailure",
     "StoreError",
@@ -35,6 +37,11 @@ class CannotOpen(StoreError):
 
 class SchemaTooNew(StoreError):
     """The database holds migrations this version does not know."""
+
+
+class SchemaBehind(StoreError):
+    """The database lacks migrations of this version, and was opened with ``upgrade=False``
+    (a data directory's writer, which has them applied in its worker process instead)."""
 
 
 class DatabaseInUse(StoreError):

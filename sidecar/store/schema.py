@@ -21,6 +21,7 @@ __all__ = [
     "cheap_checks",
     "install_plan_statistics",
     "migrate",
+    "missing_migrations",
     "schema_version",
     "unknown_migrations",
 ]
@@ -1052,6 +1053,16 @@ def unknown_migrations(conn: sqlite3.Connection) -> list[str]:
         return []
     done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
     return sorted(done - {name for name, _ in MIGRATIONS})
+
+
+def missing_migrations(conn: sqlite3.Connection) -> list[str]:
+    """The migrations of this version a database that has some lacks, in order (none for a
+    new, empty file: its migrations are quick; none for a file holding migrations this
+    version does not know: :func:`migrate` refuses it)."""
+    if schema_version(conn) == 0 or unknown_migrations(conn):
+        return []
+    done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+    return [name for name, _ in MIGRATIONS if name not in done]
 
 
 def migrate(conn: sqlite3.Connection, *, upto: int = SCHEMA_VERSION) -> list[str]:

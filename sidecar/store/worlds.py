@@ -81,13 +81,13 @@ from ..engine import (
 )
 from ..engine.events import MAX_ID_LEN
 from .connection import connect
-from .errors import CannotOpen, DatabaseInUse, StorageFailure, StoreError
+from .errors import CannotOpen, DatabaseInUse, SchemaBehind, StorageFailure, StoreError
 from .filenames import SUFFIX, NameKind, Parsed, classify, encode_name
 from .lock import data_dir_lock, held, lock_path
 from .pool import Availability, HandlePool, open_failure
 from .reader import Reader
 from .renames import TOMBSTONE, clear_leftovers, migrate_names, needs_migration
-from .schema import MIGRATIONS, migrate
+from .schema import migrate
 from .writer import EventResult, ResultStatus, Writer
 
 __all__ = [
@@ -581,12 +581,15 @@ class SingleFile:
 
     def __init__(
         self, path: Path, *, rules: Rules = DEFAULT_RULES, synchronous: str = "FULL",
-        writer: Writer | None = None,
+        writer: Writer | None = None, upgrade: bool = True,
     ) -> None:  # fmt: skip
-        """Open ``path`` (or use ``writer``, already open on it)."""
+        """Open ``path`` (or use ``writer``, already open on it); ``upgrade``: as
+        :class:`~sidecar.store.Writer` has it."""
         self.path = Path(path)
         self.synchronous = synchronous
-        self.writer = writer or Writer(self.path, rules=rules, synchronous=synchronous)
+        self.writer = writer or Writer(
+            self.path, rules=rules, synchronous=synchronous, upgrade=upgrade
+        )
         self._reader: Reader | None = None
         self._workers = _Workers()
         self._purge_leftovers()
@@ -760,6 +763,7 @@ class DataDir:
         #: world -> its file's upgrade to this version's schema, running in the worker
         #: process (or done, not yet taken up by the world's next open): see :meth:`upgrading`.
         self._upgrades: dict[str, Future[None]] = {}
+        self._checking = False  # (set by upgrading: an old file is not migrated as it opens)
         #: world -> (its files' stat key, its listing entry): what :meth:`worlds` last read.
         #: Kept in ``.credence-worlds`` between runs, so that a restart does not read 10,000
         #: files again for the first listing.
@@ -810,7 +814,10 @@ class DataDir:
             for extra in ("-wal", "-shm"):  # an orphan would be replayed into the new file
                 with _suppress_missing():
                     os.remove(f"{path}{extra}")
-        return SingleFile(path, rules=self.rules_default, synchronous=self.synchronous)
+        return SingleFile(
+            path, rules=self.rules_default, synchronous=self.synchronous,
+            upgrade=not self._checking,
+        )  # fmt: skip
 
     def _purge_leftovers(self) -> None:
         """Remove the temporary files of saves a killed process left (see the module
@@ -835,9 +842,17 @@ class DataDir:
             if future is None:
                 if world in self._pool:
                     continue
-                path = world_file(self.data_dir, world)
-                if not schema_behind(path):
+                self._checking = True
+                try:
+                    self._pool.get(world)  # (what its events do first: current, it stays open)
                     continue
+                except SchemaBehind:
+                    pass
+                except (StoreError, sqlite3.Error, OSError):
+                    continue  # (the events' own open says why, once)
+                finally:
+                    self._checking = False
+                path = world_file(self.data_dir, world)
                 try:
                     future = self._workers.submit(upgrade_file, str(path), self.synchronous)
                 except Exception:  # (no worker: the file is upgraded as it opens, as before)
@@ -1349,27 +1364,6 @@ def replay_into_file(
 
 class UpgradeFailed(CannotOpen):
     """A world file's upgrade to this version's schema (:func:`upgrade_file`) failed."""
-
-
-def schema_behind(path: Path) -> bool:
-    """Whether the database at ``path`` lacks a migration this version knows and holds none
-    it does not (a file an older Credence left): read from its ``_migrations`` table on a
-    read-only connection, nothing more. A missing or unreadable file is not behind:
-    opening it says what is wrong."""
-    if not path.is_file():
-        return False
-    try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error:
-        return False
-    try:
-        done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
-    except sqlite3.Error:
-        return False
-    finally:
-        conn.close()
-    known = {name for name, _ in MIGRATIONS}
-    return not done - known and bool(known - done)
 
 
 def upgrade_file(path: str, synchronous: str) -> None:

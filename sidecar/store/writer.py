@@ -50,6 +50,7 @@ from .connection import _open
 from .errors import (
     ApplyFailure,
     CannotOpen,
+    SchemaBehind,
     SchemaTooNew,
     StorageFailure,
     StoreError,
@@ -69,7 +70,7 @@ from .rows import (
     stored_rules,
 )
 from .said import INSERT_SAID, said_row
-from .schema import migrate
+from .schema import migrate, missing_migrations
 
 log = logging.getLogger("credence.store")
 
@@ -169,8 +170,11 @@ class Writer:
     def __init__(
         self, path: str | Path, *, rules: Rules = DEFAULT_RULES, synchronous: str = "FULL",
         cache: bool = True, cache_budget: int = CACHE_BUDGET, batched: bool = True,
-        world_states: int = WORLD_STATES,
+        world_states: int = WORLD_STATES, upgrade: bool = True,
     ) -> None:  # fmt: skip
+        """Open (or create) the database at ``path`` and apply the migrations it lacks;
+        ``upgrade=False``: a file an older Credence left is not migrated here, but refused
+        with :class:`SchemaBehind` (nothing changed in it)."""
         self.path = Path(path)
         self.rules = rules
         self.batched = batched
@@ -184,6 +188,9 @@ class Writer:
         self.conn = _open(self.path, synchronous=synchronous)
         self.db = Database(self.conn)
         try:
+            if not upgrade and (missing := missing_migrations(self.conn)):
+                self.conn.close()
+                raise SchemaBehind(f"{self.path} lacks {len(missing)} migrations: {missing}")
             self.migrations_applied = migrate(self.conn)
         except RuntimeError as exc:
             self.conn.close()
