@@ -152,7 +152,7 @@ class WriterService:
         #: Of those, the worlds a delete has removed whose rows are still being tidied away.
         self.removing: set[str] = set()
         #: Worlds whose file is being upgraded to this version's schema (the store's
-        #: ``upgrading``): their events stay queued, in order, until it is done.
+        #: ``apply_or_hold``): their events stay queued, in order, until it is done.
         self.upgrading: set[str] = set()
         self._next_step = 0.0  # loop time before which no save step starts (SAVE_REST)
         self._last_batch = float("-inf")  # loop time of the last batch answered
@@ -313,13 +313,16 @@ class WriterService:
         """On the writer's thread: the worlds of ``batch`` whose file is being upgraded (none
         of their events applied), and the results of the others' events (or the failure
         that refused them all, nothing of them stored)."""
-        upgrading = getattr(self.writer, "upgrading", None)  # (a data directory's)
-        held = upgrading({item.world for item in batch}) if upgrading is not None else {}
-        pairs = [(item.world, item.event) for item in batch if item.world not in held]
+        pairs = [(item.world, item.event) for item in batch]
+        holding = getattr(self.writer, "apply_or_hold", None)  # (a data directory's)
         try:
-            return held, self.writer.apply(pairs) if pairs else []
-        except StorageFailure as exc:
-            return held, exc
+            if holding is None:
+                return {}, self.writer.apply(pairs)
+            held: dict[str, Future[None]]
+            held, results = holding(pairs)
+            return held, results
+        except StorageFailure as exc:  # (all of the batch refused: a held event too)
+            return {}, exc
 
     def _hold(self, batch: list[Submission], held: dict[str, Future[None]]) -> list[Submission]:
         """Put back the events of ``batch`` for the ``held`` worlds (whose file is being

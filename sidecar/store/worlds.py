@@ -60,7 +60,7 @@ import signal
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -824,65 +824,31 @@ class DataDir:
         docstring); a live process's (another server's, a running import's) stay."""
         _purge_files(self.data_dir, "")
 
-    def upgrading(self, worlds: Iterable[str]) -> dict[str, Future[None]]:
-        """Of ``worlds``, those whose file an older Credence left, being brought to this
-        version's schema in the worker process (started here, the first time a world that is
-        not open is asked about), each with the future that is done when it is; the others'
-        files open at once.
-
-        A migration can rewrite a whole file (0026: ~2 s for a 50 MiB world), and after an
-        upgrade every world's file waits for its own on its first event. Run by the writer
-        thread as it opened the file, each held every other world's acks for that long; the
-        server's writer service asks here first and holds back only that world's events
-        until its future is done (:class:`~sidecar.server.writer.WriterService`). Anything
-        else that opens the file meanwhile (a save, a delete) waits for the upgrade."""
-        out: dict[str, Future[None]] = {}
-        for world in worlds:
-            future = self._upgrades.get(world)
-            if future is None:
-                if world in self._pool:
-                    continue
-                self._checking = True
-                try:
-                    self._pool.get(world)  # (what its events do first: current, it stays open)
-                    continue
-                except SchemaBehind:
-                    pass
-                except (StoreError, sqlite3.Error, OSError):
-                    continue  # (the events' own open says why, once)
-                finally:
-                    self._checking = False
-                path = world_file(self.data_dir, world)
-                try:
-                    future = self._workers.submit(upgrade_file, str(path), self.synchronous)
-                except Exception:  # (no worker: the file is upgraded as it opens, as before)
-                    log.exception("the upgrade of world %r could not be started", world)
-                    continue
-                log.info("upgrading the file of world %r to this version's schema", world)
-                self._upgrades[world] = future
-            if not future.done():
-                out[world] = future
-        return out
-
-    def _file(self, world: str) -> SingleFile:
+    def _file(self, world: str, *, behind: bool = True) -> SingleFile:
         """``world``'s open file (opened, and another closed, if need be). Raises
         :class:`CannotOpen` with the reason if it cannot be opened; the world is then
-        reported unavailable until it opens again."""
+        reported unavailable until it opens again. ``behind=False``: a file an older
+        Credence left is not migrated as it opens, but refused with :class:`SchemaBehind`."""
+        self._checking = not behind
         try:
             try:
                 store = self._pool.get(world)
-            except UpgradeFailed:
-                raise  # (not a lack of handles; retried in the background at its next event)
+            except (UpgradeFailed, SchemaBehind):
+                raise  # (not a lack of handles; an upgrade is retried at its next event)
             except (StoreError, sqlite3.Error, OSError):
                 if not len(self._pool):
                     raise
                 self._pool.shrink(len(self._pool) // 2)  # out of handles? give some back, retry
                 store = self._pool.get(world)
+        except SchemaBehind:
+            raise
         except (StoreError, sqlite3.Error, OSError) as exc:
             reason = f"the file of world {world!r} cannot be opened: {open_failure(exc)}"
             self.availability.failed(world, reason)
             log.error("%s", reason)
             raise CannotOpen(reason) from exc
+        finally:
+            self._checking = False
         self.availability.opened(world)
         return store
 
@@ -909,13 +875,47 @@ class DataDir:
         """Each world's events go to its own file (one transaction per file, in order).
 
         A file is only closed to make room between two files' transactions."""
+        return self._apply(batch, hold=False)[1]
+
+    def apply_or_hold(
+        self, batch: Sequence[tuple[str, WorldEvent]]
+    ) -> tuple[dict[str, Future[None]], list[EventResult]]:
+        """:meth:`apply`, but for the worlds whose file an older Credence left: their
+        events are not applied, and their file is brought to this version's schema in the
+        worker process (started at the first event that finds it so); returned are those
+        worlds, each with the future that is done when its file is, and the results of the
+        other events, in order.
+
+        A migration can rewrite a whole file (0026: ~2 s for a 50 MiB world), and after an
+        upgrade each world's file waits for its own at its first event. Run on the writer
+        thread as it opened the file, each held every other world's acks for that long; the
+        server's writer service holds back only that world's events until its future is
+        done (:class:`~sidecar.server.writer.WriterService`). Anything else that opens the
+        file meanwhile (a save, a delete) waits for the upgrade."""
+        return self._apply(batch, hold=True)
+
+    def _apply(
+        self, batch: Sequence[tuple[str, WorldEvent]], *, hold: bool
+    ) -> tuple[dict[str, Future[None]], list[EventResult]]:
         by_world: dict[str, list[tuple[int, WorldEvent]]] = {}
         for i, (world, event) in enumerate(batch):
             by_world.setdefault(world, []).append((i, event))
         out: list[EventResult | None] = [None] * len(batch)
+        held: dict[str, Future[None]] = {}
         for world, items in by_world.items():
             try:
-                store = self._file(world)
+                upgrade = self._upgrades.get(world) if hold else None
+                if upgrade is not None and not upgrade.done():
+                    held[world] = upgrade
+                    continue
+                try:
+                    store = self._file(world, behind=not hold)
+                except SchemaBehind:
+                    upgrade = self._upgrade(world)
+                    if upgrade is not None:
+                        held[world] = upgrade
+                        continue
+                    store = self._file(world)
             except CannotOpen as exc:  # this world only: refuse its events
                 failure = StorageFailure(f"{exc}; the event was not stored, retry later")
                 for i, event in items:
@@ -926,7 +926,20 @@ class DataDir:
             results = store.apply([(world, e) for _, e in items])
             for (i, _), result in zip(items, results, strict=True):
                 out[i] = result
-        return [r for r in out if r is not None]
+        return held, [r for r in out if r is not None]
+
+    def _upgrade(self, world: str) -> Future[None] | None:
+        """Start bringing ``world``'s file to this version's schema in the worker process;
+        None if it cannot be started (then the file is migrated as it opens, as before)."""
+        path = world_file(self.data_dir, world)
+        try:
+            future = self._workers.submit(upgrade_file, str(path), self.synchronous)
+        except Exception:
+            log.exception("the upgrade of world %r could not be started", world)
+            return None
+        log.info("upgrading the file of world %r to this version's schema", world)
+        self._upgrades[world] = future
+        return future
 
     def close(self) -> None:
         self._workers.close()
