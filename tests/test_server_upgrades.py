@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from old_files import before_pieces
 from test_server_writer_saves import one_ack, p99
 from wsclient import WsClient, db_rows, rebuild_check, running, within
 
 from sidecar.engine import DEFAULT_RULES, parse_event
 from sidecar.store import DataDir, missing_migrations, world_file
+from tools.old_files import before_pieces
 from tools.town import Town
 
 #: Events of each old world: its migration then lasts longer than the test's own noise.
@@ -212,3 +212,38 @@ async def test_a_shutdown_during_an_upgrade_refuses_the_held_events_and_loses_no
         store.close()
     assert not schema_behind(path)
     rebuild_check(path)
+
+
+def test_many_old_world_files_are_upgraded_whole_beside_the_readers_that_hold_them(
+    tmp_path: Path,
+) -> None:
+    """300 world files one migration behind, a child `credence serve --data-dir` with 16
+    handles per pool, 16 clients touching 100 of them (a hello, whose reader keeps the file
+    open, then an event, whose file the worker process upgrades): every event is acked, every
+    world is listed, health is ok, and every file passes SQLite's `integrity_check`.
+
+    This caught a corruption: the writer checked that a file was writable by opening and
+    closing it, and closing any descriptor of a file drops every POSIX lock the process
+    holds on it, a reader's too. The worker's migration then took the file for its own,
+    removed the write-ahead log under the readers, and a reader later wrote stale pages back
+    (touched files failed `integrity_check`, hellos answered 1011)."""
+    from tools.many_worlds import measure
+
+    data = tmp_path / "worlds"
+    figures = measure(data, worlds=300, touch=100, max_open=16, nofile=256, behind=True)
+    assert figures.refused == [] and figures.acked == 100, figures.refused[:3]
+    assert figures.listed == 300 + 1  # (and the world of the client timing its acks)
+    assert figures.health.startswith("200 ") and '"status":"ok"' in figures.health
+    damaged = []
+    for path in sorted(data.glob("*.db")):
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            found = conn.execute("PRAGMA integrity_check").fetchall()
+        except sqlite3.DatabaseError as exc:
+            found = [(str(exc),)]
+        finally:
+            conn.close()
+        if found != [("ok",)]:
+            damaged.append((path.name, found[:1]))
+    assert damaged == []
+    assert sum(not schema_behind(p) for p in data.glob("w*.db")) >= 100

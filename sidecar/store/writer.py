@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -180,11 +181,11 @@ class Writer:
         self.batched = batched
         #: Batches the batched path handed to the event-by-event path (see :meth:`apply`).
         self.fallbacks = 0
-        if self.path.is_file():  # SQLite would open a read-only file and fail at first write
-            try:
-                open(self.path, "r+b").close()
-            except OSError as exc:
-                raise CannotOpen(f"{self.path} is not writable: {exc.strerror}") from exc
+        if self.path.is_file() and not os.access(self.path, os.W_OK):
+            # (SQLite would open a read-only file and fail at first write. Asked, not tried:
+            # opening and closing the file here would drop every POSIX lock this process
+            # holds on it, a reader's too, and another process could then write under it.)
+            raise CannotOpen(f"{self.path} is not writable: permission denied")
         self.conn = _open(self.path, synchronous=synchronous)
         self.db = Database(self.conn)
         try:
