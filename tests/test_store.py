@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from belief_builders import act, announce, intervene, observe, say, tick
-from old_files import PIECES, before_pieces, evidence_table_before_pieces
 from test_store_cache import refuse_doomed
 
 from sidecar.engine import ChangeKind, InvalidEvent, SourceKind, State, parse_event
@@ -32,6 +31,7 @@ from sidecar.store import (
 )
 from sidecar.store.connection import connect
 from sidecar.store.rows import dump_json_list, load_json
+from tools.old_files import PIECES, before_pieces, evidence_table_before_pieces
 
 TABLES = ("worlds", "events", "residents", "evidence", "beliefs", "changes", "trust", "facts")
 

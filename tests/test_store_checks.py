@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 from belief_builders import intervene, observe, say, tick
-from old_files import PIECES, before_pieces
 
 from sidecar.engine import parse_event
 from sidecar.store import MIGRATIONS, Reader, Writer, migrate, schema_version
 from sidecar.store.schema import cheap_checks
+from tools.old_files import PIECES, before_pieces
 
 _IN = re.compile(r"(\w+) IN \(([^()]*)\)")
 

@@ -12,12 +12,19 @@ events were acknowledged. ``tests/test_store_pool.py`` runs it small under a low
 The world files are made quickly: one world is created through :class:`DataDir`, and each
 other one is a copy of that file with the id replaced byte for byte (the ids have one length,
 and the id is stored twice: the ``worlds`` row and its primary-key index).
+
+``--behind``: every world file is as the previous version left it (its last migration
+undone, :mod:`tools.old_files`), as after an upgrade, so each touched world's first event
+waits for its file's migration in the worker process. Meanwhile one more client sends event
+after event to a world of its own (current) and the ack latency it sees is printed: other
+worlds' acks should not wait for the upgrades.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import resource
 import subprocess
@@ -29,26 +36,35 @@ from pathlib import Path
 
 import msgpack
 from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from sidecar.engine import DEFAULT_RULES
 from sidecar.store import DataDir, world_file
 from tools.harness import LOOPBACK, free_port, read_memory
+from tools.old_files import before_pieces
 
 __all__ = ["Figures", "make_worlds", "measure", "world_id"]
+
+
+#: The world of the client that measures acks meanwhile (one more world on disk).
+STEADY = "steady"
 
 
 def world_id(i: int) -> str:
     return f"w{i:06d}"
 
 
-def make_worlds(data_dir: Path, n: int) -> float:
-    """``n`` worlds ``w000000``… in ``data_dir`` (see the module docstring); the seconds taken."""
+def make_worlds(data_dir: Path, n: int, *, behind: bool = False) -> float:
+    """``n`` worlds ``w000000``… in ``data_dir`` (see the module docstring); the seconds taken.
+    ``behind``: each file as the previous version left it."""
     start = time.perf_counter()
     store = DataDir(data_dir)
     try:
         store.ensure_world(world_id(0), DEFAULT_RULES)
     finally:
         store.close()  # (the last connection folds the WAL in: the file is the whole world)
+    if behind:
+        before_pieces(world_file(data_dir, world_id(0)))
     template = world_file(data_dir, world_id(0)).read_bytes()
     marker = world_id(0).encode()
     assert template.count(marker) == 2, "the template holds its id in its row and its index"
@@ -86,13 +102,27 @@ class Figures:
     rss_mib: float = 0.0
     peak_mib: float = 0.0
     health: str = ""
+    touch_s: float = 0.0
+    #: The ack latencies (seconds) one more client saw on a world of its own meanwhile.
+    steady: list[float] = field(default_factory=list)
+
+    def steady_line(self) -> str:
+        if not self.steady:
+            return "no acks"
+        ms = sorted(t * 1000 for t in self.steady)
+        p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
+        return (
+            f"{len(ms)} acks meanwhile, one at a time: p50 {ms[len(ms) // 2]:.1f}, "
+            f"p99 {p99:.1f}, max {ms[-1]:.1f} ms"
+        )
 
     def lines(self) -> list[str]:
         return [
             f"worlds on disk      {self.worlds} (made in {self.make_s:.1f} s)",
             f"start               {self.start_s:.2f} s to accept connections",
             f"touched             {self.touched} worlds, {self.acked} events acked, "
-            f"{len(self.refused)} refused",
+            f"{len(self.refused)} refused, in {self.touch_s:.1f} s",
+            f"another world       {self.steady_line()}",
             f"open file handles   at most {self.fds_max} while touching, {self.fds_idle} after",
             f"resident memory     {self.rss_mib:.0f} MiB after (peak {self.peak_mib:.0f} MiB)",
             f"worlds listing      {self.listed} worlds: {self.list_cold_s:.2f} s cold, "
@@ -122,6 +152,13 @@ async def _hello(ws: object, world: str) -> dict[str, object]:
 
 
 async def _touch(url: str, world: str, figures: Figures) -> None:
+    try:
+        await _touch_once(url, world, figures)
+    except ConnectionClosed as exc:  # (counted, not raised: the figures say how many)
+        figures.refused.append(f"{world}: closed {exc.rcvd.code if exc.rcvd else None}")
+
+
+async def _touch_once(url: str, world: str, figures: Figures) -> None:
     async with connect(url, proxy=None, compression=None, ping_interval=None) as ws:
         welcome = await _hello(ws, world)
         if welcome.get("type") != "welcome":
@@ -153,8 +190,28 @@ async def _drive(url: str, pid: int, figures: Figures, clients: int) -> None:
         while queue:
             await _touch(url, queue.pop(), figures)
 
+    touching = True
+
+    async def steady() -> None:  # one more client, on a world of its own, all along
+        async with connect(url, proxy=None, compression=None, ping_interval=None) as ws:
+            await _hello(ws, STEADY)
+            for n in itertools.count():
+                if not touching:
+                    return
+                event = {"type": "event", "event_id": f"s{n}", "kind": "tick", "day": 1}
+                sent = time.perf_counter()
+                await ws.send(msgpack.packb(event))
+                while msgpack.unpackb(await ws.recv()).get("event_id") != event["event_id"]:
+                    pass
+                figures.steady.append(time.perf_counter() - sent)
+
     sampler = asyncio.create_task(sample())
+    steadily = asyncio.create_task(steady())
+    start = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(clients)))
+    figures.touch_s = time.perf_counter() - start
+    touching = False
+    await steadily
     async with connect(url, proxy=None, compression=None, ping_interval=None) as ws:
         await _hello(ws, world_id(0))
         for attempt in ("cold", "warm"):
@@ -184,12 +241,13 @@ def _health(port: int) -> str:
 
 def measure(
     data_dir: Path, *, worlds: int, touch: int, max_open: int, nofile: int, clients: int = 16,
-    make: bool = True,
+    make: bool = True, behind: bool = False,
 ) -> Figures:  # fmt: skip
-    """Make the worlds (unless ``make`` is false), serve them, touch them; the figures."""
+    """Make the worlds (unless ``make`` is false; ``behind``: as the previous version left
+    them), serve them, touch them; the figures."""
     figures = Figures(worlds=worlds, touched=min(touch, worlds))
     if make:
-        figures.make_s = make_worlds(data_dir, worlds)
+        figures.make_s = make_worlds(data_dir, worlds, behind=behind)
     port = free_port()
     argv = [
         sys.executable, "-m", "sidecar.cli", "serve", "--host", LOOPBACK, "--port", str(port),
@@ -231,11 +289,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-open", type=int, default=64)
     p.add_argument("--nofile", type=int, default=1024)
     p.add_argument("--clients", type=int, default=16)
+    p.add_argument(
+        "--behind", action="store_true",
+        help="world files as the previous version left them (each upgraded at its first event)",
+    )  # fmt: skip
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="credence-many-worlds-") as tmp:
         figures = measure(
             Path(tmp) / "worlds", worlds=args.worlds, touch=args.touch,
             max_open=args.max_open, nofile=args.nofile, clients=args.clients,
+            behind=args.behind,
         )  # fmt: skip
         again = measure(
             Path(tmp) / "worlds", worlds=args.worlds, touch=0, max_open=args.max_open,
@@ -244,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"credence serve --data-dir, --max-open-worlds {args.max_open}, "
         f"RLIMIT_NOFILE {args.nofile}, {args.clients} clients at a time"
+        + (", every world file one migration behind" if args.behind else "")
     )
     for line in figures.lines():
         print(line)

@@ -3,6 +3,7 @@
 The writer always migrates a file to the newest schema before it writes, so a test of an old
 migration writes its story with today's writer, then undoes the later changes it needs gone
 and deletes their records: opening the file again re-runs them, as on an old user's file.
+``python -m tools.many_worlds --behind`` makes its world files so, to measure upgrades.
 """
 
 from __future__ import annotations
