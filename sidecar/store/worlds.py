@@ -581,10 +581,13 @@ class SingleFile:
 
     def __init__(
         self, path: Path, *, rules: Rules = DEFAULT_RULES, synchronous: str = "FULL",
-        writer: Writer | None = None, upgrade: bool = True,
+        writer: Writer | None = None, upgrade: bool = True, save_files: bool = True,
     ) -> None:  # fmt: skip
         """Open ``path`` (or use ``writer``, already open on it); ``upgrade``: as
-        :class:`~sidecar.store.Writer` has it."""
+        :class:`~sidecar.store.Writer` has it. ``save_files=False``: the temporary files of
+        its own saves (``<file>.save-…``) are not looked for beside it: a data directory,
+        which never makes them, opens its world files so (listing a directory of 10,000
+        files for them took 7.7 ms of every world file's open)."""
         self.path = Path(path)
         self.synchronous = synchronous
         self.writer = writer or Writer(
@@ -592,12 +595,13 @@ class SingleFile:
         )
         self._reader: Reader | None = None
         self._workers = _Workers()
-        self._purge_leftovers()
+        self._purge_leftovers(save_files)
 
-    def _purge_leftovers(self) -> None:
+    def _purge_leftovers(self, save_files: bool = True) -> None:
         """Remove the rows and files of saves a killed process left (see the module
         docstring)."""
-        _purge_files(self.path.parent, self.path.name)
+        if save_files:
+            _purge_files(self.path.parent, self.path.name)
         conn = self.writer.conn
         for world, pid in conn.execute("SELECT world, pid FROM _saves").fetchall():
             if _stale(int(pid), (str(self.path), world)):
@@ -816,7 +820,7 @@ class DataDir:
                     os.remove(f"{path}{extra}")
         return SingleFile(
             path, rules=self.rules_default, synchronous=self.synchronous,
-            upgrade=not self._checking,
+            upgrade=not self._checking, save_files=False,
         )  # fmt: skip
 
     def _purge_leftovers(self) -> None:
