@@ -440,6 +440,20 @@ class _TimedWriter:
         finally:
             self.metrics.observe_batch(len(batch), time.perf_counter() - start)
 
+    def apply_or_hold(
+        self, batch: Sequence[tuple[str, WorldEvent]],
+        committed: Callable[[list[int], list[EventResult]], None] | None = None,
+    ) -> tuple[dict[str, Any], list[EventResult]]:  # fmt: skip
+        """A data directory's :meth:`~sidecar.store.DataDir.apply_or_hold`, timed; one
+        file's :meth:`apply` (nothing held, every world committed at once)."""
+        if not isinstance(self.inner, DataDir):
+            return {}, self.apply(batch)
+        start = time.perf_counter()
+        try:
+            return self.inner.apply_or_hold(batch, committed)
+        finally:
+            self.metrics.observe_batch(len(batch), time.perf_counter() - start)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 

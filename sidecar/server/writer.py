@@ -292,37 +292,52 @@ class WriterService:
                 continue
             batch = self._inflight = self._take()
             self._room.set()
+            acked: set[int] = set()  # (positions in the batch answered as their world committed)
             # Shielded: a shutdown while SQLite commits must not abandon the batch.
             held, results = await asyncio.shield(
-                loop.run_in_executor(self.executor, self._apply, batch)
+                loop.run_in_executor(self.executor, self._apply, batch, acked, loop)
             )
             self._inflight = []
+            if acked:
+                batch = [item for i, item in enumerate(batch) if i not in acked]
             if held:
                 batch = self._hold(batch, held)
             if isinstance(results, StorageFailure):
                 self._not_stored(batch, results)
                 continue
-            if batch:
-                self._deliver(batch, results)
+            self.batches += 1
+            self._last_batch = loop.time()
+            self._deliver(batch, results)
             if self._saves:
                 await self._save_step()
 
     def _apply(
-        self, batch: list[Submission]
+        self, batch: list[Submission], acked: set[int], loop: asyncio.AbstractEventLoop
     ) -> tuple[dict[str, Future[None]], list[EventResult] | StorageFailure]:
         """On the writer's thread: the worlds of ``batch`` whose file is being upgraded (none
-        of their events applied), and the results of the others' events (or the failure
-        that refused them all, nothing of them stored)."""
+        of their events applied), and the results of the others' events that are not
+        answered yet (or the failure that refused those, nothing of them stored).
+
+        In a data directory each world is its own transaction: as each commits, its events
+        are answered at once (their positions go in ``acked``, and their results are left
+        out here), so a world's acks never wait for another world's file to be opened and
+        written in the same batch."""
         pairs = [(item.world, item.event) for item in batch]
         holding = getattr(self.writer, "apply_or_hold", None)  # (a data directory's)
+
+        def committed(positions: list[int], results: list[EventResult]) -> None:
+            acked.update(positions)
+            loop.call_soon_threadsafe(self._deliver, [batch[i] for i in positions], results)
+
         try:
             if holding is None:
                 return {}, self.writer.apply(pairs)
             held: dict[str, Future[None]]
-            held, results = holding(pairs)
-            return held, results
-        except StorageFailure as exc:  # (all of the batch refused: a held event too)
+            held, results = holding(pairs, committed)
+        except StorageFailure as exc:  # (what is not answered is refused: a held event too)
             return {}, exc
+        applied = [i for i, (world, _) in enumerate(pairs) if world not in held]
+        return held, [r for i, r in zip(applied, results, strict=True) if i not in acked]
 
     def _hold(self, batch: list[Submission], held: dict[str, Future[None]]) -> list[Submission]:
         """Put back the events of ``batch`` for the ``held`` worlds (whose file is being
@@ -480,10 +495,9 @@ class WriterService:
                 item.future.set_exception(refusal)
 
     def _deliver(self, batch: list[Submission], results: list[EventResult]) -> None:
-        """A committed batch: its notifications go out, then each event's result (its ack)."""
-        self.batches += 1
+        """Committed events (a batch, or one world's part of it): their notifications go
+        out, then each event's result (its ack)."""
         self.events += len(batch)
-        self._last_batch = asyncio.get_running_loop().time()
         try:
             self.publish_results(results)
         finally:

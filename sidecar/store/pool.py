@@ -30,12 +30,18 @@ V = TypeVar("V")
 class HandlePool(Generic[K, V]):
     """At most ``limit`` open values, least recently used closed first (unless pinned)."""
 
-    def __init__(self, limit: int, open_: Callable[[K], V], close: Callable[[V], None]) -> None:
+    def __init__(
+        self, limit: int, open_: Callable[[K], V], close: Callable[[V], None],
+        evict: Callable[[V], None] | None = None,
+    ) -> None:  # fmt: skip
+        """``evict``: how an entry closed to make room is closed (``close`` by default;
+        e.g. handed to another thread); :meth:`discard` always closes at once."""
         if limit < 1:
             raise ValueError("a pool holds at least one entry")
         self.limit = limit
         self._open = open_
         self._close = close
+        self._evict = evict or close
         self._entries: OrderedDict[K, V] = OrderedDict()
         self._pins: dict[K, int] = {}
         #: Entries closed to make room (for the figures and the tests).
@@ -62,13 +68,20 @@ class HandlePool(Generic[K, V]):
         self._entries[key] = value
         return value
 
+    def put(self, key: K, value: V) -> None:
+        """Keep ``value``, opened elsewhere, as ``key``'s open value (room made first, as
+        :meth:`get` makes it; one already open for ``key`` is closed)."""
+        self.discard(key)
+        self.shrink(self.limit - 1)
+        self._entries[key] = value
+
     def shrink(self, size: int) -> None:
         """Close least recently used entries, not pinned, until at most ``size`` are open."""
         while len(self._entries) > max(size, 0):
             victim = next((k for k in self._entries if not self._pins.get(k)), None)
             if victim is None:
                 return  # everything open is in use: over the limit until a pin is released
-            self.discard(victim)
+            self._evict(self._entries.pop(victim))
             self.evictions += 1
 
     def discard(self, key: K) -> None:

@@ -61,7 +61,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
@@ -761,13 +761,18 @@ class DataDir:
         #: Worlds whose file could not be opened lately (the health check's ``degraded``).
         self.availability = Availability()
         self._pool: HandlePool[str, SingleFile] = HandlePool(
-            max_open_worlds, self._open_file, SingleFile.close
+            max_open_worlds, self._open_file, SingleFile.close, self._close_later
         )
         self._hashed: dict[str, str] = {}  # hashed file name -> the id inside it
         #: world -> its file's upgrade to this version's schema, running in the worker
         #: process (or done, not yet taken up by the world's next open): see :meth:`upgrading`.
         self._upgrades: dict[str, Future[None]] = {}
-        self._checking = False  # (set by upgrading: an old file is not migrated as it opens)
+        #: world -> its file being opened on the opener thread, for the writer to take up
+        #: at the world's next batch (see :meth:`apply_or_hold`).
+        self._opening: dict[str, Future[SingleFile]] = {}
+        self._opener: ThreadPoolExecutor | None = None
+        self._closes = 0  # files handed to the opener thread to close, not closed yet
+        self._closes_lock = threading.Lock()
         #: world -> (its files' stat key, its listing entry): what :meth:`worlds` last read.
         #: Kept in ``.credence-worlds`` between runs, so that a restart does not read 10,000
         #: files again for the first listing.
@@ -813,46 +818,79 @@ class DataDir:
         upgrade = self._upgrades.pop(world, None)
         if upgrade is not None:  # (what cannot wait for it elsewhere, a save or a delete, waits)
             upgrade.result()  # (raises its failure: UpgradeFailed)
-        path = world_file(self.data_dir, world)
-        if not path.exists():
-            for extra in ("-wal", "-shm"):  # an orphan would be replayed into the new file
-                with _suppress_missing():
-                    os.remove(f"{path}{extra}")
-        return SingleFile(
-            path, rules=self.rules_default, synchronous=self.synchronous,
-            upgrade=not self._checking, save_files=False,
-        )  # fmt: skip
+        return _open_world_file(
+            world_file(self.data_dir, world), self.rules_default, self.synchronous
+        )
 
     def _purge_leftovers(self) -> None:
         """Remove the temporary files of saves a killed process left (see the module
         docstring); a live process's (another server's, a running import's) stay."""
         _purge_files(self.data_dir, "")
 
-    def _file(self, world: str, *, behind: bool = True) -> SingleFile:
+    def _file(self, world: str) -> SingleFile:
         """``world``'s open file (opened, and another closed, if need be). Raises
         :class:`CannotOpen` with the reason if it cannot be opened; the world is then
-        reported unavailable until it opens again. ``behind=False``: a file an older
-        Credence left is not migrated as it opens, but refused with :class:`SchemaBehind`."""
-        self._checking = not behind
+        reported unavailable until it opens again."""
         try:
             try:
                 store = self._pool.get(world)
-            except (UpgradeFailed, SchemaBehind):
+            except UpgradeFailed:
                 raise  # (not a lack of handles; an upgrade is retried at its next event)
             except (StoreError, sqlite3.Error, OSError):
                 if not len(self._pool):
                     raise
                 self._pool.shrink(len(self._pool) // 2)  # out of handles? give some back, retry
                 store = self._pool.get(world)
-        except SchemaBehind:
-            raise
         except (StoreError, sqlite3.Error, OSError) as exc:
-            reason = f"the file of world {world!r} cannot be opened: {open_failure(exc)}"
-            self.availability.failed(world, reason)
-            log.error("%s", reason)
-            raise CannotOpen(reason) from exc
-        finally:
-            self._checking = False
+            raise self._unavailable(world, exc) from exc
+        self.availability.opened(world)
+        return store
+
+    def _unavailable(self, world: str, exc: BaseException) -> CannotOpen:
+        reason = f"the file of world {world!r} cannot be opened: {open_failure(exc)}"
+        self.availability.failed(world, reason)
+        log.error("%s", reason)
+        return CannotOpen(reason)
+
+    def _ready(self, world: str) -> SingleFile | Future[Any]:
+        """``world``'s open file, or the future its events wait for: its file being opened
+        on the opener thread (started here) or upgraded in the worker process."""
+        if world in self._pool:
+            self._forget_opening(world)  # (opened here meanwhile: by a save, say)
+            return self._file(world)
+        upgrade = self._upgrades.get(world)
+        if upgrade is not None:
+            if not upgrade.done():
+                return upgrade
+            del self._upgrades[world]
+            failed = upgrade.exception()
+            if failed is not None:  # (its next event tries again)
+                raise self._unavailable(world, failed) from failed
+        opening = self._opening.get(world)
+        if opening is None:
+            # Files opened but not yet taken up count against the pool's limit, and at
+            # most a quarter of the limit are opened so at once (more: opened here, as
+            # before), so the handles stay bounded.
+            limit = self._pool.limit
+            if len(self._opening) >= max(1, limit // 4):
+                return self._file(world)
+            self._pool.shrink(limit - 1 - len(self._opening))
+            opening = self._helper().submit(
+                _open_world_file, world_file(self.data_dir, world), self.rules_default,
+                self.synchronous, upgrade=False,
+            )  # fmt: skip
+            self._opening[world] = opening
+        if not opening.done():
+            return opening
+        del self._opening[world]
+        try:
+            store = opening.result()
+        except SchemaBehind:
+            upgrade = self._upgrade(world)
+            return upgrade if upgrade is not None else self._file(world)
+        except (StoreError, sqlite3.Error, OSError):
+            return self._file(world)  # (here, as before: says why, makes room for handles)
+        self._pool.put(world, store)
         self.availability.opened(world)
         return store
 
@@ -867,7 +905,9 @@ class DataDir:
     def close_world(self, world: str) -> None:
         """Close ``world``'s file now if it is open (before its file is replaced or removed:
         the next use opens whatever file then has its name)."""
+        self._forget_opening(world)
         self._pool.discard(world)
+        self._settle()
         self._infos.pop(world, None)
 
     def _existing(self, world: str) -> SingleFile:
@@ -882,13 +922,17 @@ class DataDir:
         return self._apply(batch, hold=False)[1]
 
     def apply_or_hold(
-        self, batch: Sequence[tuple[str, WorldEvent]]
-    ) -> tuple[dict[str, Future[None]], list[EventResult]]:
+        self, batch: Sequence[tuple[str, WorldEvent]],
+        committed: Callable[[list[int], list[EventResult]], None] | None = None,
+    ) -> tuple[dict[str, Future[None]], list[EventResult]]:  # fmt: skip
         """:meth:`apply`, but for the worlds whose file an older Credence left: their
         events are not applied, and their file is brought to this version's schema in the
         worker process (started at the first event that finds it so); returned are those
         worlds, each with the future that is done when its file is, and the results of the
-        other events, in order.
+        other events, in order. ``committed(indices, results)`` is called as each world's
+        transaction commits, with the positions in ``batch`` of its events and their
+        results (so they can be acked before the worlds after it are written); the worlds
+        whose file is open already go first (opening a file costs milliseconds).
 
         A migration can rewrite a whole file (0026: ~2 s for a 50 MiB world), and after an
         upgrade each world's file waits for its own at its first event. Run on the writer
@@ -896,30 +940,25 @@ class DataDir:
         server's writer service holds back only that world's events until its future is
         done (:class:`~sidecar.server.writer.WriterService`). Anything else that opens the
         file meanwhile (a save, a delete) waits for the upgrade."""
-        return self._apply(batch, hold=True)
+        return self._apply(batch, hold=True, committed=committed)
 
     def _apply(
-        self, batch: Sequence[tuple[str, WorldEvent]], *, hold: bool
-    ) -> tuple[dict[str, Future[None]], list[EventResult]]:
+        self, batch: Sequence[tuple[str, WorldEvent]], *, hold: bool,
+        committed: Callable[[list[int], list[EventResult]], None] | None = None,
+    ) -> tuple[dict[str, Future[None]], list[EventResult]]:  # fmt: skip
         by_world: dict[str, list[tuple[int, WorldEvent]]] = {}
         for i, (world, event) in enumerate(batch):
             by_world.setdefault(world, []).append((i, event))
         out: list[EventResult | None] = [None] * len(batch)
         held: dict[str, Future[None]] = {}
-        for world, items in by_world.items():
+        pooled = self._pool
+        for world, items in sorted(by_world.items(), key=lambda kv: kv[0] not in pooled):
             try:
-                upgrade = self._upgrades.get(world) if hold else None
-                if upgrade is not None and not upgrade.done():
-                    held[world] = upgrade
+                ready = self._ready(world) if hold else self._file(world)
+                if isinstance(ready, Future):
+                    held[world] = ready
                     continue
-                try:
-                    store = self._file(world, behind=not hold)
-                except SchemaBehind:
-                    upgrade = self._upgrade(world)
-                    if upgrade is not None:
-                        held[world] = upgrade
-                        continue
-                    store = self._file(world)
+                store = ready
             except CannotOpen as exc:  # this world only: refuse its events
                 failure = StorageFailure(f"{exc}; the event was not stored, retry later")
                 for i, event in items:
@@ -930,6 +969,8 @@ class DataDir:
             results = store.apply([(world, e) for _, e in items])
             for (i, _), result in zip(items, results, strict=True):
                 out[i] = result
+            if committed is not None:
+                committed([i for i, _ in items], results)
         return held, [r for r in out if r is not None]
 
     def _upgrade(self, world: str) -> Future[None] | None:
@@ -947,7 +988,50 @@ class DataDir:
 
     def close(self) -> None:
         self._workers.close()
+        for world in list(self._opening):
+            self._forget_opening(world)
         self._pool.clear()
+        if self._opener is not None:
+            self._opener.shutdown(wait=True)  # (after what it still closes)
+
+    def _helper(self) -> ThreadPoolExecutor:
+        """The opener thread: opens world files for :meth:`_ready` and closes those the pool
+        gives up (a close folds the WAL in: ~2 ms), in order, off the writer's thread."""
+        if self._opener is None:
+            self._opener = ThreadPoolExecutor(1, thread_name_prefix="credence-opener")
+        return self._opener
+
+    def _close_later(self, store: SingleFile) -> None:
+        """Close a file the pool gives up on the opener thread; at once here when an
+        eighth of the pool's limit are still waiting there (handles stay bounded)."""
+        with self._closes_lock:
+            waiting = self._closes >= max(1, self._pool.limit // 8)
+            if not waiting:
+                self._closes += 1
+        if waiting:
+            store.close()
+            return
+
+        def close() -> None:
+            try:
+                store.close()
+            finally:
+                with self._closes_lock:
+                    self._closes -= 1
+
+        self._helper().submit(close)
+
+    def _settle(self) -> None:
+        """Wait until every open and close handed to the opener thread is done (before a
+        file is renamed or removed: a closing connection may still fold in its WAL)."""
+        if self._opener is not None:
+            self._opener.submit(lambda: None).result()
+
+    def _forget_opening(self, world: str) -> None:
+        """Drop the file of ``world`` being opened on the opener thread: closed once open."""
+        opening = self._opening.pop(world, None)
+        if opening is not None:
+            opening.add_done_callback(_close_opened)
 
     def ensure_world(self, world: str, rules: Rules) -> None:
         self._file(world).ensure_world(world, rules)
@@ -1377,6 +1461,23 @@ def replay_into_file(
     except BaseException:
         build.abort()
         raise
+
+
+def _open_world_file(
+    path: Path, rules: Rules, synchronous: str, *, upgrade: bool = True
+) -> SingleFile:
+    """A data directory's world file, opened (made, for a new world); ``upgrade=False``: a
+    file an older Credence left is refused with :class:`SchemaBehind`, not migrated."""
+    if not path.exists():
+        for extra in ("-wal", "-shm"):  # an orphan would be replayed into the new file
+            with _suppress_missing():
+                os.remove(f"{path}{extra}")
+    return SingleFile(path, rules=rules, synchronous=synchronous, upgrade=upgrade, save_files=False)
+
+
+def _close_opened(opening: Future[SingleFile]) -> None:
+    if not opening.cancelled() and opening.exception() is None:
+        opening.result().close()
 
 
 class UpgradeFailed(CannotOpen):
