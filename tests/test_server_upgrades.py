@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from test_server_writer_saves import one_ack, p99
-from wsclient import WsClient, db_rows, rebuild_check, running, within
+from wsclient import WsClient, db_rows, guard, rebuild_check, running, within
 
 from sidecar.engine import DEFAULT_RULES, parse_event
 from sidecar.store import DataDir, missing_migrations, world_file
@@ -247,3 +247,39 @@ def test_many_old_world_files_are_upgraded_whole_beside_the_readers_that_hold_th
             damaged.append((path.name, found[:1]))
     assert damaged == []
     assert sum(not schema_behind(p) for p in data.glob("w*.db")) >= 100
+
+
+def test_a_world_file_not_open_is_opened_off_the_callers_thread_while_its_events_wait(
+    tmp_path: Path,
+) -> None:
+    """`DataDir.apply_or_hold` (the server's writer): a world whose file is not open has its
+    events held, with the future of its file being opened on the opener thread, while a world
+    whose file is open is applied and reported committed at once; at the next call the held
+    world's file is taken up and its events applied, in order. A world's events so never
+    wait for other worlds' files to be opened (each ~2-8 ms, on every first event of a
+    session among thousands of worlds)."""
+    data = tmp_path / "worlds"
+    seed(data, "cold", "warm", events=50)
+    store = DataDir(data, max_open_worlds=4)
+    try:
+        committed: list[tuple[list[int], list[str]]] = []
+
+        def on_commit(positions: list[int], results: list[Any]) -> None:
+            committed.append((positions, [r.status for r in results]))
+
+        tick = [parse_event({"event_id": f"t{i}", "kind": "tick", "day": 100}) for i in range(3)]
+        store.apply([("warm", tick[0])])  # (its file is open from here on)
+        committed.clear()
+        held, results = store.apply_or_hold(
+            [("cold", tick[0]), ("warm", tick[1]), ("cold", tick[1])], on_commit
+        )
+        assert list(held) == ["cold"] and [r.status for r in results] == ["applied"]
+        assert committed == [([1], ["applied"])]
+        held["cold"].result(timeout=guard(30))
+        held, results = store.apply_or_hold([("cold", tick[0]), ("cold", tick[1])], on_commit)
+        assert held == {} and [r.status for r in results] == ["applied", "applied"]
+        assert store.open_worlds == 2
+    finally:
+        store.close()
+    logged = db_rows(world_file(data, "cold"), "SELECT event_id FROM events WHERE seq > 50")
+    assert logged == [("t0",), ("t1",)]
