@@ -26,6 +26,13 @@ goes on; anything else means the writer's state can no longer be trusted, so it 
 ``internal_error``, every later ``submit`` too, and :attr:`failure` is set (the health check
 answers 503). ``close`` still works, so SIGTERM still stops the process.
 
+A data directory (one file per world) may hold a world's events back
+(``apply_or_hold``): its file is not open yet, or an older Credence left it, and it is being
+opened on an opener thread or upgraded in a worker process. Those events go back to the head
+of their world's queue and the world takes no turn until that is done (:attr:`upgrading`);
+every other world goes on. There each world is its own transaction, and its events are
+acked as it commits, not at the end of the batch.
+
 Saves (a ``fork`` into a new world, :meth:`save`) run on the same thread, one step at a
 time between batches; a step is short (about :data:`~sidecar.store.worlds.SAVE_STEP_SECONDS`):
 the start of the save, a chunk of rows copied in, the switch. The replay itself, which holds
@@ -151,8 +158,8 @@ class WriterService:
         self.saving: set[str] = set()
         #: Of those, the worlds a delete has removed whose rows are still being tidied away.
         self.removing: set[str] = set()
-        #: Worlds whose file is being upgraded to this version's schema (the store's
-        #: ``apply_or_hold``): their events stay queued, in order, until it is done.
+        #: Worlds whose file is being opened, or upgraded to this version's schema (the
+        #: store's ``apply_or_hold``): their events stay queued, in order, until it is done.
         self.upgrading: set[str] = set()
         self._next_step = 0.0  # loop time before which no save step starts (SAVE_REST)
         self._last_batch = float("-inf")  # loop time of the last batch answered
