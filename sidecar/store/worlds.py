@@ -765,7 +765,8 @@ class DataDir:
         )
         self._hashed: dict[str, str] = {}  # hashed file name -> the id inside it
         #: world -> its file's upgrade to this version's schema, running in the worker
-        #: process (or done, not yet taken up by the world's next open): see :meth:`upgrading`.
+        #: process (or done, not yet taken up by the world's next open): see
+        #: :meth:`apply_or_hold`.
         self._upgrades: dict[str, Future[None]] = {}
         #: world -> its file being opened on the opener thread, for the writer to take up
         #: at the world's next batch (see :meth:`apply_or_hold`).
@@ -925,21 +926,21 @@ class DataDir:
         self, batch: Sequence[tuple[str, WorldEvent]],
         committed: Callable[[list[int], list[EventResult]], None] | None = None,
     ) -> tuple[dict[str, Future[None]], list[EventResult]]:  # fmt: skip
-        """:meth:`apply`, but for the worlds whose file an older Credence left: their
-        events are not applied, and their file is brought to this version's schema in the
-        worker process (started at the first event that finds it so); returned are those
-        worlds, each with the future that is done when its file is, and the results of the
-        other events, in order. ``committed(indices, results)`` is called as each world's
-        transaction commits, with the positions in ``batch`` of its events and their
-        results (so they can be acked before the worlds after it are written); the worlds
-        whose file is open already go first (opening a file costs milliseconds).
+        """:meth:`apply`, but the events of a world whose file is not open are not
+        applied: its file is opened on the opener thread (:meth:`_ready`), or, if an older
+        Credence left it, brought to this version's schema in the worker process. Returned
+        are those worlds, each with the future that is done when its file is ready (the
+        next call takes it up), and the results of the other events, in order.
+        ``committed(indices, results)`` is called as each world's transaction commits, with
+        the positions in ``batch`` of its events and their results, so they can be acked
+        before the next world is written; the worlds whose file is open go first.
 
-        A migration can rewrite a whole file (0026: ~2 s for a 50 MiB world), and after an
-        upgrade each world's file waits for its own at its first event. Run on the writer
-        thread as it opened the file, each held every other world's acks for that long; the
+        Opening a file costs milliseconds (more for a new world, whose file is made and
+        migrated), and a migration can rewrite a whole file (0026: ~2 s for a 50 MiB world);
+        done on the writer's thread, each held every other world's acks for that long. The
         server's writer service holds back only that world's events until its future is
         done (:class:`~sidecar.server.writer.WriterService`). Anything else that opens the
-        file meanwhile (a save, a delete) waits for the upgrade."""
+        file meanwhile (a save, a delete) opens it itself, or waits for its upgrade."""
         return self._apply(batch, hold=True, committed=committed)
 
     def _apply(
