@@ -881,6 +881,7 @@ class DataDir:
                 self.synchronous, upgrade=False,
             )  # fmt: skip
             self._opening[world] = opening
+            return opening  # (held even if already open: taken up by its next batch)
         if not opening.done():
             return opening
         del self._opening[world]
