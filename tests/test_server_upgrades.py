@@ -283,3 +283,43 @@ def test_a_world_file_not_open_is_opened_off_the_callers_thread_while_its_events
         store.close()
     logged = db_rows(world_file(data, "cold"), "SELECT event_id FROM events WHERE seq > 50")
     assert logged == [("t0",), ("t1",)]
+
+
+async def test_a_world_that_cannot_commit_refuses_its_own_events_not_those_already_acked(
+    tmp_path: Path,
+) -> None:
+    """The writer service over a data directory, one batch for two worlds whose files are
+    open: the first commits and its event is acked; the second cannot (another connection
+    holds its file's write lock), so its event is refused `internal_error`, nothing of it
+    stored, while the first stays acked and stored once (before each world was acked as it
+    committed, the whole batch was refused, the stored event with it)."""
+    from protocol import ErrorCode
+    from sidecar.server.writer import NotStored, WriterService
+
+    data = tmp_path / "worlds"
+    seed(data, "a", "b", events=20)
+    store = DataDir(data)
+    tick = [parse_event({"event_id": f"t{i}", "kind": "tick", "day": 100}) for i in range(2)]
+    store.apply([("a", tick[0]), ("b", tick[0])])  # (both files open from here on)
+    b = store._pool.peek("b")
+    assert b is not None
+    b.writer.conn.execute("PRAGMA busy_timeout = 50")
+    lock = sqlite3.connect(world_file(data, "b"), isolation_level=None)
+    lock.execute("BEGIN IMMEDIATE")
+    service = WriterService(store, lambda world, results: None)  # type: ignore[arg-type]
+    task = asyncio.create_task(service.run())
+    try:
+        first = await service.submit("a", tick[1], 10)  # (both queued before the loop runs:
+        second = await service.submit("b", tick[1], 10)  # one batch)
+        assert (await within(first)).status == "applied"
+        with pytest.raises(NotStored) as refused:
+            await within(second)
+        assert refused.value.code == ErrorCode.INTERNAL_ERROR
+        assert service.batches == 0 and service.events == 1
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+        await service.close(task)
+    logged = "SELECT count(*) FROM events WHERE event_id = 't1'"
+    assert db_rows(world_file(data, "a"), logged) == [(1,)]
+    assert db_rows(world_file(data, "b"), logged) == [(0,)]
