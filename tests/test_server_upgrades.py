@@ -139,7 +139,7 @@ async def test_events_sent_during_an_upgrade_land_in_order_as_on_a_current_file(
         assert all(kind == "ack" and not duplicate for kind, duplicate, _, _ in upgraded)
         seqs = [seq for *_, seq in upgraded if seq is not None]
         assert len(seqs) > len(more) // 2 and seqs == sorted(set(seqs)), upgraded
-        assert sc.writer.upgrading == set()
+        assert sc.writer.not_ready == set()
     assert not schema_behind(world_file(data, "old"))
     assert beliefs(world_file(data, "old"), "old") == beliefs(world_file(data, "twin"), "twin")
     rebuild_check(world_file(data, "old"))
@@ -197,7 +197,7 @@ async def test_a_shutdown_during_an_upgrade_refuses_the_held_events_and_loses_no
         WsClient(sc.url, "old") as old,
     ):
         await old.send({"type": "event", **first})
-        while "old" not in sc.writer.upgrading:
+        while "old" not in sc.writer.not_ready:
             await within(asyncio.sleep(0.005))
         await within(sc.stop(), 30)
         answer = await within(old.ack_of(first["event_id"]))

@@ -29,7 +29,7 @@ answers 503). ``close`` still works, so SIGTERM still stops the process.
 A data directory (one file per world) may hold a world's events back
 (``apply_or_hold``): its file is not open yet, or an older Credence left it, and it is being
 opened on an opener thread or upgraded in a worker process. Those events go back to the head
-of their world's queue and the world takes no turn until that is done (:attr:`upgrading`);
+of their world's queue and the world takes no turn until that is done (:attr:`not_ready`);
 every other world goes on. There each world is its own transaction, and its events are
 acked as it commits, not at the end of the batch.
 
@@ -160,7 +160,7 @@ class WriterService:
         self.removing: set[str] = set()
         #: Worlds whose file is being opened, or upgraded to this version's schema (the
         #: store's ``apply_or_hold``): their events stay queued, in order, until it is done.
-        self.upgrading: set[str] = set()
+        self.not_ready: set[str] = set()
         self._next_step = 0.0  # loop time before which no save step starts (SAVE_REST)
         self._last_batch = float("-inf")  # loop time of the last batch answered
         self._work = asyncio.Event()  # something was queued (or close/shutdown began)
@@ -292,7 +292,7 @@ class WriterService:
                     self._idle.set()  # (drain waits for events only, not for saves)
                 if self._saves and not self._save_waits():
                     await self._save_step()
-                elif self._turns or self._saves:  # an upgrade, or a save behind one
+                elif self._turns or self._saves:  # a file not ready, or a save behind one
                     await self._rest()
                 elif not await self._idle_until_work():
                     return
@@ -321,9 +321,9 @@ class WriterService:
     def _apply(
         self, batch: list[Submission], acked: set[int], loop: asyncio.AbstractEventLoop
     ) -> tuple[dict[str, Future[None]], list[EventResult] | StorageFailure]:
-        """On the writer's thread: the worlds of ``batch`` whose file is being upgraded (none
-        of their events applied), and the results of the others' events that are not
-        answered yet (or the failure that refused those, nothing of them stored).
+        """On the writer's thread: the worlds of ``batch`` whose file is being opened or
+        upgraded (none of their events applied), and the results of the others' events that
+        are not answered yet (or the failure that refused those, nothing of them stored).
 
         In a data directory each world is its own transaction: as each commits, its events
         are answered at once (their positions go in ``acked``, and their results are left
@@ -348,8 +348,9 @@ class WriterService:
 
     def _hold(self, batch: list[Submission], held: dict[str, Future[None]]) -> list[Submission]:
         """Put back the events of ``batch`` for the ``held`` worlds (whose file is being
-        upgraded) at the head of their queues, in order; they wait there, and the world
-        takes its turns again, once its future is done. Returns the rest of the batch."""
+        opened or upgraded) at the head of their queues, in order; they wait there, and the
+        world takes its turns again, once its future is done. Returns the rest of the
+        batch."""
         loop = asyncio.get_running_loop()
         for world, future in held.items():
             back = [item for item in batch if item.world == world]
@@ -362,32 +363,33 @@ class WriterService:
             self._world_bytes[world] = self._world_bytes.get(world, 0) + size
             self.queued_bytes += size
             self.queued += len(back)
-            if world not in self.upgrading:
-                self.upgrading.add(world)
+            if world not in self.not_ready:
+                self.not_ready.add(world)
                 asyncio.wrap_future(future, loop=loop).add_done_callback(
-                    functools.partial(self._upgraded, world)
+                    functools.partial(self._file_ready, world)
                 )
         return [item for item in batch if item.world not in held]
 
-    def _upgraded(self, world: str, future: asyncio.Future[None]) -> None:
+    def _file_ready(self, world: str, future: asyncio.Future[None]) -> None:
         if not future.cancelled():
             future.exception()  # (a failure is the store's to report, at the world's next open)
-        self.upgrading.discard(world)
+        self.not_ready.discard(world)
         self._work.set()
 
     def _ready(self) -> bool:
-        """Whether a queued event can go in a batch now (its world is not being upgraded)."""
-        if not self.upgrading:
+        """Whether a queued event can go in a batch now (its world's file is ready)."""
+        if not self.not_ready:
             return bool(self._turns)
-        return any(world not in self.upgrading for world in self._turns)
+        return any(world not in self.not_ready for world in self._turns)
 
     def _save_waits(self) -> bool:
-        """Whether the first save waits for its world's queued events (held by an upgrade)."""
+        """Whether the first save waits for its world's queued events (held back: its file
+        is not ready)."""
         job = self._saves[0]
         return job.build is None and job.world in self._queues
 
     async def _rest(self) -> None:
-        """Nothing can go now: wait for work, an upgrade's end or the shutdown deadline."""
+        """Nothing can go now: wait for work, a held world's file or the shutdown deadline."""
         self._work.clear()
         timeout = None
         if self.deadline is not None:
@@ -516,10 +518,10 @@ class WriterService:
         """The next batch: one event per world in turn, within the count and byte bounds."""
         batch: list[Submission] = []
         size = 0
-        waiting = 0  # turns passed over in a row: their world's file is being upgraded
+        waiting = 0  # turns passed over in a row: their world's file is not ready
         while self._turns and len(batch) < self.max_batch and waiting < len(self._turns):
             world = self._turns[0]
-            if world in self.upgrading:
+            if world in self.not_ready:
                 self._turns.rotate(-1)
                 waiting += 1
                 continue
