@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_server_writer_saves import one_ack, p99
+from test_server_writer_saves import Acks, assert_not_held
 from wsclient import WsClient, db_rows, guard, rebuild_check, running, within
 
 from sidecar.engine import DEFAULT_RULES, parse_event
@@ -92,28 +92,20 @@ async def test_other_worlds_acks_keep_their_latency_while_a_world_file_is_upgrad
         WsClient(sc.url, "other") as other,
         WsClient(sc.url, "old") as old,
     ):
-        day = 1.0
-        baseline = []
-        for _ in range(150):
-            baseline.append(await one_ack(other, day))
-            day += 0.01
+        acks = Acks(other)
+        baseline = await acks.count(150)
         (first,) = story(EVENTS, EVENTS + 1)
         started = time.perf_counter()
         await old.send({"type": "event", **first})
-        during = []
         waiting = asyncio.ensure_future(old.ack_of(first["event_id"]))
-        while not waiting.done():
-            during.append(await one_ack(other, day))
-            day += 0.01
+        during = await acks.meanwhile(lambda: not waiting.done())
         ack = await waiting
         took = time.perf_counter() - started
         assert ack["type"] == "ack" and not ack["duplicate"], ack
         assert not schema_behind(world_file(data, "old"))
-        bound = max(0.100, 3 * p99(baseline))
         # The old writer held `other` for the whole migration: one or two acks, the worst
         # as long as the migration. Now the upgrade runs beside it.
-        assert len(during) >= 20, (len(during), took)
-        assert p99(during) <= bound, (p99(during), bound, len(during), took)
+        assert_not_held(f"upgrade of {EVENTS} events", baseline, during, took, least=20)
 
 
 async def test_events_sent_during_an_upgrade_land_in_order_as_on_a_current_file(

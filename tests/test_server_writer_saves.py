@@ -12,6 +12,7 @@ import sqlite3
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,29 @@ async def one_ack(c: WsClient, day: float) -> float:
     ack = await c.event("observe", day, event_id=f"p{next(_ids)}", **observe(["ann"], "k", 1))
     assert ack["type"] == "ack", ack
     return time.perf_counter() - start
+
+
+class Acks:
+    """One client's events, each sent once the previous one is acked, 0.01 day apart: how
+    long each ack took (another world's, measured before and while a save runs)."""
+
+    def __init__(self, client: WsClient) -> None:
+        self.client, self.day = client, 1.0
+
+    async def count(self, n: int) -> list[float]:
+        return [await self._one() for _ in range(n)]
+
+    async def meanwhile(self, going: Callable[[], bool]) -> list[float]:
+        """Acks timed one after another for as long as ``going()`` says so."""
+        samples = []
+        while going():
+            samples.append(await self._one())
+        return samples
+
+    async def _one(self) -> float:
+        took = await one_ack(self.client, self.day)
+        self.day += 0.01
+        return took
 
 
 def p99(samples: list[float]) -> float:
@@ -129,18 +153,12 @@ async def test_other_worlds_acks_keep_their_latency_while_a_long_world_forks(
         WsClient(sc.url, "town") as town,
         WsClient(sc.url, "other") as other,
     ):
-        day = 1.0
-        baseline = []
-        for _ in range(200):
-            baseline.append(await one_ack(other, day))
-            day += 0.01
+        acks = Acks(other)
+        baseline = await acks.count(200)
         await town.send({"type": "fork", "into": "slot", "rid": "f"})
         await within(until_saving(sc, "slot"), 30)
-        during = []
         started = time.perf_counter()
-        while "slot" in sc.writer.saving:
-            during.append(await one_ack(other, day))
-            day += 0.01
+        during = await acks.meanwhile(lambda: "slot" in sc.writer.saving)
         took = time.perf_counter() - started
         forked = await town.next_where(lambda f: f.get("rid") == "f", guard(120))
         assert forked["type"] == "forked" and forked["events"] == EVENTS, forked
@@ -286,11 +304,8 @@ async def test_other_worlds_acks_keep_their_latency_while_a_long_world_is_delete
         WsClient(sc.url, "other") as other,
         WsClient(sc.url, "town") as town,
     ):
-        day = 1.0
-        baseline = []
-        for _ in range(200):
-            baseline.append(await one_ack(other, day))
-            day += 0.01
+        acks = Acks(other)
+        baseline = await acks.count(200)
         deleted = await other.request({"type": "delete", "world": "town"})
         assert deleted["type"] == "deleted" and deleted["events"] == 2 * EVENTS, deleted
         assert await town.wait_closed() == 1001
@@ -301,11 +316,8 @@ async def test_other_worlds_acks_keep_their_latency_while_a_long_world_is_delete
         assert listed == ["other"]
         async with WsClient(sc.url, "town") as refused:
             assert refused.hello_error and refused.hello_error["code"] == "world_busy"
-        during = []
         started = time.perf_counter()
-        while "town" in sc.writer.saving:
-            during.append(await one_ack(other, day))
-            day += 0.01
+        during = await acks.meanwhile(lambda: "town" in sc.writer.saving)
         took = time.perf_counter() - started
         assert world_rows(tmp_path / "x.db", "town") == 0
         async with WsClient(sc.url, "town") as fresh:
