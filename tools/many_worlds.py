@@ -40,7 +40,7 @@ from websockets.exceptions import ConnectionClosed
 
 from sidecar.engine import DEFAULT_RULES
 from sidecar.store import DataDir, world_file
-from tools.harness import LOOPBACK, free_port, read_memory
+from tools.harness import LOOPBACK, free_port, percentiles, read_memory
 from tools.old_files import before_pieces
 
 __all__ = ["Figures", "make_worlds", "measure", "world_id"]
@@ -109,11 +109,10 @@ class Figures:
     def steady_line(self) -> str:
         if not self.steady:
             return "no acks"
-        ms = sorted(t * 1000 for t in self.steady)
-        p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
+        ms = {k: v * 1000 for k, v in percentiles(self.steady, (50, 99)).items()}
         return (
-            f"{len(ms)} acks meanwhile, one at a time: p50 {ms[len(ms) // 2]:.1f}, "
-            f"p99 {p99:.1f}, max {ms[-1]:.1f} ms"
+            f"{len(self.steady)} acks meanwhile, one at a time: p50 {ms['p50']:.1f}, "
+            f"p99 {ms['p99']:.1f}, max {ms['max']:.1f} ms"
         )
 
     def lines(self) -> list[str]:
