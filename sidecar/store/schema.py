@@ -1059,10 +1059,13 @@ def missing_migrations(conn: sqlite3.Connection) -> list[str]:
     """The migrations of this version a database that has some lacks, in order (none for a
     new, empty file: its migrations are quick; none for a file holding migrations this
     version does not know: :func:`migrate` refuses it)."""
-    if schema_version(conn) == 0 or unknown_migrations(conn):
+    if schema_version(conn) == 0:
         return []
     done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
-    return [name for name, _ in MIGRATIONS if name not in done]
+    known = [name for name, _ in MIGRATIONS]
+    if not done <= set(known):
+        return []
+    return [name for name in known if name not in done]
 
 
 def migrate(conn: sqlite3.Connection, *, upto: int = SCHEMA_VERSION) -> list[str]:
