@@ -97,3 +97,21 @@ async def test_refusals_are_logged_at_debug_without_the_token(
     assert any("code=contract_violation" in x and "'lie-1'" in x for x in lines), lines
     assert any("code=unauthorized" in x for x in lines), lines
     assert all(secret not in x and "wrong" not in x for x in lines)
+
+
+async def test_events_held_for_their_world_file_are_counted_once(tmp_path: Path) -> None:
+    """In a data directory a world's first event waits while its file opens on the opener
+    thread, then comes again in a later batch: the writer took it up once, so the events
+    counter and the batch sizes count it once (they counted each held event twice)."""
+    data = tmp_path / "worlds"
+    async with running(tmp_path, data_dir=data) as sc:
+        for world in ("a", "b", "c"):
+            async with WsClient(sc.url, world=world) as c:
+                for i in range(2):
+                    ack = await c.event("observe", event_id=f"e{i}", **observe(["mira"], "k", i))
+                    assert ack["type"] == "ack" and not ack["duplicate"]
+        m = await scrape(sc)
+        assert m[("credence_acks_total", (("result", "applied"),))] == 6
+        assert m[("credence_events_total", ())] == 6
+        assert m[("credence_batch_size_sum", ())] == 6
+        assert m[("credence_commit_seconds_count", ())] == m[("credence_batch_size_count", ())]

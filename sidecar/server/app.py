@@ -434,11 +434,7 @@ class _TimedWriter:
         self.inner, self.metrics = inner, metrics
 
     def apply(self, batch: Sequence[tuple[str, WorldEvent]]) -> list[EventResult]:
-        start = time.perf_counter()
-        try:
-            return self.inner.apply(batch)
-        finally:
-            self.metrics.observe_batch(len(batch), time.perf_counter() - start)
+        return self._timed(batch, lambda: ({}, self.inner.apply(batch)))[1]
 
     def apply_or_hold(
         self, batch: Sequence[tuple[str, WorldEvent]],
@@ -446,13 +442,27 @@ class _TimedWriter:
     ) -> tuple[dict[str, Any], list[EventResult]]:  # fmt: skip
         """A data directory's :meth:`~sidecar.store.DataDir.apply_or_hold`, timed; one
         file's :meth:`apply` (nothing held, every world committed at once)."""
-        if not isinstance(self.inner, DataDir):
-            return {}, self.apply(batch)
+        inner = self.inner
+        if not isinstance(inner, DataDir):
+            return self._timed(batch, lambda: ({}, inner.apply(batch)))
+        return self._timed(batch, lambda: inner.apply_or_hold(batch, committed))
+
+    def _timed(
+        self, batch: Sequence[tuple[str, WorldEvent]],
+        call: Callable[[], tuple[dict[str, Any], list[EventResult]]],
+    ) -> tuple[dict[str, Any], list[EventResult]]:  # fmt: skip
+        """``call()``, observed as one batch of the events it took up: a world held back
+        (its file opening or being upgraded) comes again in a later batch, and is counted
+        there, once."""
         start = time.perf_counter()
+        held: dict[str, Any] = {}
         try:
-            return self.inner.apply_or_hold(batch, committed)
+            held, results = call()
+            return held, results
         finally:
-            self.metrics.observe_batch(len(batch), time.perf_counter() - start)
+            taken = sum(1 for world, _ in batch if world not in held)
+            if taken:
+                self.metrics.observe_batch(taken, time.perf_counter() - start)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

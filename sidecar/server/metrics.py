@@ -7,7 +7,7 @@ each report their own numbers.
 =====================================  =========  ===========================================
 metric                                 type       what
 =====================================  =========  ===========================================
-credence_events_total                  counter    events handed to the writer
+credence_events_total                  counter    events the writer took up (each once)
 credence_acks_total{result}            counter    acks sent: applied, duplicate
 credence_refusals_total{code}          counter    error frames sent, by wire error code
 credence_notifications_total           counter    belief notifications queued to subscribers
@@ -43,7 +43,7 @@ class Metrics:
     def __init__(self, queue_depth: Callable[[], float], connections: Callable[[], float]) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.events = Counter("credence_events", "Events handed to the writer", registry=r)
+        self.events = Counter("credence_events", "Events the writer took up", registry=r)
         self.acks = Counter("credence_acks", "Acks sent", ["result"], registry=r)
         self.refusals = Counter(
             "credence_refusals", "Error frames sent, by wire error code", ["code"], registry=r
