@@ -244,6 +244,67 @@ async def test_slow_consumer_is_closed_bounded_and_resumes_without_loss(tmp_path
             assert again.close_code is None
 
 
+async def test_one_commit_bigger_than_the_outbox_reaches_a_subscriber_that_keeps_up(
+    tmp_path: Path,
+) -> None:
+    """An announcement heard by a town of 600 makes ~1,200 notifications, ~300 KB, in one
+    commit: more than the 64 KiB outbox. A "*" subscriber that reads as they come is not
+    closed; it gets every change once, in seq order (those that did not fit read back from
+    SQLite as it drains), including those of events sent meanwhile, and then live ones.
+    (Before, it was closed 4008 slow_consumer.)"""
+    limit = 64 * 1024
+    town = [f"r{i:03d}" for i in range(600)]
+    async with (
+        running(tmp_path, outbox_limit=limit) as sc,
+        WsClient(sc.url) as writer,
+        WsClient(sc.url, subscribe="*") as sub,
+    ):
+        for i in range(0, len(town), 200):
+            await writer.event("observe", **observe(town[i : i + 200], "here", True))
+        await sub.beliefs_until(len(town))
+        conn = server_side(sc, sub)
+        crier = await writer.event(
+            "announce", speaker="crier", audience="*", claim={"root": "festival", "value": 12},
+            subject="The harvest festival is on day twelve, in the square by the old well",
+        )  # fmt: skip
+        assert crier["changes"] * 200 > limit
+        during = [
+            await writer.event("observe", **observe(town[:3], "after", n)) for n in range(5)
+        ]  # fmt: skip
+        latest = max(a["seq"] for a in [crier, *during])
+        got = await sub.beliefs_until(latest, 60)
+        assert seqs(got) == all_seqs(sc.config.db, after=len(town))
+        assert not conn.slow and sub.close_code is None
+        assert conn.outbox_bytes <= limit
+        live = await writer.event("observe", **observe(["r000"], "later", True))
+        assert seqs(await sub.beliefs_until(live["seq"])) == [live["seq"]]
+        assert not sub.untaken("resumed")  # it resumed nothing: no 'resumed' frame
+
+
+async def test_a_time_skip_that_ages_thousands_of_rumours_reaches_a_subscriber(
+    tmp_path: Path,
+) -> None:
+    """Sixty rumours told to a town of 21, then a tick 89 days on: the tick ages every
+    rumour in one commit (3,600 change records, several times the 64 KiB outbox). The "*"
+    subscriber reading along gets all of them in seq order and stays connected."""
+    town = [f"r{i:02d}" for i in range(21)]
+    async with (
+        running(tmp_path, outbox_limit=64 * 1024) as sc,
+        WsClient(sc.url) as writer,
+        WsClient(sc.url, subscribe="*") as sub,
+    ):
+        for n in range(60):
+            speaker = town[n % len(town)]
+            heard = [t for t in town if t != speaker]
+            told = await writer.event("say", day=1, **say(speaker, heard, f"rumour:{n}", n))
+        await sub.beliefs_until(told["seq"], 30)
+        tick = await writer.event("tick", day=90)
+        assert tick["changes"] >= 1200 * 2
+        got = await sub.beliefs_until(tick["seq"], 60)
+        assert seqs(got) == all_seqs(sc.config.db, after=told["seq"])
+        assert sub.close_code is None and not server_side(sc, sub).slow
+
+
 async def test_notifications_are_json_for_a_json_hello(sc: Sidecar) -> None:
     """Notifications follow the encoding of hello, whatever the encoding of later requests."""
     async with WsClient(sc.url) as writer, WsClient(sc.url, json=True) as c:

@@ -203,6 +203,69 @@ def test_outbox_overflow_turns_slow_consumer_and_room_has_hysteresis() -> None:
     assert last["code"] == "slow_consumer"
 
 
+def test_one_commit_too_big_for_a_peer_that_kept_up_is_caught_up_not_dropped() -> None:
+    """An outbox at most half full when a commit's notifications come: those that do not
+    fit are not discarded and the peer is not slow; the session turns RESUMING with its
+    cursor on the last one queued, and catching up from the store gives the rest once, in
+    seq order, then live delivery again (no ``resumed``: the peer asked for no resume)."""
+    s = Session(outbox_limit=64 * 1024)
+    s.hello(hello(subscribe="*"), as_json=False, auth=OPEN_AUTH)
+    s.welcome(0, auth_open=True)
+    sent(s)
+    burst = [change(n, resident=f"r{n}", subject_after="s" * 200) for n in range(1, 601)]
+    s.deliver(burst)
+    assert not s.slow and s.backfilling and s.behind
+    queued = [f["seq"] for f in sent(s)]
+    assert queued == list(range(1, len(queued) + 1)) and 0 < len(queued) < 600
+    assert s.cursor == queued[-1] and s.missed == 600
+    s.deliver([change(601)])  # live, while catching up: held back, only its seq remembered
+    assert sent(s) == [] and s.missed == 601
+    rest = [s.catch_up(c) for c in [*burst[s.cursor :], change(601)]]
+    assert [f["seq"] for f in rest if f] == list(range(len(queued) + 1, 602))
+    assert not s.behind
+    s.caught_up(len(rest))
+    assert s.state is SessionState.OPEN and sent(s) == []
+    s.deliver([change(601), change(602)])
+    assert [f["seq"] for f in sent(s)] == [602]
+
+
+def test_one_commit_too_big_for_a_peer_behind_is_a_slow_consumer() -> None:
+    """A peer that let more than half the bound wait did not keep up: past the bound it is a
+    slow consumer, as before (nothing is caught up)."""
+    s = Session(outbox_limit=64 * 1024)
+    s.hello(hello(subscribe="*"), as_json=False, auth=OPEN_AUTH)
+    s.welcome(0, auth_open=True)
+    n = 0
+    while s.room:  # fill past half, never read
+        n += 1
+        s.deliver([change(n, subject_after="s" * 200)])
+    s.deliver([change(m, subject_after="s" * 200) for m in range(n + 1, n + 400)])
+    assert s.slow and s.state is SessionState.CLOSING and not s.backfilling
+
+
+def test_a_resumed_peer_is_told_resumed_once_not_after_an_overflow() -> None:
+    """The hello's resume is answered ``resumed`` when its backlog is caught up; a later
+    overflow catches up the same way, silently."""
+    s = Session(outbox_limit=64 * 1024)
+    s.hello(hello(resume=0, subscribe="*"), as_json=False, auth=OPEN_AUTH)
+    assert s.welcome(1, auth_open=True)
+    backlog = s.catch_up(change(1))
+    assert backlog is not None and s.push(backlog)  # (the connection queues what it returns)
+    s.caught_up(1)
+    assert [f["type"] for f in sent(s)] == ["welcome", "belief", "resumed"]
+    s.deliver([change(n, subject_after="s" * 200) for n in range(2, 602)])
+    assert s.backfilling
+    queued = len(sent(s))
+    for n in range(2 + queued, 602):
+        caught = s.catch_up(change(n, subject_after="s" * 200))
+        assert caught is not None and s.push(caught)
+        sent(s)  # (the peer reads as it goes)
+    s.caught_up(600 - queued)
+    assert s.state is SessionState.OPEN
+    assert sent(s) == []  # no second 'resumed'
+    assert s.resumed_sent
+
+
 def test_json_hello_makes_json_notifications_and_replies_follow_the_request() -> None:
     """Notifications use the hello's encoding; a reply uses its request's."""
     s = Session()

@@ -9,11 +9,13 @@ joined by bounded queues so no peer can grow our memory:
 * the *responder* turns those actions into replies in the same order (an ack waits for its
   commit; a query waits for every earlier event of the connection, so you read your writes);
 * the *sender* drains the session's outbox to the socket;
-* and, after a ``resume``, a *backfill* task catches up from SQLite.
+* and, after a ``resume`` or an overflow, a *backfill* task catches up from SQLite.
 
 Notifications go straight into the outbox. If a subscriber stops reading and the outbox passes
 its bound, the connection is told ``slow_consumer`` and closed; it can resume from its last
-seq without loss, because every change is in SQLite. A bug in one of the tasks ends the task
+seq without loss, because every change is in SQLite. One commit's notifications that would
+not fit the outbox of a subscriber that kept up (an announcement heard by thousands) do not
+close it: the backfill reads them from SQLite as the outbox drains. A bug in one of the tasks ends the task
 group, and with it the connection (close 1011), and is logged; it never goes unnoticed.
 """
 
@@ -90,7 +92,6 @@ class Connection:
         self.frames_in = 0
         self._tasks: dict[str, asyncio.Task[Any]] = {}
         self._group: asyncio.TaskGroup | None = None
-        self._backfill_needed = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -138,9 +139,9 @@ class Connection:
                 self._group = group
                 self._start("sender", self._sender())
                 self._start("responder", self._responder())
-                if self._backfill_needed:
-                    # A resume, or changes committed during the handshake: catch up from
-                    # SQLite (live changes stay held back until then).
+                if self.session.backfilling:
+                    # A resume, changes committed during the handshake, or an overflow since:
+                    # catch up from SQLite (live changes stay held back until then).
                     self._start("backfill", self._backfill())
                 try:
                     await self._read_loop()
@@ -203,7 +204,7 @@ class Connection:
             raise ProtocolError(
                 ErrorCode.INTERNAL_ERROR, f"{exc}; retry later", close=CloseCode.TRY_AGAIN_LATER
             ) from None
-        self._backfill_needed = self.session.welcome(latest, auth_open=self.app.auth.open)
+        self.session.welcome(latest, auth_open=self.app.auth.open)
         await self._flush_now()
         return hello
 
@@ -386,17 +387,23 @@ class Connection:
         session = self.session
         if session.closing or not changes:
             return
-        before = len(session.outbox)
+        before, was_open = len(session.outbox), not session.backfilling
         session.deliver(changes)
         if session.slow:
             self._slow_consumer()
-        elif len(session.outbox) != before:
+            return
+        if was_open and session.backfilling and self._group is not None:
+            # One commit's notifications overflowed the outbox of a peer that kept up: the
+            # rest come from SQLite as it drains (live ones held back until then).
+            self._start("backfill", self._backfill())
+        if len(session.outbox) != before:
             self.nonempty.set()
             if not session.room:
                 self.room.clear()
 
     async def _backfill(self) -> None:
-        """Resume: every change after the client's seq, from SQLite, then live ones."""
+        """Resume, or an overflow: every change after the session's cursor, from SQLite,
+        then live ones."""
         session = self.session
         sent = 0
         while True:

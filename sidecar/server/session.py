@@ -10,14 +10,16 @@ States and transitions (an illegal transition raises :class:`SessionStateError`,
 state and the event)::
 
     AWAIT_HELLO --hello accepted--> RESUMING --caught up--> OPEN
-         |                              |                    |
+         |                              |  ^                 |
+         |                              |  +--- overflow ----+
          +----- refused hello ----------+---- fatal error ---+--> CLOSING --> CLOSED
                                                                       (closed: from any)
 
 * ``AWAIT_HELLO``: nothing but ``hello`` is accepted.
 * ``RESUMING``: the hello was accepted and the connection joined its world; live changes are
   held back (only the highest seq is remembered) while the backlog is caught up from the
-  store, after a ``resume`` or for changes committed during the handshake.
+  store, after a ``resume``, for changes committed during the handshake, or after an
+  *overflow*: one commit's notifications would not fit the outbox of a peer that kept up.
 * ``OPEN``: frames are answered, matching live changes are queued as notifications.
 * ``CLOSING``: a fatal error was queued (a refused hello, ``slow_consumer``); nothing more is
   queued. ``CLOSED``: the socket is gone.
@@ -26,7 +28,11 @@ Bounds on what a peer controls (each refusal is ``limit_exceeded``, the connecti
 open and nothing changes): at most :attr:`Limits.max_subscriptions` filters per connection,
 :attr:`Limits.max_residents` resident ids listed over all of them, and
 :attr:`Limits.max_roots` root prefixes per filter. The outbox holds at most
-``outbox_limit`` bytes of encoded frames; past that the session turns ``slow_consumer``.
+``outbox_limit`` bytes of encoded frames. A peer that lets more than half of it wait is not
+keeping up: past the bound, the session turns ``slow_consumer``. A peer that kept up is not
+dropped for the size of one commit (an announcement heard by thousands, a day's aging): the
+notifications that do not fit are read back from the store as it drains its outbox, in seq
+order, each once, as a ``resume`` reads them (SPEC §14.4).
 """
 
 from __future__ import annotations
@@ -87,7 +93,9 @@ TRANSITIONS: dict[SessionState, frozenset[SessionState]] = {
     SessionState.RESUMING: frozenset(
         {SessionState.OPEN, SessionState.CLOSING, SessionState.CLOSED}
     ),
-    SessionState.OPEN: frozenset({SessionState.CLOSING, SessionState.CLOSED}),
+    SessionState.OPEN: frozenset(
+        {SessionState.RESUMING, SessionState.CLOSING, SessionState.CLOSED}
+    ),
     SessionState.CLOSING: frozenset({SessionState.CLOSED}),
     SessionState.CLOSED: frozenset(),
 }
@@ -173,6 +181,7 @@ class Session:
     hello_frame: Hello | None = None
     cursor: int = 0  # last change seq delivered or passed over
     missed: int = 0  # highest seq published while RESUMING
+    resumed_sent: bool = False  # the hello's resume was answered ``resumed``
     slow: bool = False
     filters: list[_Filter] = field(default_factory=list)
     excluded: set[str] = field(default_factory=set)
@@ -279,8 +288,10 @@ class Session:
 
     @property
     def announce_resume(self) -> bool:
-        """Only a ``resume`` is told ``resumed`` (not a catch-up after the handshake)."""
-        return self.hello_frame is not None and self.hello_frame.resume is not None
+        """Only a ``resume`` is told ``resumed``, once (not a catch-up after the handshake or
+        an overflow)."""
+        hello = self.hello_frame
+        return hello is not None and hello.resume is not None and not self.resumed_sent
 
     def catch_up(self, change: Change) -> dict[str, Any] | None:
         """One change of the backlog, in seq order: the notification to send, if wanted."""
@@ -297,8 +308,10 @@ class Session:
         """The backlog is done: live delivery resumes (and ``resumed`` is queued if asked)."""
         if self.closing:
             return
+        announce = self.announce_resume
         self._to(SessionState.OPEN, "caught_up")
-        if self.announce_resume:
+        self.resumed_sent = self.resumed_sent or announce
+        if announce:
             self.push({"type": "resumed", "seq": self.cursor, "sent": sent})
 
     # ------------------------------------------------------------------ frames
@@ -408,21 +421,38 @@ class Session:
         return any(f.matches(change) for f in self.filters)
 
     def deliver(self, changes: Sequence[Change]) -> None:
-        """The world's new committed changes, in seq order: queue the wanted notifications."""
+        """The world's new committed changes, in seq order: queue the wanted notifications.
+
+        When one would not fit and the peer kept up (its outbox held at most half the bound
+        when they came), the session turns RESUMING instead of ``slow_consumer``: the rest
+        are caught up from the store after :attr:`cursor`, as for a resume (check
+        :attr:`backfilling`); a peer that did not keep up is a slow consumer."""
         if self.closing or not changes:
             return
         if self.state is not SessionState.OPEN:  # AWAIT_HELLO cannot be in a hub; RESUMING
             self.missed = max(self.missed, changes[-1].seq or 0)
             return
+        kept_up = self.room
         for change in changes:
             seq = change.seq or 0
             if seq <= self.cursor:
                 continue
-            self.cursor = seq
             if self.wants(change):
-                self.push(belief_frame(change))
+                frame = belief_frame(change)
+                data = self.encode(frame)
+                over = self.outbox_bytes + len(data) > self.outbox_limit
+                # (caught up, a frame is queued once the outbox is down to a quarter: one
+                # that would not fit there either makes its peer a slow consumer at once)
+                if over and kept_up and len(data) <= self.outbox_limit - self.outbox_limit // 4:
+                    self._to(SessionState.RESUMING, "overflow")
+                    self.missed = max(self.missed, changes[-1].seq or 0)
+                    return
+                self.cursor = seq
+                self._queue(frame, data)
                 if self.slow:
                     return
+            else:
+                self.cursor = seq
 
     # ------------------------------------------------------------------ outbox
 
@@ -438,9 +468,14 @@ class Session:
         """
         if self.slow or self.state is SessionState.CLOSED:
             return False
+        return self._queue(frame, self.encode(frame, json))
+
+    def _queue(self, frame: dict[str, Any], data: bytes | str) -> bool:
+        """:meth:`push` of ``frame`` encoded as ``data``."""
+        if self.slow or self.state is SessionState.CLOSED:
+            return False
         if self.observer is not None:
             self.observer(frame)
-        data = self.encode(frame, json)
         if self.outbox_bytes + len(data) > self.outbox_limit:
             self.slow = True
             self.outbox.clear()
