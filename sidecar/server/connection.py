@@ -15,8 +15,9 @@ Notifications go straight into the outbox. If a subscriber stops reading and the
 its bound, the connection is told ``slow_consumer`` and closed; it can resume from its last
 seq without loss, because every change is in SQLite. One commit's notifications that would
 not fit the outbox of a subscriber that kept up (an announcement heard by thousands) do not
-close it: the backfill reads them from SQLite as the outbox drains. A bug in one of the tasks ends the task
-group, and with it the connection (close 1011), and is logged; it never goes unnoticed.
+close it: the backfill reads them from SQLite as the outbox drains. A bug in one of the
+tasks ends the task group, and with it the connection (close 1011), and is logged; it never
+goes unnoticed.
 """
 
 from __future__ import annotations
