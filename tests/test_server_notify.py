@@ -281,6 +281,35 @@ async def test_one_commit_bigger_than_the_outbox_reaches_a_subscriber_that_keeps
         assert not sub.untaken("resumed")  # it resumed nothing: no 'resumed' frame
 
 
+async def test_the_ack_of_a_commit_bigger_than_the_outbox_comes_after_its_notifications(
+    tmp_path: Path,
+) -> None:
+    """One connection that writes and subscribes to "*" announces to a town of 600: its
+    ~1,200 notifications overflow the 64 KiB outbox and are caught up from SQLite, and the
+    announcement's ack still comes after every one of them (SPEC §14.2), then the acks of
+    the events sent behind it, in order."""
+    town = [f"r{i:03d}" for i in range(600)]
+    async with (
+        running(tmp_path, outbox_limit=64 * 1024) as sc,
+        WsClient(sc.url, subscribe="*") as both,
+    ):
+        for i in range(0, len(town), 200):
+            seen = await both.event("observe", **observe(town[i : i + 200], "here", True))
+        crier = await both.send_event(
+            "announce", speaker="crier", audience="*", claim={"root": "festival", "value": 12},
+            subject="The harvest festival is on day twelve, in the square by the old well",
+        )  # fmt: skip
+        after = await both.send_event("observe", **observe(["r001"], "after", True))
+        acks = [await both.ack_of(crier), await both.ack_of(after)]
+        frames = [r.frame for r in both.received]
+        at = [i for i, f in enumerate(frames) if f.get("type") == "ack"][-2:]
+        beliefs = [f["seq"] for f in frames[: at[0]] if f.get("type") == "belief"]
+        # every notification of it came before its ack (later ones may too: §14.2)
+        assert beliefs[: acks[0]["seq"]] == list(range(1, acks[0]["seq"] + 1))
+        assert acks[0]["changes"] * 200 > 64 * 1024 and seen["seq"] < acks[0]["seq"]
+        assert both.close_code is None
+
+
 async def test_a_time_skip_that_ages_thousands_of_rumours_reaches_a_subscriber(
     tmp_path: Path,
 ) -> None:

@@ -218,12 +218,15 @@ def test_one_commit_too_big_for_a_peer_that_kept_up_is_caught_up_not_dropped() -
     queued = [f["seq"] for f in sent(s)]
     assert queued == list(range(1, len(queued) + 1)) and 0 < len(queued) < 600
     assert s.cursor == queued[-1] and s.missed == 600
+    # an ack of a change still in the backlog waits for it (SPEC §14.2); one already sent not
+    assert s.holds_ack(600) and not s.holds_ack(queued[-1]) and not s.holds_ack(None)
     s.deliver([change(601)])  # live, while catching up: held back, only its seq remembered
     assert sent(s) == [] and s.missed == 601
     rest = [s.catch_up(c) for c in [*burst[s.cursor :], change(601)]]
     assert [f["seq"] for f in rest if f] == list(range(len(queued) + 1, 602))
     assert not s.behind
     s.caught_up(len(rest))
+    assert not s.holds_ack(600) and not s.overflowed
     assert s.state is SessionState.OPEN and sent(s) == []
     s.deliver([change(601), change(602)])
     assert [f["seq"] for f in sent(s)] == [602]
@@ -249,6 +252,7 @@ def test_a_resumed_peer_is_told_resumed_once_not_after_an_overflow() -> None:
     s = Session(outbox_limit=64 * 1024)
     s.hello(hello(resume=0, subscribe="*"), as_json=False, auth=OPEN_AUTH)
     assert s.welcome(1, auth_open=True)
+    assert not s.holds_ack(1)  # a resume's backlog holds no ack back (SPEC §14.2)
     backlog = s.catch_up(change(1))
     assert backlog is not None and s.push(backlog)  # (the connection queues what it returns)
     s.caught_up(1)

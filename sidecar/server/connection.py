@@ -92,6 +92,7 @@ class Connection:
         self.close_code: int | None = None
         self.frames_in = 0
         self._tasks: dict[str, asyncio.Task[Any]] = {}
+        self.caught = asyncio.Event()  # the backfill sent a page (or ended)
         self._group: asyncio.TaskGroup | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -309,6 +310,7 @@ class Connection:
             return
         self.close_code = CloseCode.SLOW_CONSUMER
         self.room.set()  # wake waiters: they see the session closing and stop
+        self.caught.set()
         for name in ("sender", "responder", "backfill"):
             task = self._tasks.get(name)
             if task is not None:
@@ -337,7 +339,9 @@ class Connection:
                 if isinstance(item, Reply):
                     self.push(item.frame, item.json)
                 elif isinstance(item, PendingAck):
-                    self.push(await self._ack(item), item.submit.json)
+                    frame = await self._ack(item)
+                    await self._behind_notifications(frame.get("seq"))
+                    self.push(frame, item.submit.json)
                 else:
                     for frame in await self._query(item.query):
                         await self._wait_room()
@@ -376,6 +380,15 @@ class Connection:
             return [
                 ProtocolError(ErrorCode.INTERNAL_ERROR, "query failed", rid=query.rid).to_frame()
             ]
+
+    async def _behind_notifications(self, seq: int | None) -> None:
+        """An ack waits while its event's notifications are in an overflow's backlog: it
+        comes after them, as it does when they fit (SPEC §14.2)."""
+        while True:
+            self.caught.clear()
+            if not self.session.holds_ack(seq):
+                return
+            await self.caught.wait()
 
     async def _wait_room(self) -> None:
         while not self.room.is_set() and not self.session.closing:
@@ -421,11 +434,14 @@ class Connection:
                     self.push(frame)
                     sent += 1
                 if session.closing:
+                    self.caught.set()
                     return
+            self.caught.set()  # (acks held behind this page may go)
             if len(rows) < _BACKFILL_PAGE and not session.behind:
                 break
         before = len(session.outbox)
         session.caught_up(sent)
+        self.caught.set()
         if len(session.outbox) != before:
             self.nonempty.set()
 

@@ -182,6 +182,9 @@ class Session:
     cursor: int = 0  # last change seq delivered or passed over
     missed: int = 0  # highest seq published while RESUMING
     resumed_sent: bool = False  # the hello's resume was answered ``resumed``
+    #: RESUMING after an overflow (not a resume): acks of events whose notifications are in
+    #: the backlog wait for them, so an ack still comes after its notifications (SPEC §14.2).
+    overflowed: bool = False
     slow: bool = False
     filters: list[_Filter] = field(default_factory=list)
     excluded: set[str] = field(default_factory=set)
@@ -299,6 +302,12 @@ class Session:
         self.cursor = change.seq or self.cursor
         return belief_frame(change) if self.wants(change) else None
 
+    def holds_ack(self, seq: int | None) -> bool:
+        """Whether the ack of an event whose last change is ``seq`` must wait: its
+        notifications are in an overflow's backlog, not sent yet (a resume's backlog holds
+        no ack back: SPEC §14.2)."""
+        return self.overflowed and not self.closing and seq is not None and seq > self.cursor
+
     @property
     def behind(self) -> bool:
         """While RESUMING: changes were published past the backlog read so far."""
@@ -310,6 +319,7 @@ class Session:
             return
         announce = self.announce_resume
         self._to(SessionState.OPEN, "caught_up")
+        self.overflowed = False
         self.resumed_sent = self.resumed_sent or announce
         if announce:
             self.push({"type": "resumed", "seq": self.cursor, "sent": sent})
@@ -445,6 +455,7 @@ class Session:
                 # that would not fit there either makes its peer a slow consumer at once)
                 if over and kept_up and len(data) <= self.outbox_limit - self.outbox_limit // 4:
                     self._to(SessionState.RESUMING, "overflow")
+                    self.overflowed = True
                     self.missed = max(self.missed, changes[-1].seq or 0)
                     return
                 self.cursor = seq
