@@ -334,6 +334,47 @@ async def test_a_time_skip_that_ages_thousands_of_rumours_reaches_a_subscriber(
         assert sub.close_code is None and not server_side(sc, sub).slow
 
 
+async def test_a_subscriber_that_stops_reading_while_caught_up_is_a_slow_consumer(
+    tmp_path: Path,
+) -> None:
+    """A "*" subscriber stops reading; announcements of ~84 KB each (a town of 40, long
+    subjects) go on. Once the socket's buffers are full, the next one overflows its 64 KiB
+    outbox while little waits there, so it is caught up from SQLite, and that backlog waits
+    for room that never comes: after ``backlog_stall`` the subscriber is closed 4008
+    slow_consumer (still in that backlog), and it resumes without loss. (Without the bound
+    it stayed open for as long as its keepalive allowed, forever with none.)"""
+    town = [f"r{i:02d}" for i in range(40)]
+    async with (
+        running(tmp_path, outbox_limit=64 * 1024, backlog_stall=0.5) as sc,
+        WsClient(sc.url) as writer,
+        WsClient(sc.url, subscribe="*") as stuck,
+    ):
+        seeded = await writer.event("observe", **observe(town, "seed", 0))
+        await stuck.beliefs_until(seeded["seq"])
+        conn = server_side(sc, stuck)
+        stuck.pause_reading()
+        subject = "the well by the square is poisoned, " * 55  # ~2 KB a notification
+        for n in range(5000):
+            await writer.event(
+                "announce", speaker="crier", audience="*", claim={"root": f"news{n}", "value": n},
+                subject=subject,
+            )  # fmt: skip
+            if conn.slow:
+                break
+        assert conn.slow, "the subscriber was never declared slow"
+        assert conn.session.overflowed  # closed while its backlog waited, not on an overflow
+        code = await stuck.wait_closed(30)
+        assert code == 4008
+        frames = [r.frame for r in stuck.received]
+        assert frames[-1]["code"] == "slow_consumer"
+        got = [f["seq"] for f in frames if f["type"] == "belief"]
+        assert got == list(range(1, len(got) + 1))
+        latest = all_seqs(sc.config.db)[-1]
+        async with WsClient(sc.url, subscribe="*", resume=got[-1]) as again:
+            backlog = await again.beliefs_until(latest, 60)
+            assert seqs(backlog) == all_seqs(sc.config.db, after=got[-1])
+
+
 async def test_notifications_are_json_for_a_json_hello(sc: Sidecar) -> None:
     """Notifications follow the encoding of hello, whatever the encoding of later requests."""
     async with WsClient(sc.url) as writer, WsClient(sc.url, json=True) as c:

@@ -74,6 +74,9 @@ class ServerConfig:
     capture_max_bytes: int = DEFAULT_MAX_BYTES  # the capture is rotated to FILE.1 at this size
     max_frame: int = 256 * 1024  # inbound; larger frames close with 1009
     outbox_limit: int = 1024 * 1024  # bytes queued for one peer before slow_consumer
+    #: While a backlog is sent (a resume, or a commit too big for the outbox), a peer whose
+    #: outbox does not drain to a quarter for this long is a slow consumer (SPEC §14.4).
+    backlog_stall: float = 30.0
     max_inflight: int = 1024  # requests of one connection awaiting their reply
     hello_timeout: float = 10.0
     ping_interval: float | None = 20.0

@@ -390,6 +390,19 @@ class Connection:
                 return
             await self.caught.wait()
 
+    async def _room_for_backlog(self) -> bool:
+        """:meth:`_wait_room` for a backlog's next notification; False when the peer let it
+        wait :attr:`ServerConfig.backlog_stall` seconds: then it is a slow consumer, as one
+        whose outbox overflows (else a peer that stopped reading while its backlog is sent
+        would hold its connection for as long as its keepalive lets it)."""
+        try:
+            await asyncio.wait_for(self._wait_room(), self.app.config.backlog_stall)
+        except TimeoutError:
+            self.session.stalled()
+            self._slow_consumer()
+            return False
+        return not self.session.closing
+
     async def _wait_room(self) -> None:
         while not self.room.is_set() and not self.session.closing:
             await self.room.wait()
@@ -430,7 +443,9 @@ class Connection:
             for change in rows:
                 frame = session.catch_up(change)
                 if frame is not None:
-                    await self._wait_room()
+                    if not await self._room_for_backlog():
+                        self.caught.set()
+                        return
                     self.push(frame)
                     sent += 1
                 if session.closing:

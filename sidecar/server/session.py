@@ -488,18 +488,22 @@ class Session:
         if self.observer is not None:
             self.observer(frame)
         if self.outbox_bytes + len(data) > self.outbox_limit:
-            self.slow = True
-            self.outbox.clear()
-            self.outbox_bytes = 0
-            self.room = False
-            if not self.closing:
-                self._to(SessionState.CLOSING, "slow_consumer")
+            self.stalled()
             return False
         self.outbox.append(data)
         self.outbox_bytes += len(data)
         if self.outbox_bytes > self.outbox_limit // 2:
             self.room = False
         return True
+
+    def stalled(self) -> None:
+        """The peer did not drain its outbox while a backlog waited to be sent: it is a slow
+        consumer (nothing more is queued; the caller sends :meth:`slow_error`)."""
+        self.slow, self.room = True, False
+        self.outbox.clear()
+        self.outbox_bytes = 0
+        if not self.closing:
+            self._to(SessionState.CLOSING, "slow_consumer")
 
     def pop(self) -> bytes | str | None:
         """The next encoded frame to send, if any."""
