@@ -463,3 +463,24 @@ def test_writer_cost_measured_run_applies_exactly_the_events_asked(tmp_path: Pat
         apply_events(count, 60, 16, db)
         rows = db_rows(db, "SELECT count(*) FROM events")
         assert rows[0][0] == count
+
+
+def test_burst_reports_a_commit_bigger_than_the_outbox_reaching_every_subscriber() -> None:
+    """python -m tools.burst: an announcement to a town of 600 against a 64 KiB outbox (~1,200
+    notifications, several times the bound) reaches both subscribers and the writer, none
+    closed, the writer's ack after its notifications."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.burst", "--residents", "600", "--subscribers", "2",
+         "--outbox", "65536"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    changes = re.search(r"change records in the commit\s+([\d,]+)", out)
+    assert changes and changes[1] == "1,198"  # hearsay and "what the crier says", 599 hearers
+    (ack,) = figure(out, rf"writer's ack after\s+{NUMBER} ms \(after its notifications\)")
+    first, median, last = figure(
+        out, rf"had them all after\s+{NUMBER} / {NUMBER} / {NUMBER} ms"
+    )  # fmt: skip
+    assert 0 < first <= median <= last and ack > 0
+    assert figure(out, rf"subscribers closed early\s+{NUMBER}") == [0]
