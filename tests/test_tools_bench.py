@@ -34,6 +34,16 @@ def credence(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[st
     )
 
 
+def tool(name: str, *args: str) -> str:
+    """What ``python -m tools.NAME ARGS`` printed (it must exit 0)."""
+    done = subprocess.run(
+        [sys.executable, "-m", f"tools.{name}", *args],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def figure(text: str, pattern: str) -> list[float]:
     """The numbers captured by ``pattern`` (one match required) in ``text``."""
     found = re.search(pattern, text)
@@ -407,13 +417,7 @@ def test_bench_quick_prints_consistent_figures() -> None:
 
 def test_breakdown_prints_every_stage() -> None:
     """python -m tools.breakdown: each stage of the write path with a figure, v4 and v3."""
-    done = subprocess.run(
-        [sys.executable, "-m", "tools.breakdown", "--events", "60", "--batch", "16",
-         "--rounds", "1"],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+    out = tool("breakdown", "--events", "60", "--batch", "16", "--rounds", "1")
     for stage in ("decode + validate frame", "engine fold", "sql INSERT INTO beliefs",
                   "sql INSERT INTO changes", "sql COMMIT", "ack: build + encode",
                   "notifications: build + encode", "thread hand-off"):  # fmt: skip
@@ -426,12 +430,7 @@ def test_breakdown_prints_every_stage() -> None:
 def test_tail_reports_batches_gc_lag_and_fsync() -> None:
     """python -m tools.tail: a short paced run, every event acked, each ack split into its
     parts by event id, and every source of delay with its figures."""
-    done = subprocess.run(
-        [sys.executable, "-m", "tools.tail", "--rate", "100", "--duration", "2"],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+    out = tool("tail", "--rate", "100", "--duration", "2")
     assert "gc.freeze True" in out
     (acked, rate) = figure(out, rf"{NUMBER} acks at {NUMBER}/s \(offered 100/s\), 0 other replies")
     assert acked == 200 and rate > 0
@@ -469,13 +468,7 @@ def test_burst_reports_a_commit_bigger_than_the_outbox_reaching_every_subscriber
     """python -m tools.burst: an announcement to a town of 600 against a 64 KiB outbox (~1,200
     notifications, several times the bound) reaches both subscribers and the writer, none
     closed, the writer's ack after its notifications."""
-    done = subprocess.run(
-        [sys.executable, "-m", "tools.burst", "--residents", "600", "--subscribers", "2",
-         "--outbox", "65536"],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+    out = tool("burst", "--residents", "600", "--subscribers", "2", "--outbox", "65536")
     changes = re.search(r"change records in the commit\s+([\d,]+)", out)
     assert changes and changes[1] == "1,198"  # hearsay and "what the crier says", 599 hearers
     (ack,) = figure(out, rf"writer's ack after\s+{NUMBER} ms \(after its notifications\)")
