@@ -477,3 +477,9 @@ def test_burst_reports_a_commit_bigger_than_the_outbox_reaching_every_subscriber
     )  # fmt: skip
     assert 0 < first <= median <= last and ack > 0
     assert figure(out, rf"subscribers closed early\s+{NUMBER}") == [0]
+    for label in ("before", "during"):  # another world's writer, one event at a time
+        n, *ms = figure(
+            out, rf"another world's acks {label}:\s+n {NUMBER}, p50 {NUMBER}, p99 {NUMBER}, "
+            rf"max {NUMBER} ms"
+        )  # fmt: skip
+        assert n >= 1 and 0 < ms[0] <= ms[1] <= ms[2]

@@ -14,7 +14,9 @@ introduces ``N`` residents (observed 256 at a time), connects ``K`` subscribers 
 that subscribes too, then sends one ``announce`` to ``"*"``. Printed: the announcement's
 change count, when its ack came, when each subscriber had every notification of it (first,
 median and last subscriber), the rate, how many were closed and with which codes, whether
-the writer's ack came after its notifications, and the sidecar's peak RSS. Figures are
+the writer's ack came after its notifications, the ack latency of another world's writer
+sending one event at a time (before the announcement, and until every subscriber had its
+notifications: it shares this client process), and the sidecar's peak RSS. Figures are
 printed, never asserted (``tests/test_tools_bench.py`` checks that they come).
 """
 
@@ -38,6 +40,10 @@ from .harness import ServerProcess
 __all__ = ["Burst", "main", "run"]
 
 WORLD = "burst"
+#: Another world of the same sidecar, whose writer sends one event at a time throughout.
+STEADY = "steady"
+#: Its events timed before the announcement (the figures to compare with).
+STEADY_BEFORE = 50
 #: Residents an ``observe`` may name at once (SPEC §7.1).
 WITNESSES = 256
 
@@ -55,12 +61,16 @@ class Burst:
     closed: list[int | None] = field(default_factory=list)  # per subscriber closed early
     ack_after_notes: bool = False
     writer_closed: int | None = None  # the writer's connection closed before its ack
+    #: Ack latencies (s) of another world's writer, one event at a time: before the
+    #: announcement, and from it until every subscriber had its notifications.
+    steady_before: list[float] = field(default_factory=list)
+    steady_during: list[float] = field(default_factory=list)
     peak_rss_mib: float | None = None
 
 
-async def _hello(url: str, **extra: Any) -> Any:
+async def _hello(url: str, world: str = WORLD, **extra: Any) -> Any:
     ws = await websockets.connect(url, max_size=None)
-    await ws.send(msgpack.packb({"type": "hello", "protocol": 1, "world": WORLD, **extra}))
+    await ws.send(msgpack.packb({"type": "hello", "protocol": 1, "world": world, **extra}))
     welcome = msgpack.unpackb(await ws.recv())
     if welcome.get("type") != "welcome":
         raise RuntimeError(f"hello refused: {welcome}")
@@ -118,6 +128,30 @@ async def _measure(url: str, burst: Burst) -> None:
                 break
     for ws in subs:  # (the writer read its own before each ack: SPEC §14.2)
         await _read_until(ws, last)
+    steady = await _hello(url, world=STEADY)
+    sent = 0
+
+    async def one_event() -> float:
+        nonlocal sent
+        sent += 1
+        began = time.perf_counter()
+        await steady.send(msgpack.packb({
+            "type": "event", "kind": "observe", "event_id": f"s{sent}", "day": 1 + sent / 1e4,
+            "witnesses": ["keeper"], "claim": {"root": "lamp", "value": sent},
+            "subject": "the lamp is lit",
+        }))  # fmt: skip
+        await steady.recv()
+        return time.perf_counter() - began
+
+    for _ in range(STEADY_BEFORE):
+        burst.steady_before.append(await one_event())
+    stop = asyncio.Event()
+
+    async def steady_along() -> None:
+        while not stop.is_set():
+            burst.steady_during.append(await one_event())
+
+    along = asyncio.create_task(steady_along())
     start = time.perf_counter()
     followers = [_Follower(ws, start) for ws in subs]
     tasks = [asyncio.create_task(f.follow()) for f in followers]
@@ -148,6 +182,8 @@ async def _measure(url: str, burst: Burst) -> None:
         if all(f.ended or f.reached(wanted) is not None for f in followers):
             break
         await asyncio.sleep(0.01)
+    stop.set()
+    await along
     for f, task in zip(followers, tasks, strict=True):
         task.cancel()
         when = f.reached(wanted)
@@ -155,7 +191,7 @@ async def _measure(url: str, burst: Burst) -> None:
             burst.done_at.append(when)
         else:
             burst.closed.append(f.closed)
-    for ws in [writer, *subs]:
+    for ws in [writer, steady, *subs]:
         await ws.close()
 
 
@@ -202,6 +238,14 @@ def render(b: Burst) -> str:
         f"  subscribers closed early           {len(b.closed)}"
         + (f" (codes {sorted(set(b.closed), key=str)})" if b.closed else "")
     )
+    for label, acks in (("before", b.steady_before), ("during", b.steady_during)):
+        if acks:
+            ms = sorted(a * 1000 for a in acks)
+            lines.append(
+                f"  another world's acks {label}:{' ' * (8 - len(label))}  n {len(ms)}, p50 "
+                f"{statistics.median(ms):.1f}, p99 {ms[min(len(ms) - 1, int(len(ms) * 0.99))]:.1f}, "
+                f"max {ms[-1]:.1f} ms"
+            )
     if b.peak_rss_mib is not None:
         lines.append(f"  sidecar peak RSS                   {b.peak_rss_mib:.1f} MiB")
     return "\n".join(lines)
