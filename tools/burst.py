@@ -35,7 +35,7 @@ from typing import Any
 import msgpack
 import websockets
 
-from .harness import ServerProcess
+from .harness import ServerProcess, percentiles
 
 __all__ = ["Burst", "main", "run"]
 
@@ -240,11 +240,10 @@ def render(b: Burst) -> str:
     )
     for label, acks in (("before", b.steady_before), ("during", b.steady_during)):
         if acks:
-            ms = sorted(a * 1000 for a in acks)
+            ms = {k: v * 1000 for k, v in percentiles(acks, (50, 99)).items()}
             lines.append(
-                f"  another world's acks {label}:{' ' * (8 - len(label))}  n {len(ms)}, p50 "
-                f"{statistics.median(ms):.1f}, p99 {ms[min(len(ms) - 1, int(len(ms) * 0.99))]:.1f}, "
-                f"max {ms[-1]:.1f} ms"
+                f"  another world's acks {label}:{' ' * (8 - len(label))}  n {len(acks)}, p50 "
+                f"{ms['p50']:.1f}, p99 {ms['p99']:.1f}, max {ms['max']:.1f} ms"
             )
     if b.peak_rss_mib is not None:
         lines.append(f"  sidecar peak RSS                   {b.peak_rss_mib:.1f} MiB")

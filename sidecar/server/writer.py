@@ -312,8 +312,9 @@ class WriterService:
             if isinstance(results, StorageFailure):
                 self._not_stored(batch, results)
                 continue
-            self.batches += 1
-            self._last_batch = loop.time()
+            if acked or batch:  # (a batch whose every world was held wrote nothing)
+                self.batches += 1
+                self._last_batch = loop.time()
             self._deliver(batch, results)
             if self._saves:
                 await self._save_step()
