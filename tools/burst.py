@@ -260,7 +260,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--residents must be at least 2")
     if args.subscribers < 1:
         parser.error("--subscribers must be at least 1")
-    print(render(run(args.residents, args.subscribers, args.outbox)))
+    try:
+        burst = run(args.residents, args.subscribers, args.outbox)
+    except RuntimeError as exc:  # the sidecar did not start: its own line says why
+        parser.exit(2, f"python -m tools.burst: {exc}\n")
+    print(render(burst))
     return 0
 
 
