@@ -2,8 +2,9 @@
 // this page (same host and port) with JSON text frames and speaks the ordinary wire protocol
 // (protocol/SPEC.md). It asks only for what it shows: the `worlds` list (the picker, and to
 // tell a typo from a world), a page of `residents` (with their registered names), the
-// selected resident's `beliefs`, `narrative`, one page of its `trust` (previous/next page),
-// the latest page of `events`, a selected belief's `explain`, `distribution` and one page of
+// selected resident's `beliefs` a page at a time (next page on demand), its `narrative`, one
+// page of its `trust` (previous/next page), the latest page of `events`, a selected belief's
+// latest evidence and changes (`explain` with a `limit`), its `distribution` and one page of
 // its `graph` (previous/next page), and
 // subscribes to live notifications from the current seq (never a replay of the history).
 // The connection is read-only (`hello.role: "reader"`) unless a writer token is given.
@@ -25,7 +26,10 @@
   const GRAPH_NODES_MAX = 160;
   const GRAPH_PAGE = 60; // event nodes of one graph page (SPEC §10.5): with their people, ~120 boxes
   const TRUST_PAGE = 100; // entries of one trust page (SPEC §10.6)
-  const BELIEFS_SHOWN = 400; // rows drawn at once; "more beliefs…" draws the next ones
+  const BELIEFS_PAGE = 400; // beliefs asked for at a time (SPEC §10.1 limit/after); "next" asks for more
+  const BELIEFS_MAX = 9999; // a live refresh asks again for those shown, at most this many (limit ≤ 10,000)
+  const EXPLAIN_LATEST = 200; // the latest evidence and changes of a belief the timeline shows (SPEC §10.2)
+  const REFRESH_MS = 1000; // a resident that keeps changing is asked again at most this often
 
   let ws = null;
   let nextRid = 1;
@@ -34,7 +38,9 @@
     world: "", role: "reader", seq: 0, day: 0, exists: false,
     residents: new Map(), // id -> names ({} when none registered)
     residentsNext: null, selected: params.get("resident") || "", root: params.get("root") || "",
-    beliefs: [], beliefsShown: BELIEFS_SHOWN, stream: [], held: [], paused: false, unseen: 0,
+    // The selected resident's beliefs loaded so far (root order), whether there are more, and
+    // the number of the latest beliefs request (an older reply is dropped).
+    beliefs: [], beliefsMore: false, beliefsAsked: 0, stream: [], held: [], paused: false, unseen: 0,
     events: [], eventsLast: 0, eventsOldest: null, tab: params.get("tab") || "narrative",
     // The graph page shown: its belief, its cursor (null: the first page) and the cursors of
     // the pages before it (for "previous page"); a live refresh reloads the same page.
@@ -79,6 +85,11 @@
     return x.length - y.length;
   };
   const debounce = (key, ms, fn) => { clearTimeout(timers[key]); timers[key] = setTimeout(fn, ms); };
+  // At most once per `ms`, `ms` after the first call: unlike a debounce, a stream of calls
+  // closer together than `ms` (a busy resident) still runs `fn` every `ms`.
+  const throttle = (key, ms, fn) => {
+    if (timers[key] === undefined) timers[key] = setTimeout(() => { timers[key] = undefined; fn(); }, ms);
+  };
 
   // A game day as a person reads it: "day 25", or "day 25 07:25" for a fraction of a day.
   function dayText(day) {
@@ -120,7 +131,7 @@
     clearInterval(timers.poll);
     for (const p of pending.values()) p.reject(new Error("reconnecting"));
     pending.clear();
-    Object.assign(state, { world, exists: false, seq: 0, day: 0, residentsNext: null, beliefs: [],
+    Object.assign(state, { world, exists: false, seq: 0, day: 0, residentsNext: null, beliefs: [], received: 0,
       stream: [], held: [], events: [], eventsOldest: null, unseen: 0 });
     state.residents = new Map();
     document.body.dataset.connected = "false";
@@ -140,7 +151,14 @@
       if (writer || token) hello.token = writer || token;
       socket.send(JSON.stringify(hello));
     };
-    socket.onmessage = (ev) => { if (ws === socket) handle(JSON.parse(ev.data)); };
+    socket.onmessage = (ev) => {
+      if (ws !== socket) return;
+      // What this connection received, in characters of JSON: what opening and following a
+      // resident costs (tests/test_server_inspector.py prints it).
+      state.received += ev.data.length;
+      document.body.dataset.received = String(state.received);
+      handle(JSON.parse(ev.data));
+    };
     socket.onclose = (ev) => {
       if (ws !== socket) return;
       document.body.dataset.connected = "false";
@@ -315,7 +333,7 @@
       state.held.push(b);
       $("#stream-held").textContent = `paused · ${state.held.length} held`;
     } else pushStream([b]);
-    if (b.resident === state.selected) debounce("refresh", 250, refreshSelected);
+    if (b.resident === state.selected) throttle("refresh", REFRESH_MS, refreshSelected);
     debounce("events", 600, loadNewEvents);
   }
 
@@ -349,7 +367,7 @@
   // ------------------------------------------------------------------ the selected resident
 
   async function selectResident(id) {
-    if (id !== state.selected) state.beliefsShown = BELIEFS_SHOWN;
+    if (id !== state.selected) Object.assign(state, { beliefs: [], beliefsMore: false });
     state.selected = id;
     $("#resident-name").textContent = nameOf(id);
     for (const li of $("#residents").children) li.classList.toggle("selected", li.dataset.resident === id);
@@ -366,26 +384,40 @@
     if (state.root) selectBelief(state.root, false);
   }
 
-  async function refreshBeliefs() {
+  // The selected resident's beliefs in root order, a page at a time (SPEC §10.1 `limit` and
+  // `after`), filtered on the sidecar by root prefix; one more than wanted is asked for, to
+  // tell whether there are more. `next`: the page after those loaded; else (a refresh) the
+  // first ones again, as many as are loaded: what a refresh costs follows what the table
+  // shows, never how much the resident knows.
+  async function refreshBeliefs(next = false) {
     const who = state.selected;
+    const asked = ++state.beliefsAsked;
+    const prefix = $("#belief-filter").value.trim();
+    const kept = next ? state.beliefs : [];
+    const want = next ? BELIEFS_PAGE : Math.min(BELIEFS_MAX, Math.max(BELIEFS_PAGE, state.beliefs.length));
+    const frame = { type: "beliefs", resident: who, limit: want + 1 };
+    if (prefix) frame.prefix = prefix;
+    if (kept.length) frame.after = kept[kept.length - 1].root;
     try {
-      const reply = await request({ type: "beliefs", resident: who });
-      if (who !== state.selected) return;
-      state.beliefs = reply.beliefs;
+      const reply = await request(frame);
+      if (asked !== state.beliefsAsked || who !== state.selected) return;
+      state.beliefs = kept.concat(reply.beliefs.slice(0, want));
+      state.beliefsMore = reply.beliefs.length > want;
       renderBeliefs();
     } catch (err) {
+      if (asked !== state.beliefsAsked) return;
+      $("#belief-count").textContent = "";
+      $("#beliefs-more").hidden = true;
       $("#beliefs tbody").replaceChildren(el("tr", {}, el("td", { colspan: 4, class: "muted" }, err.message)));
     }
   }
 
   function renderBeliefs() {
-    const filter = $("#belief-filter").value.trim().toLowerCase();
-    const rows = state.beliefs.filter((b) => !filter ||
-      [b.root, show(b.value), b.subject || ""].some((t) => t.toLowerCase().includes(filter)));
-    $("#belief-count").textContent = `(${rows.length}${rows.length !== state.beliefs.length ? ` of ${state.beliefs.length}` : ""})`;
-    $("#beliefs-more").hidden = rows.length <= state.beliefsShown;
-    $("#beliefs-more").textContent = `${rows.length - state.beliefsShown} more beliefs…`;
-    $("#beliefs tbody").replaceChildren(...rows.slice(0, state.beliefsShown).map((b) => el("tr", {
+    const n = state.beliefs.length;
+    $("#belief-count").textContent = `(${n}${state.beliefsMore ? "+" : ""})`;
+    $("#beliefs-more").hidden = !state.beliefsMore;
+    $("#beliefs-more").textContent = `next ${BELIEFS_PAGE} beliefs…`;
+    $("#beliefs tbody").replaceChildren(...state.beliefs.map((b) => el("tr", {
       class: b.root === state.root ? "selected" : "", "data-root": b.root, title: b.subject || "",
       onclick: () => { selectBelief(b.root, true); },
     },
@@ -456,7 +488,7 @@
     const key = `${state.selected}\u0000${root}`;
     if (state.graph.key !== key) state.graph = { key, after: null, before: [] };
     const [explanation, distribution, graph] = await Promise.allSettled([
-      request({ type: "explain", resident: state.selected, root }),
+      request({ type: "explain", resident: state.selected, root, limit: EXPLAIN_LATEST }),
       request({ type: "distribution", root }),
       requestGraphPage(),
     ]);
@@ -483,7 +515,13 @@
     if (result.status !== "fulfilled") return box.replaceChildren(el("li", { class: "muted" }, result.reason.message));
     const x = result.value;
     const evidence = new Map(x.evidence.map((e) => [e.evidence_id, e]));
-    box.replaceChildren(...x.history.map((h) => {
+    // With a limit the reply holds the latest changes and evidence only: say how many there are.
+    const latest = (shown, total, what) => shown < total ? `the latest ${shown} of ${total.toLocaleString("en")} ${what}` : `${total} ${what}`;
+    const earlier = x.history_total > x.history.length || x.evidence_total > x.evidence.length
+      ? [el("li", { class: "muted", id: "timeline-earlier" },
+        `${latest(x.history.length, x.history_total, "changes")}; ${latest(x.evidence.length, x.evidence_total, "pieces of evidence")}`)]
+      : [];
+    box.replaceChildren(...earlier, ...x.history.map((h) => {
       const e = evidence.get(h.evidence_id);
       const from = h.prev_confidence === null ? "" : `${h.prev_confidence} → `;
       const valueChange = h.prev_value !== null && show(h.prev_value) !== show(h.value) ? ` (${show(h.prev_value)} → ${show(h.value)})` : "";
@@ -493,7 +531,7 @@
         e ? el("div", { class: "ev" }, `${e.event_kind} ${e.event_id} · ${e.source_kind}${e.source ? " from " + nameOf(e.source) : ""}` +
           ` · ${e.relation}${e.hops && e.hops.length > 1 ? " · via " + e.hops.map(nameOf).join(" → ") : ""}` +
           `${e.trust !== null && e.trust !== undefined ? " · trust " + e.trust.toFixed(2) : ""}: ${e.subject}`) :
-          el("div", { class: "ev" }, h.detail ? `detail ${h.detail}` : "time passed"));
+          el("div", { class: "ev" }, h.evidence_id ? `evidence ${h.evidence_id}` : h.detail ? `detail ${h.detail}` : "time passed"));
     }));
   }
 
@@ -800,8 +838,10 @@
   $("#world-pick").addEventListener("change", (ev) => { if (ev.target.value) go(ev.target.value); });
   $("#resident-filter").addEventListener("input", renderResidents);
   $("#residents-more").addEventListener("click", () => loadResidents(true));
-  $("#belief-filter").addEventListener("input", renderBeliefs);
-  $("#beliefs-more").addEventListener("click", () => { state.beliefsShown += BELIEFS_SHOWN; renderBeliefs(); });
+  $("#belief-filter").addEventListener("input", () => debounce("beliefs", 250, () => {
+    if (state.selected) { state.beliefs = []; refreshBeliefs(); }
+  }));
+  $("#beliefs-more").addEventListener("click", () => refreshBeliefs(true));
   $("#events-older").addEventListener("click", loadOlderEvents);
   $("#narrative-form").addEventListener("input", () => debounce("narrative", 300, refreshNarrative));
   $("#narrative-form").addEventListener("submit", (ev) => { ev.preventDefault(); refreshNarrative(); });
