@@ -636,6 +636,27 @@ async def test_the_client_node_pages_queries_and_refuses_locally(tmp_path: Path)
         reply = listing.get("result")
         assert [b["root"] for b in reply["beliefs"]] == [f"thing{i:04d}:where" for i in range(150)]
         assert reply["part"] >= 2 and reply["more"] is False  # it came in several parts
+        pages, after = [], ""  # a page at a time: limit, then after the last root received
+        while True:
+            filters = {"limit": 64, **({"after": after} if after else {})}
+            page = node.request("beliefs", "mira", filters)
+            await node.run_until(lambda page=page: page.get("done"))
+            pages.append([b["root"] for b in page.get("result")["beliefs"]])
+            if len(pages[-1]) < 64:
+                break
+            after = pages[-1][-1]
+        assert [len(p) for p in pages] == [64, 64, 22]
+        assert [r for p in pages for r in p] == [b["root"] for b in reply["beliefs"]]
+        again = [
+            node.request("send_event", {"event_id": f"a-{i}", "day": 2.0, "kind": "observe",
+                                        **observe(["mira"], "thing0000:where", "gone")})
+            for i in range(3)
+        ]  # fmt: skip
+        latest = node.request("explain", "mira", "thing0000:where", 1)
+        await node.run_until(lambda: _done([*again, latest]))
+        explained = latest.get("result")
+        assert [len(explained["evidence"]), explained["evidence_total"]] == [1, 4]
+        assert explained["evidence"][0]["event_id"] == "a-2"
         narrative = node.request("narrative", "mira", 50000)
         await node.run_until(lambda: narrative.get("done"))
         async with WsClient(sc.url) as reference:  # the same narrative, joined as SPEC §11 says

@@ -706,11 +706,18 @@ namespace Credence
             return RequestAsync(f);
         }
 
-        public Task<Reply> ExplainAsync(string resident, string root)
+        /// <summary>
+        /// Why <paramref name="resident"/> believes what she does about <paramref name="root"/>: the belief, its
+        /// evidence and its change records (SPEC §10.2). <paramref name="limit"/>: only the latest that many of
+        /// each (<c>evidence_total</c> and <c>history_total</c> still count them all), so a belief seen 10,000
+        /// times answers small.
+        /// </summary>
+        public Task<Reply> ExplainAsync(string resident, string root, int? limit = null)
         {
             var f = Frame("explain");
             f["resident"] = resident;
             f["root"] = root;
+            if (limit.HasValue) f["limit"] = limit.Value;
             return RequestAsync(f);
         }
 

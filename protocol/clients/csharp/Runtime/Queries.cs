@@ -51,6 +51,8 @@ namespace Credence
         public IList<string> Places;
         /// <summary>Beliefs held with at least this confidence (0–100).</summary>
         public int? MinConfidence;
+        /// <summary>At most this many beliefs (1–10,000), the first in root order: with <see cref="After"/> set to the last root of the previous page, a resident's memory is read a page at a time.</summary>
+        public int? Limit;
 
         internal void WriteTo(Dictionary<string, object> frame)
         {
@@ -61,6 +63,7 @@ namespace Credence
             if (People != null) frame["people"] = Events.Ids(People);
             if (Places != null) frame["places"] = Events.Ids(Places);
             if (MinConfidence.HasValue) frame["min_confidence"] = MinConfidence.Value;
+            if (Limit.HasValue) frame["limit"] = Limit.Value;
         }
     }
 }

@@ -598,6 +598,16 @@ namespace Credence.Tests
             Check(after.Items("beliefs").Select(b => (string)b["root"]).SequenceEqual(new[] { "water:well" }), "beliefs after lore:399: only water:well");
             var explain = await Within(main.ExplainAsync("mira", "water:well"), "explain");
             Check(explain.Type == "explanation" && explain.Items("evidence").Count == 2 && explain.Items("history").Count == 2, "explain: 2 evidence, 2 changes");
+            var latest = await Within(main.ExplainAsync("mira", "water:well", 1), "explain, latest only");
+            Check(latest.Items("evidence").Count == 1 && latest.Items("history").Count == 1
+                && Convert.ToInt64(latest.Frame["evidence_total"]) == 2 && Convert.ToInt64(latest.Frame["history_total"]) == 2,
+                "explain with limit 1: the latest piece of evidence and change, of 2 each");
+            var firstPage = await Within(main.BeliefsAsync("mira", new BeliefsFilter { Limit = 300 }), "beliefs page 1");
+            var lastRoot = (string)firstPage.Items("beliefs").Last()["root"];
+            var secondPage = await Within(main.BeliefsAsync("mira", new BeliefsFilter { After = lastRoot, Limit = 300 }), "beliefs page 2");
+            Check(firstPage.Items("beliefs").Count == 300 && secondPage.Items("beliefs").Count == 102
+                && firstPage.Items("beliefs").Concat(secondPage.Items("beliefs")).Select(b => (string)b["root"]).SequenceEqual(items.Select(b => (string)b["root"])),
+                "beliefs a page at a time (Limit, then After the last root): 300 + 102, the same as whole");
             var dist = await Within(main.DistributionAsync("water:well"), "distribution");
             Check(dist.Items("residents").Count == 2, "distribution of water:well: mira and kai");
             var narrative = await Within(main.NarrativeAsync("kai", 600, "en"), "narrative");

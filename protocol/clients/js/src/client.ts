@@ -594,8 +594,10 @@ export class CredenceClient {
   }
 
   /**
-   * A resident's beliefs in root order, joined over every page (SPEC §10.1), optionally
-   * filtered (`{prefix: "water:", min_confidence: 50}`); a string is `{after: string}`.
+   * A resident's beliefs in root order, joined over every part (SPEC §10.1), optionally
+   * filtered (`{prefix: "water:", min_confidence: 50}`); a string is `{after: string}`. For a
+   * resident who knows a lot, read a page at a time: `{limit: 1000}`, then `{after: <the
+   * last root received>, limit: 1000}` until a page holds fewer than `limit`.
    */
   async beliefs(resident: string, filter: string | BeliefsFilter = {}): Promise<BeliefsReply> {
     const f = typeof filter === "string" ? { after: filter } : filter;
@@ -610,8 +612,15 @@ export class CredenceClient {
     return reply;
   }
 
-  explain(resident: string, root: string): Promise<ExplanationReply> {
-    return this.query<ExplanationReply>({ type: "explain", resident, root });
+  /**
+   * Why `resident` believes what she does about `root`: the belief, its evidence and its
+   * change records (SPEC §10.2). `limit`: only the latest `limit` of each (`evidence_total`
+   * and `history_total` still count them all): a belief seen 10,000 times answers small.
+   */
+  explain(resident: string, root: string, limit?: number): Promise<ExplanationReply> {
+    const frame: Frame = { type: "explain", resident, root };
+    if (limit !== undefined) frame.limit = limit;
+    return this.query<ExplanationReply>(frame);
   }
 
   distribution(root: string): Promise<DistributionReply> {

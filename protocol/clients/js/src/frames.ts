@@ -246,6 +246,11 @@ export interface BeliefsFilter {
   places?: string[];
   /** Beliefs held with at least this confidence (0–100). */
   min_confidence?: number;
+  /**
+   * At most this many beliefs (1–10,000), the first in root order. With `after` set to the
+   * last root of the previous page, a resident's memory is read a page at a time.
+   */
+  limit?: number;
 }
 
 // ----------------------------------------------------------------------------- sidecar → game
@@ -377,6 +382,9 @@ export interface ExplanationReply extends Paged {
   belief: BeliefSummary;
   evidence: Array<Record<string, unknown>>;
   history: Array<Record<string, unknown>>;
+  /** How many pieces of evidence and change records the belief has in all (with a `limit`, more than are listed). */
+  evidence_total: number;
+  history_total: number;
 }
 export interface DistributionReply extends Paged {
   type: "distribution";

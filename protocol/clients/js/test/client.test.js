@@ -41,6 +41,9 @@ test("send resolves with the ack; notifications are typed and kept in the mirror
     );
     const explained = await client.explain("mira", "water:well");
     assert.deepEqual(explained.history.map((h) => h.change), ["formed", "doubted"]);
+    const latest = await client.explain("mira", "water:well", 1); // the latest of each only
+    assert.deepEqual(latest.history.map((h) => h.change), ["doubted"]);
+    assert.deepEqual([latest.history_total, latest.evidence.length, latest.evidence_total], [2, 1, 2]);
     const other = new CredenceClient({ url: sidecar.url, world: "town", subscribe: ["mira"] });
     await other.connect();
     await other.loadMirror("mira");

@@ -153,6 +153,13 @@ test("narrative focus and beliefs filters are typed parameters sent as the SPEC 
     assert.deepEqual(bo.beliefs.map((b) => b.root), ["mill:wheel"]);
     const after = await client.beliefs("mira", "mill:wheel"); // the old (resident, after) form
     assert.deepEqual(after.beliefs.map((b) => b.root), ["road:north", "water:well"]);
+    const pages = []; // a page at a time: limit, then after the last root received
+    for (let page = await client.beliefs("mira", { limit: 2 }); ; ) {
+      pages.push(page.beliefs.map((b) => b.root));
+      if (page.beliefs.length < 2) break;
+      page = await client.beliefs("mira", { after: page.beliefs.at(-1).root, limit: 2 });
+    }
+    assert.deepEqual(pages, [["believes:kai:festival:day", "festival:day"], ["mill:wheel", "road:north"], ["water:well"]]);
 
     const focus = { people: ["bo"], places: ["well"], roots: ["road:"], topics: [] };
     const n = await client.narrative("mira", { budget: 2000, lang: "en", focus });
@@ -169,8 +176,10 @@ test("narrative focus and beliefs filters are typed parameters sent as the SPEC 
     const frames = sent.filter((f) => f.type === "narrative" || f.type === "beliefs");
     assert.deepEqual(frames[0].prefix, "water:");
     assert.deepEqual([frames[1].min_confidence, frames[1].states], [70, ["influencing"]]);
-    assert.deepEqual(frames[4].focus, focus);
-    assert.equal(frames[5].focus, undefined);
+    assert.deepEqual([frames[4].after, frames[4].limit], [undefined, 2]);
+    assert.deepEqual([frames[5].after, frames[5].limit], ["festival:day", 2]);
+    assert.deepEqual(frames[7].focus, focus);
+    assert.equal(frames[8].focus, undefined);
   } finally {
     client.close();
     await sidecar.stop();

@@ -187,16 +187,21 @@ func query(type: String, fields: Dictionary = {}) -> CredenceRequest:
 
 
 ## A resident's beliefs (SPEC §10.1); `filters` may hold after, root, prefix, states, people,
-## places, min_confidence.
+## places, min_confidence, limit. A long memory a page at a time: {"limit": 1000}, then
+## {"after": <the last root received>, "limit": 1000} until a page holds fewer.
 func beliefs(resident: String, filters: Dictionary = {}) -> CredenceRequest:
 	var fields := filters.duplicate()
 	fields["resident"] = resident
 	return query("beliefs", fields)
 
 
-## One belief with its evidence and history (SPEC §10.2).
-func explain(resident: String, root: String) -> CredenceRequest:
-	return query("explain", {"resident": resident, "root": root})
+## One belief with its evidence and history (SPEC §10.2); `limit` > 0: only the latest `limit`
+## of each (evidence_total and history_total count them all).
+func explain(resident: String, root: String, limit := 0) -> CredenceRequest:
+	var fields := {"resident": resident, "root": root}
+	if limit > 0:
+		fields["limit"] = limit
+	return query("explain", fields)
 
 
 ## Who believes what about one root (SPEC §10.3).
