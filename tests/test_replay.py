@@ -266,7 +266,7 @@ async def test_a_capture_rotated_at_its_limit_replays_as_the_pair_in_order(tmp_p
     assert [r.data for r in script.records] == [r["data"] for r in read_capture(whole)]
     assert notification_lines((await replay_online(script, token=SECRET)).notifications) == live
     assert notification_lines(replay_offline(script).notifications) == live
-    assert len(load(rotated(capture)).records) < len(script.records)
+    assert load(rotated(capture)).frames < script.frames
 
 
 async def test_replaying_the_same_capture_twice_gives_identical_output(tmp_path: Path) -> None:
@@ -564,3 +564,59 @@ def test_cli_bad_scenario_exits_2_naming_the_line(tmp_path: Path) -> None:
     done = run_cli(bad, "--offline")
     assert done.returncode == 2
     assert re.search(rf"{re.escape(str(bad))}:\d+: 'conn' must be a positive integer", done.stderr)
+
+
+# --------------------------------------------------------------------------- at size
+
+
+async def test_a_capture_is_read_again_not_held_and_its_notifications_spill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A capture's records are not kept by load() (each connection's first only), and
+    notifications that spill to the temporary file many times over read back as the live
+    observer saw them, online and offline; a connection is synced every SYNC_EVERY frames
+    and its refusal still names its record."""
+    import tools.replay as replay
+
+    capture, live = await captured_session(tmp_path)
+    script = load(capture)
+    assert script.held is None and list(script.firsts) == script.connections() == [1, 2, 3]
+    assert [r.where for r in script.records][-1] == f"record {script.frames}"
+    monkeypatch.setattr(replay, "SPOOL_BYTES", 600)  # a few notifications a chunk
+    monkeypatch.setattr(replay, "SYNC_EVERY", 2)
+    online = await replay_online(script, token=SECRET)
+    offline = replay_offline(script)
+    assert sum(len(c) for c in online.spool._chunks.values()) > 3  # it spilled, often
+    assert list(online.lines()) == list(offline.lines()) == live
+    assert online.refusals == offline.refusals and [r.where for r in online.refusals] == [
+        "record 8"
+    ]
+
+
+def test_notifications_read_back_by_world_then_seq_across_chunks() -> None:
+    """Lines held and spilled per world come back world by world, each in seq order (one
+    that arrived out of order is put back in order), with the world named on each."""
+    from tools.replay import Notifications
+
+    notes = Notifications(["farm", "town"], budget=200)
+    arrivals = [("town", 1), ("farm", 1), ("town", 2), ("farm", 3), ("farm", 2), ("town", 3)]
+    for world, seq in arrivals:
+        notes.add(world, {"type": "belief", "seq": seq, "subject": "x" * 40})
+    got = [(n["world"], n["seq"]) for n in map(orjson.loads, notes.lines())]
+    assert got == [("farm", 1), ("farm", 2), ("farm", 3), ("town", 1), ("town", 2), ("town", 3)]
+    assert notes.count == 6 and notes._file is not None
+    notes.close()
+
+
+async def test_a_capture_rotated_during_its_replay_is_an_error_not_other_records(
+    tmp_path: Path,
+) -> None:
+    """The sidecar rotates the capture after it was loaded: the replay says so (the records
+    it would send now are not those it checked) instead of sending something else."""
+    capture, _ = await captured_session(tmp_path)
+    script = load(capture)
+    capture.rename(rotated(capture))
+    capture.write_bytes(b"")
+    with pytest.raises(ReplayError, match="rotated or replaced meanwhile"):
+        replay_offline(script)
+    assert load(capture).frames == script.frames  # loaded anew: the pair, the same session

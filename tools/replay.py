@@ -23,6 +23,14 @@ is the same on every run. Offline (:func:`replay_offline`), the event frames go 
 :class:`~sidecar.engine.MemoryWorld`, no server, no SQLite, and
 :func:`protocol.belief_frame` builds the same notifications. That equality is what makes a
 scenario's golden file a test of the whole stack.
+
+A capture may be as large as the sidecar writes (two files of up to 256 MiB by default), so
+nothing here grows with it: its records are checked in one pass and read again from its files
+while they are sent (each connection's first record kept, for its hello), errors are named
+after each query barrier, and the notifications are kept as canonical JSON lines, per world,
+in a buffer of :data:`SPOOL_BYTES` that spills to one temporary file. Offline, the
+:class:`~sidecar.engine.MemoryWorld` keeps each world's history as it folds (as SQLite
+would).
 """
 
 from __future__ import annotations
@@ -32,10 +40,10 @@ import contextlib
 import difflib
 import itertools
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import msgpack
 import orjson
@@ -44,10 +52,11 @@ from websockets.exceptions import ConnectionClosed
 
 from protocol import PROTOCOL_VERSION, ErrorCode, ProtocolError, belief_frame, decode, parse_hello
 from sidecar.engine import EngineError, MemoryWorld, parse_event
-from sidecar.server.capture import REDACTED, read_capture, rotated
+from sidecar.server.capture import REDACTED, CapturePart, capture_parts, rotated
 
 __all__ = [
     "DEFAULT_WORLD",
+    "Notifications",
     "Record",
     "Refusal",
     "ReplayError",
@@ -61,12 +70,18 @@ __all__ = [
     "notification_lines",
     "replay_offline",
     "replay_online",
+    "same",
 ]
 
 DEFAULT_WORLD = "replay"
 CLIENT = "credence-replay"
 #: ``rid`` prefix of the barrier queries; chosen so it cannot collide with a game's rids.
 _BARRIER_RID = "credence-replay:barrier:"
+#: A connection that sends this many frames in a row is synced (a query barrier) even before
+#: another connection's turn: what it sent is then named in its refusals and forgotten.
+SYNC_EVERY = 1000
+#: The notifications held in memory before they spill to a temporary file.
+SPOOL_BYTES = 16 * 1024 * 1024
 
 
 class ScriptError(ValueError):
@@ -99,12 +114,26 @@ class Record:
 
 @dataclass(slots=True)
 class Script:
-    """A loaded input: records in global order, and each connection's world."""
+    """A loaded input: each connection's first record (in order of appearance), how many
+    records there are, and the records themselves in global order when iterated
+    (:attr:`records`): a scenario's are held (a hand-written file), a capture's are read
+    again from its files, as they were when it was loaded."""
 
     path: Path
     kind: str  # "capture" or "scenario"
-    records: list[Record]
+    firsts: dict[int, Record]
+    frames: int
     default_world: str = DEFAULT_WORLD
+    held: list[Record] | None = None  # a scenario's records
+    parts: list[CapturePart] = field(default_factory=list)  # a capture's files
+
+    @property
+    def records(self) -> Iterator[Record]:
+        """The records in order, read anew on each use. A capture rotated or replaced since
+        it was loaded raises :class:`ReplayError` instead of giving other records."""
+        if self.held is not None:
+            return iter(self.held)
+        return _read_again(self.path, self.parts)
 
     @property
     def default_hello(self) -> bool:
@@ -117,11 +146,11 @@ class Script:
 
     def hello(self, conn: int) -> Record | None:
         """The connection's own hello, if its first record is one."""
-        first = next((r for r in self.records if r.conn == conn), None)
+        first = self.firsts.get(conn)
         return first if first is not None and first.type == "hello" else None
 
     def connections(self) -> list[int]:
-        return list(dict.fromkeys(r.conn for r in self.records))
+        return list(self.firsts)
 
     def world_of(self, conn: int) -> str:
         hello = self.hello(conn)
@@ -145,12 +174,88 @@ class Refusal:
         return f"conn {self.conn} {self.where}: {self.code}: {self.message}"
 
 
+class Notifications:
+    """The belief notifications of a replay as canonical JSON lines (keys sorted; the world
+    named on each when there are several), per world in arrival order, in bounded memory:
+    held up to ``budget`` bytes in all, then written to one temporary file as a chunk per
+    world. Read back by world, then seq (:meth:`lines`), as ``--out`` writes them."""
+
+    def __init__(self, worlds: Sequence[str], budget: int | None = None) -> None:
+        self.tag = len(worlds) > 1
+        self.budget = SPOOL_BYTES if budget is None else budget
+        self.count = 0
+        self._held: dict[str, bytearray] = {}  # lines ending in a newline, per world
+        self._chunks: dict[str, list[tuple[int, int]]] = {}
+        self._last: dict[str, int] = {}
+        self._unordered: set[str] = set()  # (never seen: each world's come in seq order)
+        self._size = 0
+        self._file: IO[bytes] | None = None
+
+    def add(self, world: str, frame: dict[str, Any]) -> None:
+        line = orjson.dumps({**frame, "world": world} if self.tag else frame, option=_SORTED)
+        seq = frame.get("seq") or 0
+        if seq < self._last.get(world, 0):
+            self._unordered.add(world)
+        self._last[world] = seq
+        held = self._held.get(world)
+        if held is None:
+            held = self._held[world] = bytearray()
+        held += line
+        held += b"\n"
+        self.count += 1
+        self._size += len(line) + 1
+        if self._size > self.budget:
+            self._spill()
+
+    def _spill(self) -> None:
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="credence-replay-")  # noqa: SIM115
+        self._file.seek(0, 2)
+        for world, held in self._held.items():
+            self._chunks.setdefault(world, []).append((self._file.tell(), len(held)))
+            self._file.write(held)
+        self._held.clear()
+        self._size = 0
+
+    def _world(self, world: str) -> Iterator[bytes]:
+        for offset, size in self._chunks.get(world, ()):
+            assert self._file is not None
+            self._file.seek(offset)
+            yield from self._file.read(size).splitlines()
+        yield from bytes(self._held.get(world, b"")).splitlines()
+
+    def lines(self) -> Iterator[str]:
+        """Every notification's line, ordered by world, then seq."""
+        for world in sorted(self._held.keys() | self._chunks.keys()):
+            lines: Iterable[bytes] = self._world(world)
+            if world in self._unordered:
+                lines = sorted(lines, key=lambda line: orjson.loads(line).get("seq") or 0)
+            for line in lines:
+                yield line.decode()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+_SORTED = orjson.OPT_SORT_KEYS
+
+
 @dataclass(slots=True)
 class ReplayResult:
-    notifications: list[dict[str, Any]]
+    spool: Notifications
     refusals: list[Refusal] = field(default_factory=list)
     frames: int = 0
     connections: int = 0
+
+    def lines(self) -> Iterator[str]:
+        """The notifications as canonical JSON lines, by world, then seq (bounded memory)."""
+        return self.spool.lines()
+
+    @property
+    def notifications(self) -> list[dict[str, Any]]:
+        """Every notification, decoded (held whole: for a small replay; use :meth:`lines`)."""
+        return [orjson.loads(line) for line in self.lines()]
 
 
 # --------------------------------------------------------------------------- loading
@@ -181,32 +286,58 @@ def _decoded(data: bytes | str) -> dict[str, Any] | None:
 
 
 def load_capture(path: str | Path) -> Script:
-    """A capture's records (with its rotated part ``FILE.1`` first, if there is one), each
-    numbered from the first record of the pair."""
+    """A capture (with its rotated part ``FILE.1`` first, if there is one), checked whole in
+    one pass that keeps only each connection's first record; its records are numbered from
+    the first of the pair."""
     path = Path(path)
-    records: list[Record] = []
     try:
-        for i, rec in enumerate(read_capture(path), start=1):
-            if not isinstance(rec, dict):
-                raise ScriptError(f"{path}: record {i} is not a map; is this a capture file?")
-            conn, t, data = rec.get("conn"), rec.get("t"), rec.get("data")
-            if isinstance(conn, bool) or not isinstance(conn, int) or conn < 1:
-                raise ScriptError(f"{path}: record {i}: 'conn' must be a positive integer")
-            if isinstance(t, bool) or not isinstance(t, int | float):
-                raise ScriptError(f"{path}: record {i}: 't' must be a receive time in seconds")
-            if not isinstance(data, bytes | str):
-                raise ScriptError(f"{path}: record {i}: 'data' must be the message (bin or str)")
-            records.append(Record(conn, data, _decoded(data), f"record {i}", float(t)))
-    except ScriptError:
-        raise
-    except (ValueError, msgpack.UnpackException) as exc:
-        raise ScriptError(
-            f"{path}: record {len(records) + 1} is not valid msgpack ({exc}); "
-            "is this a capture file?"
-        ) from None
-    if not records:
+        parts = capture_parts(path)
+    except OSError as exc:
+        raise ScriptError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    firsts: dict[int, Record] = {}
+    frames = 0
+    for record in _capture_records(path, parts):
+        frames += 1
+        firsts.setdefault(record.conn, record)
+    if not frames:
         raise ScriptError(f"{path}: the capture holds no frames")
-    return Script(path, "capture", records)
+    return Script(path, "capture", firsts, frames, parts=parts)
+
+
+def _capture_records(path: Path, parts: Sequence[CapturePart]) -> Iterator[Record]:
+    i = 0
+    try:
+        for part in parts:
+            for rec in part.records():
+                i += 1
+                if not isinstance(rec, dict):
+                    raise ScriptError(f"{path}: record {i} is not a map; is this a capture file?")
+                conn, t, data = rec.get("conn"), rec.get("t"), rec.get("data")
+                if isinstance(conn, bool) or not isinstance(conn, int) or conn < 1:
+                    raise ScriptError(f"{path}: record {i}: 'conn' must be a positive integer")
+                if isinstance(t, bool) or not isinstance(t, int | float):
+                    raise ScriptError(f"{path}: record {i}: 't' must be a receive time in seconds")
+                if not isinstance(data, bytes | str):
+                    raise ScriptError(
+                        f"{path}: record {i}: 'data' must be the message (bin or str)"
+                    )
+                yield Record(conn, data, _decoded(data), f"record {i}", float(t))
+    except (ValueError, msgpack.UnpackException) as exc:
+        if isinstance(exc, ScriptError):
+            raise
+        raise ScriptError(
+            f"{path}: record {i + 1} is not valid msgpack ({exc}); is this a capture file?"
+        ) from None
+    except OSError as exc:
+        raise ScriptError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _read_again(path: Path, parts: Sequence[CapturePart]) -> Iterator[Record]:
+    """A loaded capture's records for sending: as checked, unless its files changed."""
+    try:
+        yield from _capture_records(path, parts)
+    except ScriptError as exc:
+        raise ReplayError(f"{exc} (it was read whole before the replay began)") from None
 
 
 def load_scenario(path: str | Path) -> Script:
@@ -219,6 +350,7 @@ def load_scenario(path: str | Path) -> Script:
     except OSError as exc:
         raise ScriptError(f"{path}: cannot read: {exc.strerror or exc}") from None
     records: list[Record] = []
+    firsts: dict[int, Record] = {}
     world = DEFAULT_WORLD
     seen_content = False
     for lineno, raw in enumerate(text.splitlines(), start=1):
@@ -249,14 +381,15 @@ def load_scenario(path: str | Path) -> Script:
             raise ScriptError(
                 f"{at}: 'conn' must be a positive integer (the sending connection), not {conn!r}"
             )
-        if kind == "hello" and any(r.conn == conn for r in records):
+        if kind == "hello" and conn in firsts:
             raise ScriptError(f"{at}: the hello of connection {conn} must be its first frame")
         data = msgpack.packb(obj, use_bin_type=True)
         # Decoded by the wire codec, so a value the sidecar would refuse is refused offline too.
         records.append(Record(conn, data, _decoded(data), f"line {lineno}"))
+        firsts.setdefault(conn, records[-1])
     if not records:
         raise ScriptError(f"{path}: the scenario holds no frames")
-    return Script(path, "scenario", records, world)
+    return Script(path, "scenario", firsts, len(records), world, held=records)
 
 
 def _kind(value: object) -> str:
@@ -287,7 +420,7 @@ def replay_offline(script: Script) -> ReplayResult:
     """
     worlds: dict[str, MemoryWorld] = {}
     conn_world: dict[int, str | None] = {}
-    notes: list[tuple[str, dict[str, Any]]] = []
+    notes = Notifications(script.worlds())
     refusals: list[Refusal] = []
     for rec in script.records:
         if rec.conn not in conn_world:
@@ -312,10 +445,9 @@ def replay_offline(script: Script) -> ReplayResult:
         except EngineError as exc:
             refusals.append(Refusal(rec.conn, rec.where, exc.code, str(exc)))
             continue
-        notes.extend((world, belief_frame(c)) for c in memory.changes[before:])
-    return ReplayResult(
-        _merge(notes, len(script.worlds()) > 1), refusals, len(script.records), len(conn_world)
-    )
+        for change in memory.changes[before:]:
+            notes.add(world, belief_frame(change))
+    return ReplayResult(notes, refusals, script.frames, len(conn_world))
 
 
 def _offline_hello(script: Script, rec: Record, refusals: list[Refusal]) -> str | None:
@@ -329,12 +461,6 @@ def _offline_hello(script: Script, rec: Record, refusals: list[Refusal]) -> str 
     except ProtocolError as exc:
         refusals.append(Refusal(rec.conn, rec.where, str(exc.code), exc.message))
         return None
-
-
-def _merge(notes: Iterable[tuple[str, dict[str, Any]]], tag: bool) -> list[dict[str, Any]]:
-    """Order by (world, seq); name the world on each line only when there are several."""
-    ordered = sorted(notes, key=lambda wn: (wn[0], wn[1].get("seq") or 0))
-    return [{**n, "world": w} if tag else n for w, n in ordered]
 
 
 # --------------------------------------------------------------------------- online
@@ -352,17 +478,26 @@ def _encode_like(frame: dict[str, Any], text: bool) -> bytes | str:
 
 
 class _Peer:
-    """One client connection of the replay: sends, and drains replies in a task."""
+    """One client connection of the replay: sends, and drains replies in a task. An
+    observer's (``notes`` given) notifications go into ``notes``; other connections'
+    are dropped (the observers see them all)."""
 
     _rids = itertools.count(1)
 
-    def __init__(self, ws: ClientConnection, label: str, timeout: float) -> None:
+    def __init__(
+        self,
+        ws: ClientConnection,
+        label: str,
+        timeout: float,
+        notes: Notifications | None = None,
+        world: str = "",
+    ) -> None:
         self.ws = ws
         self.label = label
         self.timeout = timeout
         self.text = False
-        self.beliefs: list[dict[str, Any]] = []
-        self.errors: list[dict[str, Any]] = []
+        self.notes, self.world = notes, world
+        self.errors: list[dict[str, Any]] = []  # since the last sync
         self.waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.unsynced = False
         self.closed: str | None = None  # why the sidecar ended the connection, if it did
@@ -397,7 +532,8 @@ class _Peer:
                 if isinstance(rid, str) and rid in self.waiting:
                     self.waiting.pop(rid).set_result(frame)
                 elif frame.get("type") == "belief":
-                    self.beliefs.append(frame)
+                    if self.notes is not None:
+                        self.notes.add(self.world, frame)
                 elif frame.get("type") == "error":
                     self.errors.append(frame)
         except ConnectionClosed:
@@ -505,12 +641,14 @@ async def replay_online(
             await sidecar.stop()
 
 
-async def _open(url: str, label: str, timeout: float) -> _Peer:
+async def _open(
+    url: str, label: str, timeout: float, notes: Notifications | None = None, world: str = ""
+) -> _Peer:
     try:
         ws = await asyncio.wait_for(connect(url, compression=None, max_size=None), timeout)
     except TimeoutError:
         raise ReplayError(f"{label}: could not connect to {url} within {timeout:g} s") from None
-    return _Peer(ws, label, timeout)
+    return _Peer(ws, label, timeout, notes, world)
 
 
 async def _replay(
@@ -519,10 +657,20 @@ async def _replay(
     peers: dict[int, _Peer] = {}
     observers: dict[str, _Peer] = {}
     refusals: list[Refusal] = []
-    sent: dict[int, list[Record]] = {}
+    sent: dict[int, list[Record]] = {}  # per connection, what it sent since its last sync
+    notes = Notifications(script.worlds())
+
+    async def sync(conn: int) -> None:
+        # Every frame sent on it so far is answered: name its refusals, forget what it sent.
+        peer = peers[conn]
+        if peer.unsynced:
+            await peer.sync()
+        refusals.extend(_attribute(conn, peer.errors, sent.pop(conn, [])))
+        peer.errors.clear()
+
     try:
         for world in script.worlds():
-            observer = await _open(url, f"observer of world {world!r}", timeout)
+            observer = await _open(url, f"observer of world {world!r}", timeout, notes, world)
             observers[world] = observer
             hello: dict[str, Any] = {
                 "type": "hello", "protocol": PROTOCOL_VERSION, "world": world,
@@ -536,17 +684,21 @@ async def _replay(
                 raise ReplayError(
                     f"the sidecar refused the observer of world {world!r}: {observer.closed}{hint}"
                 )
-        current: _Peer | None = None
+        current: int | None = None
         clock = asyncio.get_running_loop().time
-        start, t0 = clock(), next((r.t for r in script.records if r.t is not None), None)
+        start, t0 = clock(), None
         for rec in script.records:
             peer = peers.get(rec.conn)
-            if current is not None and current is not peer and current.unsynced:
-                await current.sync()  # keep the global order across connections
-            if speed is not None and rec.t is not None and t0 is not None:
+            if current is not None and current != rec.conn and peers[current].unsynced:
+                await sync(current)  # keep the global order across connections
+            elif len(sent.get(rec.conn, ())) >= SYNC_EVERY:
+                await sync(rec.conn)
+            if speed is not None and rec.t is not None:
+                t0 = rec.t if t0 is None else t0
                 delay = start + (rec.t - t0) / speed - clock()
                 if delay > 0:
                     await asyncio.sleep(delay)
+            current = rec.conn
             if peer is None:
                 peer = peers[rec.conn] = await _open(url, f"conn {rec.conn}", timeout)
                 reply = await peer.handshake(_hello_message(script, rec, token))
@@ -556,29 +708,25 @@ async def _replay(
                             rec.conn, rec.where, str(reply.get("code")), str(reply.get("message"))
                         )
                     )
-                current = peer
                 if rec.type == "hello" or not script.default_hello:
                     continue
-            current = peer
             if peer.task is None or peer.closed is not None:
                 continue  # the sidecar closed this connection; its frames go unanswered
             await peer.send(rec.data)
             sent.setdefault(rec.conn, []).append(rec)
-        for peer in peers.values():
-            if peer.unsynced:
-                await peer.sync()
+        for conn in peers:
+            await sync(conn)
         for observer in observers.values():
             await observer.sync()  # notifications were queued before every ack we saw
+    except BaseException:
+        notes.close()
+        raise
     finally:
         await asyncio.gather(*(p.close() for p in [*peers.values(), *observers.values()]))
     for conn, peer in peers.items():
-        refusals.extend(_attribute(conn, peer.errors, sent.get(conn, [])))
         if peer.task is not None and peer.closed is not None:
             refusals.append(Refusal(conn, "-", "closed", peer.closed))
-    notes = [(world, n) for world, o in observers.items() for n in o.beliefs]
-    return ReplayResult(
-        _merge(notes, len(observers) > 1), refusals, len(script.records), len(peers)
-    )
+    return ReplayResult(notes, refusals, script.frames, len(peers))
 
 
 def _attribute(
@@ -611,15 +759,27 @@ def notification_lines(notifications: Iterable[dict[str, Any]]) -> list[str]:
 
 
 def _canonical(lines: Iterable[str], name: str) -> list[str]:
-    out = []
+    return list(_canonical_lines(lines, name))
+
+
+def _canonical_lines(lines: Iterable[str], name: str) -> Iterator[str]:
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            out.append(orjson.dumps(orjson.loads(line), option=orjson.OPT_SORT_KEYS).decode())
+            yield orjson.dumps(orjson.loads(line), option=orjson.OPT_SORT_KEYS).decode()
         except orjson.JSONDecodeError as exc:
             raise ScriptError(f"{name}:{lineno}: not valid JSON ({exc})") from None
-    return out
+
+
+def same(golden: Iterable[str], actual: Iterable[str], golden_name: str = "golden") -> bool:
+    """Whether two notification streams are identical (as :func:`compare` finds them), read
+    one line at a time: a long replay is checked without holding either."""
+    ours = _canonical_lines(actual, "replay")
+    for expected in _canonical_lines(golden, golden_name):
+        if next(ours, None) != expected:
+            return False
+    return next(ours, None) is None
 
 
 def _key(line: str) -> tuple[str, int]:

@@ -11,9 +11,13 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..engine import Bound
 from . import number
+
+if TYPE_CHECKING:
+    from tools.replay import ReplayResult
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -68,61 +72,75 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tools.replay import (
-        ReplayError,
-        ScriptError,
-        compare,
-        load,
-        notification_lines,
-        replay_offline,
-        replay_online,
-    )
+    from tools.replay import ReplayError, ScriptError, load, replay_offline, replay_online
 
     if args.offline and (args.url or args.token or args.speed is not None):
         return _fail("--offline uses no sidecar: it takes no --url, --token or --speed")
-    golden: list[str] | None = None
     try:
         script = load(args.file)
         if args.expect is not None:
-            golden = args.expect.read_text(encoding="utf-8").splitlines()
+            args.expect.open(encoding="utf-8").close()  # unreadable: said before the replay
     except ScriptError as exc:
         return _fail(str(exc))
     except OSError as exc:
         return _fail(f"{args.expect}: cannot read the golden file: {exc.strerror or exc}")
-    if args.offline:
-        result, mode = replay_offline(script), "offline (engine only)"
-    else:
-        try:
-            result = asyncio.run(
-                replay_online(script, args.url, token=args.token, speed=args.speed)
-            )
-        except ReplayError as exc:
-            return _fail(str(exc))
-        except (OSError, ValueError) as exc:  # refused connection, bad URI, failed upgrade
-            return _fail(f"cannot replay into {args.url}: {exc}")
-        mode = f"into {args.url}" if args.url else "into an in-process sidecar"
-    lines = notification_lines(result.notifications)
+    try:
+        if args.offline:
+            result, mode = replay_offline(script), "offline (engine only)"
+        else:
+            try:
+                result = asyncio.run(
+                    replay_online(script, args.url, token=args.token, speed=args.speed)
+                )
+            except (OSError, ValueError) as exc:  # refused connection, bad URI, failed upgrade
+                if isinstance(exc, ScriptError):
+                    raise
+                return _fail(f"cannot replay into {args.url}: {exc}")
+            mode = f"into {args.url}" if args.url else "into an in-process sidecar"
+    except (ReplayError, ScriptError) as exc:
+        return _fail(str(exc))
+    try:
+        return _report(args, result, mode)
+    finally:
+        result.spool.close()
+
+
+def _report(args: argparse.Namespace, result: ReplayResult, mode: str) -> int:
+    """Print the summary, write the notifications (streamed: a long replay is never held
+    whole) and compare them with the golden file, if one was given."""
+    from tools.replay import ScriptError, compare, same
+
     print(
         f"replayed {result.frames} frame(s) of {result.connections} connection(s) {mode}: "
-        f"{len(lines)} notification(s), {len(result.refusals)} refusal(s)",
+        f"{result.spool.count} notification(s), {len(result.refusals)} refusal(s)",
         file=sys.stderr,
     )
     for refusal in result.refusals:
         print(f"  refused {refusal}", file=sys.stderr)
-    text = "".join(line + "\n" for line in lines)
     if args.out is not None:
-        args.out.write_text(text, encoding="utf-8")
-    elif golden is None:
-        sys.stdout.write(text)
-    if golden is None:
+        with open(args.out, "w", encoding="utf-8") as out:
+            out.writelines(line + "\n" for line in result.lines())
+    elif args.expect is None:
+        sys.stdout.writelines(line + "\n" for line in result.lines())
+    if args.expect is None:
         return 0
     try:
-        diff = compare(golden, lines, str(args.expect), "replay")
+        with open(args.expect, encoding="utf-8") as golden:
+            if same(golden, result.lines(), str(args.expect)):
+                print(f"OK: {result.spool.count} notification(s) match {args.expect}")
+                return 0
+        with open(args.expect, encoding="utf-8") as golden:  # (lines end at "\n" only)
+            expected = list(golden)
+        diff = compare(
+            expected,
+            list(result.lines()),
+            str(args.expect),
+            "replay",
+        )
     except ScriptError as exc:
         return _fail(str(exc))
-    if diff:
-        print("\n".join(diff))
-        print(f"MISMATCH: the replay differs from {args.expect}")
-        return 1
-    print(f"OK: {len(lines)} notification(s) match {args.expect}")
-    return 0
+    except OSError as exc:
+        return _fail(f"{args.expect}: cannot read the golden file: {exc.strerror or exc}")
+    print("\n".join(diff))
+    print(f"MISMATCH: the replay differs from {args.expect}")
+    return 1

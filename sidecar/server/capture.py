@@ -35,7 +35,16 @@ from typing import Any, BinaryIO
 import msgpack
 import orjson
 
-__all__ = ["DEFAULT_MAX_BYTES", "REDACTED", "CaptureWriter", "read_capture", "redact", "rotated"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "REDACTED",
+    "CapturePart",
+    "CaptureWriter",
+    "capture_parts",
+    "read_capture",
+    "redact",
+    "rotated",
+]
 
 _LEN = struct.Struct(">I")
 REDACTED = "<redacted>"
@@ -187,20 +196,41 @@ class CaptureWriter:
 def read_capture(path: str | Path) -> Iterator[dict[str, Any]]:
     """Yield the records of a capture in order: those of its rotated part ``FILE.1``, if
     there is one, then those of ``FILE``; a truncated last record of a file is ignored."""
+    for part in capture_parts(path):
+        yield from part.records()
+
+
+class CapturePart:
+    """One file of a capture as it was when first opened: its identity and size, so that a
+    capture read twice (a replay checks it whole, then sends it) reads the same records
+    even while the sidecar appends to it; if the file was rotated or replaced meanwhile,
+    :meth:`records` says so instead of reading other records."""
+
+    __slots__ = ("identity", "path", "size")
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        st = path.stat()
+        self.identity, self.size = (st.st_dev, st.st_ino), st.st_size
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """The records of the first :attr:`size` bytes (a truncated last one ignored)."""
+        with open(self.path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if (st.st_dev, st.st_ino) != self.identity or st.st_size < self.size:
+                raise OSError(f"{self.path}: the capture file was rotated or replaced meanwhile")
+            left = self.size
+            while left >= _LEN.size:
+                (size,) = _LEN.unpack(f.read(_LEN.size))
+                left -= _LEN.size
+                if size > left:
+                    return
+                left -= size
+                yield msgpack.unpackb(f.read(size), raw=False)
+
+
+def capture_parts(path: str | Path) -> list[CapturePart]:
+    """The files of a capture, oldest first: ``FILE.1`` if there is one, then ``FILE``."""
+    path = Path(path)
     older = rotated(path)
-    if older.is_file():
-        yield from _read_one(older)
-    yield from _read_one(path)
-
-
-def _read_one(path: str | Path) -> Iterator[dict[str, Any]]:
-    with open(path, "rb") as f:
-        while True:
-            head = f.read(_LEN.size)
-            if len(head) < _LEN.size:
-                return
-            (size,) = _LEN.unpack(head)
-            body = f.read(size)
-            if len(body) < size:
-                return
-            yield msgpack.unpackb(body, raw=False)
+    return [CapturePart(p) for p in (older, path) if p is path or p.is_file()]
