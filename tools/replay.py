@@ -28,9 +28,9 @@ A capture may be as large as the sidecar writes (two files of up to 256 MiB by d
 nothing here grows with it: its records are checked in one pass and read again from its files
 while they are sent (each connection's first record kept, for its hello), errors are named
 after each query barrier, and the notifications are kept as canonical JSON lines, per world,
-in a buffer of :data:`SPOOL_BYTES` that spills to one temporary file. Offline, the
-:class:`~sidecar.engine.MemoryWorld` keeps each world's history as it folds (as SQLite
-would).
+in a buffer of :data:`SPOOL_BYTES` that spills to one temporary file. Offline, each world's
+:class:`~sidecar.engine.MemoryWorld` keeps what the world is (its beliefs, trust, promises
+and the ids of its events), not its history.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ import difflib
 import itertools
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -439,14 +439,14 @@ def replay_offline(script: Script) -> ReplayResult:
             continue
         try:
             event = parse_event(rec.frame)
-            memory = worlds.setdefault(world, MemoryWorld())
-            before = len(memory.changes)
-            memory.apply(event)
+            memory = worlds.setdefault(world, MemoryWorld(history=False))
+            before = memory.change_count
+            out = memory.apply(event)
         except EngineError as exc:
             refusals.append(Refusal(rec.conn, rec.where, exc.code, str(exc)))
             continue
-        for change in memory.changes[before:]:
-            notes.add(world, belief_frame(change))
+        for seq, change in enumerate(out.changes if out else (), start=before + 1):
+            notes.add(world, belief_frame(replace(change, seq=seq)))
     return ReplayResult(notes, refusals, script.frames, len(conn_world))
 
 

@@ -606,10 +606,18 @@ def _propose(event: Propose, reader: BeliefReader, out: Outcome) -> None:
 
 
 class MemoryWorld:
-    """An in-memory world: the same fold as the store, for offline replay and tests."""
+    """An in-memory world: the same fold as the store, for offline replay and tests.
 
-    def __init__(self, rules: Rules = DEFAULT_RULES) -> None:
+    ``history``: keep every change record (numbered), piece of evidence and utterance, as
+    the store's tables do (tests compare them). The fold reads none of them, so an offline
+    replay of a long capture leaves them out (``history=False``): its memory then holds
+    what the world is, not everything that happened; :attr:`change_count` still numbers
+    the changes."""
+
+    def __init__(self, rules: Rules = DEFAULT_RULES, *, history: bool = True) -> None:
         self.rules = rules
+        self.history = history
+        self.change_count = 0
         self.day = 0.0
         self.beliefs: dict[Key, Belief] = {}
         self.residents: dict[str, None] = {}
@@ -683,18 +691,21 @@ class MemoryWorld:
         self.day = out.day
         self.beliefs.update(out.beliefs)
         self.residents.update(dict.fromkeys(out.new_residents))
-        self.evidence.extend(out.evidence)
+        if self.history:
+            self.evidence.extend(out.evidence)
         self.trust.update(out.trust)
         self.facts.update(out.facts)
         if out.schema is not None:
             self.schema = out.schema
         self.names.update(out.names)
         self.labels.update(out.labels)
-        if out.said is not None:
+        if out.said is not None and self.history:
             self.said.append(out.said)
         self.promises.update(out.promises)
         self.views.update(out.views)
         self.goals.update(out.goals)
-        for change in out.changes:
-            self.changes.append(evolve(change, seq=len(self.changes) + 1))
+        if self.history:
+            for n, change in enumerate(out.changes, start=self.change_count + 1):
+                self.changes.append(evolve(change, seq=n))
+        self.change_count += len(out.changes)
         return out
