@@ -455,3 +455,23 @@ def test_an_act_may_carry_the_games_reason() -> None:
     assert e.to_dict()["reason"] == {"en": "it broke"}
     with pytest.raises(InvalidEvent, match="reason"):
         parse_event(act(3, "mira", "fetch_water", "rejected", reason=7))
+
+
+def test_a_memory_world_without_history_folds_the_same_world() -> None:
+    """history=False keeps no change, evidence or utterance lists, yet every belief and the
+    numbering of changes come out as with them (the fold reads none of them)."""
+    story = [
+        observe(1, ["mira", "kai"], "water:well", "clean"),
+        say(2, "bo", ["mira", "kai"], "water:well", "poisoned"),
+        say(3, "bo", ["mira"], "road:north", "flooded"),
+        observe(4, ["mira"], "water:well", "clean"),
+        tick(60),
+    ]
+    full, lean = MemoryWorld(), MemoryWorld(history=False)
+    for raw in story:
+        full.apply(parse_event(raw))
+        lean.apply(parse_event(raw))
+    assert lean.beliefs == full.beliefs and lean.trust == full.trust
+    assert lean.change_count == full.change_count == len(full.changes) > 5
+    assert full.evidence and full.said and not lean.changes and not lean.evidence
+    assert not lean.said
