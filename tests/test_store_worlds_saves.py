@@ -557,3 +557,84 @@ def test_kill_9_midway_through_a_delete_leaves_the_world_gone(
         assert store.import_events("town", DEFAULT_RULES, story[:50]).events == 50
     finally:
         store.close()
+
+
+# --------------------------------------------------------------------- saves read as they go
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_fork_and_an_export_read_the_log_a_page_at_a_time(
+    tmp_path: Path, mode: str, story: list[WorldEvent], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With pages of 64 events, a fork (whole and at a seq inside a page) and an export of a
+    700-event world hold the same events as the log, read page by page as it is iterated."""
+    from sidecar.store import worlds as module
+    from sidecar.store.worlds import StoredLog, read_export
+
+    monkeypatch.setattr(module, "LOG_PAGE", 64)
+    store = open_store(tmp_path, mode)
+    try:
+        store.import_events("town", DEFAULT_RULES, story)
+
+        def log(world: str, at: int | None = None) -> StoredLog:  # (a data dir's is per file)
+            one = store._existing(world) if isinstance(store, DataDir) else store
+            return one.log(world, at)
+
+        assert isinstance(log("town"), StoredLog) and len(log("town")) == 700
+        assert [e.event_id for e in log("town")] == [e.event_id for e in story]
+        assert [e.event_id for e in log("town", 130)] == [e.event_id for e in story[:130]]
+        assert store.fork("town", "copy").events == 700
+        assert store.fork("town", "early", at=130).events == 130
+        assert [e.event_id for e in log("copy")] == [e.event_id for e in story]
+        assert module.export_world(store, "town", tmp_path / "town.credence") == 700
+    finally:
+        store.close()
+    world, _, events = read_export(tmp_path / "town.credence")
+    assert world == "town" and len(events) == 700
+    assert [e.event_id for e in events] == [e.event_id for e in story]
+
+
+def test_a_log_whose_world_is_deleted_while_it_is_read_ends_in_an_error_not_early(
+    tmp_path: Path, story: list[WorldEvent], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The world goes between two pages of its log: reading on raises WorldNotFound, so a
+    fork of it fails (whole) instead of making a world of the first pages."""
+    from sidecar.store import worlds as module
+
+    monkeypatch.setattr(module, "LOG_PAGE", 100)
+    store = SingleFile(tmp_path / "w.db")
+    try:
+        store.import_events("town", DEFAULT_RULES, story)
+        pages = iter(store.log("town"))
+        first = [next(pages) for _ in range(150)]
+        store.delete("town")
+        with pytest.raises(WorldNotFound, match="deleted while it was being read"):
+            list(pages)
+        assert len(first) == 150
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_export_file_changed_after_its_check_imports_nothing(
+    tmp_path: Path, mode: str, story: list[WorldEvent]
+) -> None:
+    """An import reads the file twice, checking it whole and then replaying it as it reads:
+    a file edited in between (one event's day, still a valid event) makes the import fail whole, with one line,
+    and a retry of the original file works."""
+    from sidecar.store.worlds import import_world, read_export
+
+    source = export_file(tmp_path / "town.credence", story)
+    original = source.read_bytes()
+    _, rules, events = read_export(source)
+    source.write_bytes(original.replace(b'"day":0.08,', b'"day":0.09,', 1))
+    assert source.read_bytes() != original
+    store = open_store(tmp_path, mode)
+    try:
+        with pytest.raises(WorldsError, match="changed while it was being imported"):
+            store.import_events("town", rules, events)
+        assert store.worlds() == [] and leftovers(tmp_path, mode, "town") == {}
+        source.write_bytes(original)
+        assert import_world(store, source).events == 700
+    finally:
+        store.close()

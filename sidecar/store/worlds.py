@@ -46,12 +46,19 @@ An export file is JSON lines: a header ``{"format": "credence-world", "version":
 ``{"sha256": ...}``, the SHA-256 of every byte before that line. Import checks the whole
 file first (:func:`read_export`: line sizes, format, checksum, count, the header's world id and
 rules, every event), then replays the events into a new world with the stored rules.
+
+No save holds a world's history: a fork and an export read the log a page of
+:data:`LOG_PAGE` events at a time as they replay or write it (:class:`StoredLog`), and an
+import checks the file in one pass and reads it again as it replays (:class:`ExportEvents`;
+a file changed in between fails the import whole). A save of a world of millions of events
+takes the memory of one page and one chunk.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import logging
 import multiprocessing
 import os
@@ -60,7 +67,7 @@ import signal
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -169,10 +176,10 @@ class WorldStore(Protocol):
     def delete(self, world: str) -> WorldInfo: ...
 
     def import_events(
-        self, world: str, rules: Rules, events: Sequence[WorldEvent]
+        self, world: str, rules: Rules, events: Iterable[WorldEvent]
     ) -> WorldInfo: ...
 
-    def begin_import(self, world: str, rules: Rules, events: Sequence[WorldEvent]) -> Build: ...
+    def begin_import(self, world: str, rules: Rules, events: Iterable[WorldEvent]) -> Build: ...
 
     def begin_fork(self, source: str, target: str, at: int | None = None) -> Build: ...
 
@@ -249,42 +256,86 @@ def _info(reader: Reader, world: str) -> WorldInfo:
     return WorldInfo(world, float(day), int(events), int(changes), int(residents), int(beliefs))
 
 
-def read_source(reader: Reader, world: str, at: int | None) -> tuple[Rules, list[WorldEvent]]:
-    """What a fork of ``world`` replays: its rules and its log up to ``at``, read in one
-    snapshot (off the writer's thread: the server reads it in a reader thread)."""
+def read_source(reader: Reader, world: str, at: int | None) -> tuple[Rules, StoredLog]:
+    """What a fork of ``world`` replays: its rules and its log up to ``at`` (read a page at
+    a time as the replay goes: see :class:`StoredLog`)."""
     reader._rows("BEGIN")
     try:
         found = reader._rows(
-            "SELECT 1 FROM worlds WHERE world = ? "
+            "SELECT event_seq FROM worlds WHERE world = ? "
             "AND NOT EXISTS (SELECT 1 FROM _saves WHERE world = ?)",
             (world, world),
         )
         if not found:
             raise WorldNotFound(f"no world {world!r}")
-        return reader.rules(world), _log(reader, world, at)
+        return reader.rules(world), StoredLog(reader, world, _upto(found[0][0], at))
     finally:
         reader._rows("COMMIT")
 
 
-def _log(reader: Reader, world: str, at: int | None) -> list[WorldEvent]:
-    rows = reader._rows(
-        "SELECT body FROM events WHERE world = ? AND seq <= ? ORDER BY seq",
-        (world, at if at is not None else 2**62),
-    )
-    return [parse_event(orjson.loads(r[0])) for r in rows]
+def _upto(last: int, at: int | None) -> int:
+    return last if at is None else max(0, min(last, at))
+
+
+class Log(Protocol):
+    """Events that say how many they are and are read in order (a list, a :class:`StoredLog`,
+    an export file's): what an export writes (its header holds the count)."""
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[WorldEvent]: ...
+
+
+#: Events read from a stored log at a time (a page: one primary-key range).
+LOG_PAGE = 1000
+
+
+class StoredLog:
+    """A world's log up to seq :attr:`upto`, read a page at a time whenever it is iterated,
+    so a save of a world of millions of events holds one page of them, not the log. A
+    world's events are numbered 1, 2, 3… with no gap, and the ones logged so far never
+    change, so the pages need no one snapshot; a page that comes back short (the world was
+    deleted meanwhile) raises :class:`WorldNotFound` rather than end the log early."""
+
+    def __init__(self, reader: Reader, world: str, upto: int) -> None:
+        self.reader, self.world, self.upto = reader, world, upto
+
+    def __len__(self) -> int:
+        return self.upto
+
+    def __iter__(self) -> Iterator[WorldEvent]:
+        after = 0
+        while after < self.upto:
+            rows = self.reader._rows(
+                "SELECT body FROM events WHERE world = ? AND seq > ? AND seq <= ? "
+                "ORDER BY seq LIMIT ?",
+                (self.world, after, self.upto, LOG_PAGE),
+            )
+            if len(rows) < min(LOG_PAGE, self.upto - after):
+                raise WorldNotFound(f"world {self.world!r} was deleted while it was being read")
+            for (body,) in rows:
+                yield parse_event(orjson.loads(body))
+            after += len(rows)
 
 
 class _Replay:
     """The events of a save, applied a chunk at a time through a writer (one commit each),
-    each chunk sized to take about :data:`SAVE_STEP_SECONDS`."""
+    each chunk sized to take about :data:`SAVE_STEP_SECONDS`. The events are taken from
+    their iterator as they are applied (a stored log or an export file, read as it goes),
+    one ahead, to tell the last chunk."""
 
-    def __init__(self, writer: Writer, world: str, events: Sequence[WorldEvent]) -> None:
-        self.writer, self.world, self.events = writer, world, events
+    def __init__(self, writer: Writer, world: str, events: Iterable[WorldEvent]) -> None:
+        self.writer, self.world = writer, world
+        self.events = iter(events)
+        self.ahead: WorldEvent | None = next(self.events, None)
         self.done = 0
         self.chunk = _FIRST_CHUNK
 
     def step(self) -> bool:
-        chunk = self.events[self.done : self.done + self.chunk]
+        chunk: list[WorldEvent] = []
+        while self.ahead is not None and len(chunk) < self.chunk:
+            chunk.append(self.ahead)
+            self.ahead = next(self.events, None)
         if chunk:
             start = time.perf_counter()
             results = self.writer.apply([(self.world, e) for e in chunk])
@@ -297,7 +348,7 @@ class _Replay:
             self.done += len(chunk)
             each = (time.perf_counter() - start) / len(chunk)
             self.chunk = max(1, min(SAVE_CHUNK, int(SAVE_STEP_SECONDS / max(each, 1e-6))))
-        return self.done >= len(self.events)
+        return self.ahead is None
 
 
 #: The saves this process is building, as (database file, world) or (temporary file, ""):
@@ -360,7 +411,7 @@ class _RowsBuild:
 
     settled: WorldInfo | None = None  # (a save: see Build)
 
-    def __init__(self, store: SingleFile, world: str, rules: Rules, events: Sequence[WorldEvent]):
+    def __init__(self, store: SingleFile, world: str, rules: Rules, events: Iterable[WorldEvent]):
         self.store, self.world = store, world
         self.key = (str(store.path), world)
         self.finished = False
@@ -667,19 +718,20 @@ class SingleFile:
     def rules(self, world: str) -> Rules:
         return self.reader.rules(world)
 
-    def log(self, world: str, at: int | None = None) -> list[WorldEvent]:
+    def log(self, world: str, at: int | None = None) -> StoredLog:
+        """The log of ``world`` up to ``at``, read a page at a time as it is iterated."""
         if not self.exists(world):
             raise WorldNotFound(f"no world {world!r}")
-        return _log(self.reader, world, at)
+        return StoredLog(self.reader, world, _upto(self.info(world).events, at))
 
     def fork(self, source: str, target: str, at: int | None = None) -> WorldInfo:
         events = self.log(source, at)
         return self.import_events(target, self.rules(source), events)
 
-    def import_events(self, world: str, rules: Rules, events: Sequence[WorldEvent]) -> WorldInfo:
+    def import_events(self, world: str, rules: Rules, events: Iterable[WorldEvent]) -> WorldInfo:
         return run_build(self.begin_import(world, rules, events))
 
-    def begin_import(self, world: str, rules: Rules, events: Sequence[WorldEvent]) -> Build:
+    def begin_import(self, world: str, rules: Rules, events: Iterable[WorldEvent]) -> Build:
         """Start a save of ``events`` into the new world ``world`` (see :class:`Build`)."""
         return _RowsBuild(self, world, rules, events)
 
@@ -1155,10 +1207,10 @@ class DataDir:
         src = self._existing(source)
         return self.import_events(target, src.rules(source), src.log(source, at))
 
-    def import_events(self, world: str, rules: Rules, events: Sequence[WorldEvent]) -> WorldInfo:
+    def import_events(self, world: str, rules: Rules, events: Iterable[WorldEvent]) -> WorldInfo:
         return run_build(self.begin_import(world, rules, events))
 
-    def begin_import(self, world: str, rules: Rules, events: Sequence[WorldEvent]) -> Build:
+    def begin_import(self, world: str, rules: Rules, events: Iterable[WorldEvent]) -> Build:
         """Start a save of ``events`` into the new world ``world`` (see :class:`Build`)."""
         return _FileBuild(self, world, rules, events)
 
@@ -1379,7 +1431,7 @@ class _FileBuild:
     settled: WorldInfo | None = None  # (a save: see Build)
 
     def __init__(
-        self, store: DataDir | None, world: str, rules: Rules, events: Sequence[WorldEvent],
+        self, store: DataDir | None, world: str, rules: Rules, events: Iterable[WorldEvent],
         *, tmp: Path | None = None, empty_db: Path | None = None,
     ) -> None:  # fmt: skip
         """Build into ``tmp`` (default: a new name in ``store``'s directory); with no
@@ -1450,19 +1502,19 @@ def replay_into_file(
     reader = Reader(Path(source_db))
     try:
         rules, events = read_source(reader, source, at)
+        build = _FileBuild(
+            None, target, rules, events, tmp=Path(tmp),
+            empty_db=None if empty_db is None else Path(empty_db),
+        )  # fmt: skip
+        build.replay.chunk = SAVE_CHUNK  # (alone in its process: big chunks, fewer commits)
+        try:
+            while not build.step():
+                build.replay.chunk = SAVE_CHUNK
+        except BaseException:
+            build.abort()
+            raise
     finally:
         reader.close()
-    build = _FileBuild(
-        None, target, rules, events, tmp=Path(tmp),
-        empty_db=None if empty_db is None else Path(empty_db),
-    )  # fmt: skip
-    build.replay.chunk = SAVE_CHUNK  # (alone in its process: big chunks, fewer commits)
-    try:
-        while not build.step():
-            build.replay.chunk = SAVE_CHUNK
-    except BaseException:
-        build.abort()
-        raise
 
 
 def _open_world_file(
@@ -1597,14 +1649,15 @@ class _suppress_missing:
 # --------------------------------------------------------------------------- export / import
 
 
-def export_lines(world: str, rules: Rules, events: Sequence[WorldEvent]) -> Iterator[bytes]:
+def export_lines(world: str, rules: Rules, events: Log) -> Iterator[bytes]:
     """The export file's lines (each ending in a newline), the checksum line last."""
     digest = hashlib.sha256()
     header = {
         "format": EXPORT_FORMAT, "version": EXPORT_VERSION, "world": world,
         "rules": rules_to_stored(rules), "events": len(events),
     }  # fmt: skip
-    for item in (header, *(e.to_dict() for e in events)):
+    items = itertools.chain([header], (e.to_dict() for e in events))  # (one at a time)
+    for item in items:
         line = orjson.dumps(item, option=orjson.OPT_SORT_KEYS) + b"\n"
         digest.update(line)
         yield line
@@ -1642,49 +1695,119 @@ def check_world_id(world: object, what: str = "world id") -> str:
     return world
 
 
-def _export_lines(path: Path) -> list[bytes]:
-    """The file's lines (newline kept), each at most :data:`MAX_EXPORT_LINE` bytes."""
+def _export_file_lines(path: Path) -> Iterator[bytes]:
+    """The file's lines (newline kept), read one at a time, each at most
+    :data:`MAX_EXPORT_LINE` bytes."""
     try:
         fh = path.open("rb")
     except OSError as exc:
         raise WorldsError(f"{path}: {exc.strerror or exc}") from None
-    lines: list[bytes] = []
     with fh:
+        number = 0
         while line := fh.readline(MAX_EXPORT_LINE + 1):
+            number += 1
             if len(line) > MAX_EXPORT_LINE:
                 raise WorldsError(
-                    f"{path}: line {len(lines) + 1} is longer than {MAX_EXPORT_LINE} bytes: "
+                    f"{path}: line {number} is longer than {MAX_EXPORT_LINE} bytes: "
                     "not a Credence world export, or a damaged one"
                 )
-            lines.append(line)
-    return lines
+            yield line
 
 
-def read_export(path: Path) -> tuple[str, Rules, list[WorldEvent]]:
-    """Check an export file (format, checksum, count, header, every event) and parse it.
+class ExportEvents:
+    """The events of an export file :func:`read_export` checked, parsed again from the file
+    each time they are iterated (an import replays them as it reads them: a world of
+    millions of events is never held). Should the file change after the check, the
+    iteration raises :class:`WorldsError` (at a line that no longer parses, or at the end,
+    where the checksum no longer matches), so the import fails whole."""
+
+    def __init__(self, path: Path, count: int, checksum: str) -> None:
+        self.path, self.count, self.checksum = path, count, checksum
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[WorldEvent]:
+        changed = f"{self.path}: the file changed while it was being imported"
+        digest = hashlib.sha256()
+        lines = _export_file_lines(self.path)
+        header = next(lines, b"")
+        digest.update(header)
+        ahead = next(lines, None)
+        n = 0
+        while ahead is not None:
+            line, ahead = ahead, next(lines, None)
+            if ahead is None:
+                break  # (the checksum line)
+            digest.update(line)
+            try:
+                event = parse_event(orjson.loads(line))
+            except (orjson.JSONDecodeError, EngineError):
+                raise WorldsError(changed) from None
+            n += 1
+            yield event
+        if n != self.count or digest.hexdigest() != self.checksum:
+            raise WorldsError(changed)
+
+
+def read_export(path: Path) -> tuple[str, Rules, ExportEvents]:
+    """Check an export file (format, checksum, count, header, every event) in one pass that
+    holds one line at a time, and return its world, rules and events (read again when
+    replayed: :class:`ExportEvents`).
 
     Every problem is one :class:`WorldsError` line naming the file (and the line, for an
     event): nothing is imported from a file that fails any check.
     """
-    lines = _export_lines(path)
-    if len(lines) < 2:
+    lines = _export_file_lines(path)
+    first, ahead = next(lines, None), next(lines, None)
+    if first is None or ahead is None:
         raise WorldsError(f"{path}: not a Credence world export (too short)")
-    body, last = lines[:-1], lines[-1]
     try:
-        footer, header = orjson.loads(last), orjson.loads(body[0])
+        header = orjson.loads(first)
     except orjson.JSONDecodeError:
         raise WorldsError(f"{path}: not a Credence world export") from None
     if not isinstance(header, dict) or header.get("format") != EXPORT_FORMAT:
         raise WorldsError(f"{path}: not a Credence world export")
+    digest = hashlib.sha256(first)
+    problem: str | None = None  # the first event line that does not parse (said after the
+    seen: dict[str, int] = {}  # checks of the whole file, as they come first)
+    number = 1
+    while True:
+        line, ahead = ahead, next(lines, None)
+        if ahead is None:
+            last = line
+            break
+        number += 1
+        digest.update(line)
+        if problem is not None:
+            continue
+        try:
+            event = parse_event(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            problem = f"{path}: line {number} is not JSON"
+            continue
+        except EngineError as exc:
+            problem = f"{path}: line {number}: {exc}"
+            continue
+        first_seen = seen.setdefault(event.event_id, number)
+        if first_seen != number:
+            problem = (
+                f"{path}: line {number}: event id {event.event_id!r:.60} is already on line "
+                f"{first_seen}"
+            )
+    try:
+        footer = orjson.loads(last)
+    except orjson.JSONDecodeError:
+        raise WorldsError(f"{path}: not a Credence world export") from None
     version = header.get("version")
     if isinstance(version, bool) or version != EXPORT_VERSION:
         raise WorldsError(f"{path}: export version {version!r:.40} is not supported")
     checksum = footer.get("sha256") if isinstance(footer, dict) else None
-    if hashlib.sha256(b"".join(body)).hexdigest() != checksum:
+    if digest.hexdigest() != checksum:
         raise WorldsError(f"{path}: checksum does not match: the file is damaged or was edited")
     count = header.get("events")
-    if isinstance(count, bool) or count != len(body) - 1:
-        raise WorldsError(f"{path}: header says {count!r:.40} events, file holds {len(body) - 1}")
+    if isinstance(count, bool) or count != number - 1:
+        raise WorldsError(f"{path}: header says {count!r:.40} events, file holds {number - 1}")
     world = check_world_id(header.get("world"), f"{path}: header world")
     if "rules" not in header:
         raise WorldsError(f"{path}: the header has no rules")
@@ -1692,22 +1815,9 @@ def read_export(path: Path) -> tuple[str, Rules, list[WorldEvent]]:
         rules = rules_from_stored(header["rules"], f"{path}: header rules")
     except RulesError as exc:
         raise WorldsError(str(exc)) from None
-    events = []
-    seen: dict[str, int] = {}  # event id -> its line (a log never holds an id twice)
-    for number, line in enumerate(body[1:], start=2):
-        try:
-            event = parse_event(orjson.loads(line))
-        except orjson.JSONDecodeError:
-            raise WorldsError(f"{path}: line {number} is not JSON") from None
-        except EngineError as exc:
-            raise WorldsError(f"{path}: line {number}: {exc}") from None
-        first = seen.setdefault(event.event_id, number)
-        if first != number:
-            raise WorldsError(
-                f"{path}: line {number}: event id {event.event_id!r:.60} is already on line {first}"
-            )
-        events.append(event)
-    return world, rules, events
+    if problem is not None:
+        raise WorldsError(problem)
+    return world, rules, ExportEvents(path, count, checksum)
 
 
 def import_world(store: SingleFile | DataDir, path: Path, world: str | None = None) -> WorldInfo:
