@@ -23,6 +23,7 @@ One file holds everything ``credence serve`` needs; command-line flags override 
     shutdown_timeout = 10.0
     readers = 2
     max_open_worlds = 64          # data_dir: world files open at once (per thread)
+    max_connections = 500         # default: what the file-handle limit leaves (at most 10,000)
 
     [rules]                       # rules for worlds created by this process
     file = "rules.toml"           # a rules file, and/or numbers inline
@@ -68,11 +69,12 @@ SETTINGS: dict[str, Bound] = {
     "shutdown_timeout": Bound(float, 0.1, 3600),
     "readers": Bound(int, 1, 64),
     "max_open_worlds": Bound(int, 1, 100_000),
+    "max_connections": Bound(int, 1, 1_000_000),
     # a capture file's size before it is rotated to FILE.1 (sidecar/server/capture.py)
     "capture_max_bytes": Bound(int, 1024, 2**40),
 }
 _LIMITS = ("max_frame", "outbox_limit", "max_inflight", "hello_timeout", "shutdown_timeout",
-           "readers", "max_open_worlds")  # fmt: skip
+           "readers", "max_open_worlds", "max_connections")  # fmt: skip
 #: Deepest nesting of tables and arrays a config or rules file may have (tomllib itself
 #: recurses: a 5,000-deep table would be a RecursionError).
 MAX_DEPTH = 32

@@ -35,6 +35,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "first (default 64)",
     )  # fmt: skip
     p.add_argument(
+        "--max-connections", metavar="N",
+        help="WebSocket connections at once, more answered 503 (default: what the file-handle "
+        "limit leaves beside the world files, at most 10000)",
+    )  # fmt: skip
+    p.add_argument(
         "--rules", type=Path, metavar="RULES.toml",
         help="rules for worlds created by this process (a table of Rules numbers)",
     )  # fmt: skip
@@ -118,6 +123,10 @@ def server_config(args: argparse.Namespace) -> tuple[Any, str]:
     if args.max_open_worlds is not None:
         kwargs["max_open_worlds"] = setting(
             "max_open_worlds", args.max_open_worlds, "--max-open-worlds", text=True
+        )
+    if args.max_connections is not None:
+        kwargs["max_connections"] = setting(
+            "max_connections", args.max_connections, "--max-connections", text=True
         )
     if file.capture_max_bytes is not None:
         kwargs["capture_max_bytes"] = file.capture_max_bytes

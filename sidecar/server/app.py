@@ -28,6 +28,7 @@ from typing import Any, TypeVar, cast
 import orjson
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.http11 import Request, Response
+from websockets.protocol import State
 
 from protocol import CloseCode, DeleteWorld, ForkWorld, WorldsQuery
 
@@ -52,6 +53,7 @@ from . import inspector
 from .auth import Auth
 from .capture import DEFAULT_MAX_BYTES, CaptureWriter
 from .connection import BoundedServerConnection, Connection
+from .handles import budget
 from .lifecycle import delete_reply, fork_reply, world_reply
 from .metrics import CONTENT_TYPE, Metrics
 from .session import Limits
@@ -98,6 +100,9 @@ class ServerConfig:
     #: With ``data_dir``: world files open at once, for the writer and for each reader
     #: thread (least recently used closed first).
     max_open_worlds: int = DEFAULT_MAX_OPEN_WORLDS
+    #: WebSocket connections at once; more are answered 503 before their handshake. None:
+    #: what the file-handle limit leaves beside the world files (:mod:`.handles`).
+    max_connections: int | None = None
 
 
 def is_loopback(host: str) -> bool:
@@ -114,6 +119,12 @@ class Sidecar:
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
+        # The file handles, world files' first (a ValueError here names what to change).
+        self.handles = budget(
+            pools=1 + config.readers,
+            per_pool=config.max_open_worlds if config.data_dir is not None else 1,
+            configured=config.max_connections,
+        )
         self.auth = Auth.from_specs(config.writer_tokens, config.reader_tokens)
         if self.auth.open and not is_loopback(config.host):
             raise ValueError(
@@ -168,6 +179,9 @@ class Sidecar:
         self._pools_lock = threading.Lock()
         self._read_pool = ThreadPoolExecutor(config.readers, thread_name_prefix="credence-reader")
         self.connections: set[Connection] = set()
+        #: The WebSocket upgrades let through (:meth:`_admit`), from their handshake on: what
+        #: ``max_connections`` bounds (the server's own set holds only finished handshakes).
+        self._admitted: set[ServerConnection] = set()
         self.metrics = Metrics(lambda: self.writer.queued, lambda: len(self.connections))
         # The service drives the store exactly like a bare Writer (apply, close).
         self.writer = WriterService(
@@ -277,7 +291,7 @@ class Sidecar:
 
     def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         if request.headers.get("Upgrade", "").lower() == "websocket":
-            return None
+            return self._admit(connection)
         if self.config.metrics and request.path.partition("?")[0] == "/metrics":
             return _plain(connection, self.metrics.exposition(), CONTENT_TYPE)
         page = inspector.respond(connection, request.path)  # GET /inspect: the live inspector
@@ -290,19 +304,30 @@ class Sidecar:
         )  # fmt: skip
         body = orjson.dumps(
             {"status": state, "server": f"credence/{__version__}",
-             "connections": len(self.connections), "events": self.writer.events,
+             "connections": len(self.connections),
+             "max_connections": self.handles.max_connections, "events": self.writer.events,
              "unavailable_worlds": unavailable}
         )  # fmt: skip
         ok = state == "ok"
         status = http.HTTPStatus.OK if ok else http.HTTPStatus.SERVICE_UNAVAILABLE
-        response = connection.respond(status, "")
-        response.body = body + b"\n"
-        # respond() already set text/plain and length 0; Headers is a multidict, so replace.
-        del response.headers["Content-Type"]
-        del response.headers["Content-Length"]
-        response.headers["Content-Type"] = "application/json"
-        response.headers["Content-Length"] = str(len(response.body))
-        return response
+        return _json(connection, status, body)
+
+    def _admit(self, connection: ServerConnection) -> Response | None:
+        """None (go on with the handshake) while the connections, this one included, are
+        within ``max_connections``; else a 503 that says so (SPEC §2), before any handshake:
+        the handles of the connections already open and of the world files stay theirs."""
+        most = self.handles.max_connections
+        if len(self._admitted) >= most:  # (those since closed, or whose handshake failed, go)
+            self._admitted = {c for c in self._admitted if not _gone(c)}
+        if len(self._admitted) < most:
+            self._admitted.add(connection)
+            return None
+        body = orjson.dumps(
+            {"status": "full", "code": "too_many_connections", "max_connections": most,
+             "message": f"this sidecar serves at most {most} connections at once; "
+                        "try again later"}
+        )  # fmt: skip
+        return _json(connection, http.HTTPStatus.SERVICE_UNAVAILABLE, body, retry_after=1)
 
     async def _handle(self, ws: ServerConnection) -> None:
         conn = Connection(self, ws, next(self._ids))
@@ -420,13 +445,33 @@ class Sidecar:
             conn.deliver(changes)
 
 
-def _plain(connection: ServerConnection, body: bytes, content_type: str) -> Response:
-    response = connection.respond(http.HTTPStatus.OK, "")
+def _plain(
+    connection: ServerConnection, body: bytes, content_type: str,
+    status: http.HTTPStatus = http.HTTPStatus.OK,
+) -> Response:  # fmt: skip
+    response = connection.respond(status, "")
     response.body = body
+    # respond() already set text/plain and length 0; Headers is a multidict, so replace.
     del response.headers["Content-Type"]
     del response.headers["Content-Length"]
     response.headers["Content-Type"] = content_type
     response.headers["Content-Length"] = str(len(body))
+    return response
+
+
+def _gone(connection: ServerConnection) -> bool:
+    """Whether a connection no longer holds its socket (closed, or its handshake failed)."""
+    transport = connection.transport
+    return transport is None or transport.is_closing() or connection.protocol.state is State.CLOSED
+
+
+def _json(
+    connection: ServerConnection, status: http.HTTPStatus, body: bytes,
+    retry_after: int | None = None,
+) -> Response:  # fmt: skip
+    response = _plain(connection, body + b"\n", "application/json", status)
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
     return response
 
 
