@@ -203,3 +203,26 @@ test("the convenience methods send the frames of the vectors", async () => {
     await sidecar.stop();
   }
 });
+
+test("a connection refused 503 (the sidecar is full) is tried again and welcomed once there is room", async () => {
+  const sidecar = await startSidecar({ args: ["--max-connections", "1"] });
+  const first = new CredenceClient({ url: sidecar.url, world: "town" });
+  const second = new CredenceClient({ url: sidecar.url, world: "town", minDelayMs: 50, maxDelayMs: 200 });
+  try {
+    await first.connect();
+    const health = await (await fetch(sidecar.url.replace("ws://", "http://") + "/")).json();
+    assert.deepEqual([health.connections, health.max_connections], [1, 1]);
+    const states = [];
+    second.on("state", (s) => states.push(s));
+    const welcomed = second.connect();
+    await new Promise((done) => setTimeout(done, 400)); // refused, and tried again meanwhile
+    assert.ok(states.includes("reconnecting"), `states: ${states}`);
+    first.close();
+    const welcome = await welcomed;
+    assert.equal(welcome.world, "town");
+  } finally {
+    first.close();
+    second.close();
+    await sidecar.stop();
+  }
+});
