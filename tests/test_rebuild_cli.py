@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sqlite3
 import subprocess
 import sys
@@ -133,3 +134,49 @@ def test_rebuild_out_keeps_an_identical_copy(filled: Path, tmp_path: Path) -> No
     report = rebuild(out)
     assert report.ok and report.worlds == 2
     assert report.events == rebuild(filled).events == 11
+
+
+def test_rebuild_compares_page_by_page_and_finds_every_kind_of_difference(
+    filled: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With pages of 2 rows, the merge of both databases' beliefs (in resident, root order),
+    changes (in seq order) and utterances still finds a belief edited, one deleted and one
+    added behind the writer's back, a change row edited, and an utterance removed; and an
+    untouched database still matches, every row counted once."""
+    module = importlib.import_module("sidecar.store.rebuild")  # (the package names a function so)
+
+    monkeypatch.setattr(module, "PAGE", 2)
+    clean = rebuild(filled)
+    assert clean.ok and clean.beliefs > 6 and clean.changes > 6, clean.differences
+    conn = sqlite3.connect(filled)
+    with conn:
+        conn.execute(
+            "UPDATE beliefs SET confidence = confidence - 1 "
+            "WHERE world = 'north' AND resident = 'mira' AND root = 'water:well'"
+        )
+        gone = conn.execute(
+            "SELECT resident, root FROM beliefs WHERE world = 'north' AND resident = 'kai' "
+            "ORDER BY root LIMIT 1"
+        ).fetchone()
+        conn.execute(
+            "DELETE FROM beliefs WHERE world = 'north' AND resident = ? AND root = ?", gone
+        )
+        conn.execute(
+            "INSERT INTO beliefs SELECT world, 'zed', root, value, subject, interpretation, "
+            "people, places, topics, confidence, state, source_kind, source_resident, "
+            "intervention, evidence_refs, heard_from, formed_day, updated_day, "
+            "last_evidence_day, next_decay_day, origins, hops, decay_period, value_since, "
+            "importance, remembered_day, evidence_count, own_origins FROM beliefs "
+            "WHERE world = 'north' AND resident = 'mira' AND root = 'water:well'"
+        )
+        conn.execute("UPDATE changes SET confidence_after = 1 WHERE world = 'north' AND seq = 3")
+        conn.execute("DELETE FROM said WHERE world = 'south'")
+    conn.close()
+    report = rebuild(filled, max_report=50)
+    found = "\n".join(report.differences)
+    assert "belief mira/water:well: stored" in found
+    assert f"belief {gone[0]}/{gone[1]}: stored None != rebuilt" in found
+    assert "belief zed/water:well: stored" in found and "!= rebuilt None" in found
+    assert "change seq 3: stored" in found
+    assert "world 'south': the own-words records (said) differ" in found
+    assert report.beliefs == clean.beliefs  # (one gone, one added)

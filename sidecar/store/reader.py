@@ -233,6 +233,18 @@ class Reader(PromiseQueries):
         rows = self._rows("SELECT * FROM beliefs WHERE world = ? ORDER BY resident, root", (world,))
         return [belief_from_row(r) for r in rows]
 
+    def belief_page(self, world: str, after: tuple[str, str] | None, limit: int) -> list[Belief]:
+        """At most ``limit`` beliefs of ``world`` after ``(resident, root)`` (from the first
+        if None), in that order: one range of the primary key."""
+        if after is None:
+            sql = "SELECT * FROM beliefs WHERE world = ? ORDER BY resident, root LIMIT ?"
+            return [belief_from_row(r) for r in self._rows(sql, (world, limit))]
+        sql = (
+            "SELECT * FROM beliefs WHERE world = ? AND (resident, root) > (?, ?) "
+            "ORDER BY resident, root LIMIT ?"
+        )
+        return [belief_from_row(r) for r in self._rows(sql, (world, *after, limit))]
+
     def on_root(self, world: str, root: str) -> list[Belief]:
         """Every resident's belief on one root (for ``distribution``)."""
         rows = self._rows(

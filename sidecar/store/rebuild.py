@@ -5,10 +5,14 @@ The event log is the source of truth; this is the proof. Used by ``credence rebu
 
 from __future__ import annotations
 
+import itertools
 import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
+from ..engine import Belief, Change
 from .promises import promise_differences
 from .reader import Reader
 from .said import said_rows
@@ -17,6 +21,7 @@ from .writer import Writer
 __all__ = ["RebuildReport", "rebuild"]
 
 BATCH = 500
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -65,6 +70,22 @@ def rebuild(
     return report
 
 
+#: Rows compared at a time: a world's beliefs, changes and utterances are read a page at a
+#: time from both databases, so a check of any size holds two pages, not two worlds.
+PAGE = 2000
+
+
+def _paged(fetch: Callable[[Any], Sequence[T]], key: Callable[[T], Any]) -> Iterator[T]:
+    """Every row ``fetch(after)`` gives, page after page (``after``: the last row's key)."""
+    after = None
+    while True:
+        page = fetch(after)
+        yield from page
+        if len(page) < PAGE:
+            return
+        after = key(page[-1])
+
+
 def _compare(world: str, a: Reader, b: Reader, report: RebuildReport, limit: int) -> None:
     def differ(what: str) -> None:
         if len(report.differences) < limit:
@@ -72,25 +93,51 @@ def _compare(world: str, a: Reader, b: Reader, report: RebuildReport, limit: int
         elif len(report.differences) == limit:
             report.differences.append("... (more differences not shown)")
 
-    old_beliefs = {(x.resident, x.root): x for x in a.all_beliefs(world)}
-    new_beliefs = {(x.resident, x.root): x for x in b.all_beliefs(world)}
-    report.beliefs += len(old_beliefs)
-    for key in sorted(old_beliefs.keys() | new_beliefs.keys()):
-        if old_beliefs.get(key) != new_beliefs.get(key):
-            differ(
-                f"belief {key[0]}/{key[1]}: stored {old_beliefs.get(key)} != rebuilt {new_beliefs.get(key)}"
-            )
-    old_changes = a.all_changes(world)
-    new_changes = b.all_changes(world)
-    report.changes += len(old_changes)
-    if len(old_changes) != len(new_changes):
-        differ(f"{len(old_changes)} change rows stored, {len(new_changes)} rebuilt")
-    for old, new in zip(old_changes, new_changes, strict=False):
-        if old != new or old.seq != new.seq:
-            differ(f"change seq {old.seq}: stored {old} != rebuilt {new}")
-    stored_said = said_rows(a.conn, world)
-    if stored_said is not None and stored_said != said_rows(b.conn, world):
-        differ("the own-words records (said) differ")
+    def beliefs(r: Reader) -> Iterator[Belief]:
+        return _paged(lambda after: r.belief_page(world, after, PAGE), _belief_key)
+
+    # Both sides in (resident, root) order, walked together as a merge.
+    stored = 0
+    old_iter, new_iter = beliefs(a), beliefs(b)
+    old, new = next(old_iter, None), next(new_iter, None)
+    while old is not None or new is not None:
+        k_old = _belief_key(old) if old is not None else None
+        k_new = _belief_key(new) if new is not None else None
+        if k_new is None or (k_old is not None and k_old < k_new):
+            assert old is not None and k_old is not None
+            differ(f"belief {k_old[0]}/{k_old[1]}: stored {old} != rebuilt None")
+            stored += 1
+            old = next(old_iter, None)
+        elif k_old is None or k_new < k_old:
+            differ(f"belief {k_new[0]}/{k_new[1]}: stored None != rebuilt {new}")
+            new = next(new_iter, None)
+        else:
+            if old != new:
+                differ(f"belief {k_old[0]}/{k_old[1]}: stored {old} != rebuilt {new}")
+            stored += 1
+            old, new = next(old_iter, None), next(new_iter, None)
+    report.beliefs += stored
+
+    def changes(r: Reader) -> Iterator[Change]:
+        return _paged(lambda after: r.changes_after(world, after or 0, limit=PAGE), _seq)
+
+    counts = [0, 0]
+    for pair in itertools.zip_longest(changes(a), changes(b)):
+        counts[0] += pair[0] is not None
+        counts[1] += pair[1] is not None
+        x, y = pair
+        if x is not None and y is not None and (x != y or x.seq != y.seq):
+            differ(f"change seq {x.seq}: stored {x} != rebuilt {y}")
+    report.changes += counts[0]
+    if counts[0] != counts[1]:
+        differ(f"{counts[0]} change rows stored, {counts[1]} rebuilt")
+    if said_rows(a.conn, world, limit=0) is not None:
+
+        def said(r: Reader) -> Iterator[tuple[Any, ...]]:
+            return _paged(lambda after: said_rows(r.conn, world, after, PAGE) or [], _said_key)
+
+        if any(x != y for x, y in itertools.zip_longest(said(a), said(b))):
+            differ("the own-words records (said) differ")
     for difference in promise_differences(world, a, b):
         differ(difference)
     if a.registry(world) != b.registry(world):
@@ -100,13 +147,25 @@ def _compare(world: str, a: Reader, b: Reader, report: RebuildReport, limit: int
     for label, reader in (("stored", a), ("rebuilt", b)):
         if _trust_totals(reader, world) not in (None, _trust_counts(reader, world)):
             differ(f"{label} trust history totals (trust_history) differ from its change rows")
-    residents = len(a._rows("SELECT resident FROM residents WHERE world = ?", (world,)))
-    for label, counts in (("stored", _counters(a, world)), ("rebuilt", _counters(b, world))):
-        if counts is not None and counts != (residents, len(old_beliefs)):
+    residents = a._rows("SELECT count(*) FROM residents WHERE world = ?", (world,))[0][0]
+    for label, counted in (("stored", _counters(a, world)), ("rebuilt", _counters(b, world))):
+        if counted is not None and counted != (residents, stored):
             differ(
-                f"{label} counters say {counts[0]} residents and {counts[1]} beliefs; "
-                f"the stored rows are {residents} and {len(old_beliefs)}"
+                f"{label} counters say {counted[0]} residents and {counted[1]} beliefs; "
+                f"the stored rows are {residents} and {stored}"
             )
+
+
+def _belief_key(b: Belief) -> tuple[str, str]:
+    return (b.resident, b.root)
+
+
+def _seq(c: Change) -> int:
+    return c.seq or 0  # (a stored change always has its seq)
+
+
+def _said_key(row: tuple[Any, ...]) -> tuple[str, int]:
+    return (row[0], row[1])
 
 
 def _counters(reader: Reader, world: str) -> tuple[int, int] | None:

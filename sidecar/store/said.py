@@ -135,17 +135,22 @@ def latest_said(
     return [entry(r) for r in rows]
 
 
-def said_rows(conn: sqlite3.Connection, world: str) -> list[tuple[Any, ...]] | None:
-    """Every ``said`` row of ``world`` (for ``rebuild --check``); ``None`` if the database
-    predates migration 0010."""
+def said_rows(
+    conn: sqlite3.Connection, world: str, after: tuple[str, int] | None = None, limit: int = -1
+) -> list[tuple[Any, ...]] | None:
+    """The ``said`` rows of ``world`` in (speaker, seq) order, at most ``limit`` of them after
+    ``after`` (for ``rebuild --check``, a page at a time); ``None`` if the database predates
+    migration 0010."""
     if not conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'said'"
     ).fetchone():
         return None
+    where, params = ("", ()) if after is None else (" AND (speaker, seq) > (?, ?)", after)
     return [
         tuple(r)
         for r in conn.execute(
-            "SELECT speaker, seq, reached FROM said WHERE world = ? ORDER BY speaker, seq",
-            (world,),
+            f"SELECT speaker, seq, reached FROM said WHERE world = ?{where} "
+            "ORDER BY speaker, seq LIMIT ?",
+            (world, *params, limit),
         )
     ]
