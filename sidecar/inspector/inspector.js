@@ -40,7 +40,7 @@
     residentsNext: null, selected: params.get("resident") || "", root: params.get("root") || "",
     // The selected resident's beliefs loaded so far (root order), whether there are more, and
     // the number of the latest beliefs request (an older reply is dropped).
-    beliefs: [], beliefsMore: false, beliefsAsked: 0, stream: [], held: [], paused: false, unseen: 0,
+    beliefs: [], beliefsMore: false, beliefsAsked: 0, stream: [], fresh: 0, held: [], heldCount: 0, paused: false, unseen: 0,
     events: [], eventsLast: 0, eventsOldest: null, tab: params.get("tab") || "narrative",
     // The graph page shown: its belief, its cursor (null: the first page) and the cursors of
     // the pages before it (for "previous page"); a live refresh reloads the same page.
@@ -132,7 +132,7 @@
     for (const p of pending.values()) p.reject(new Error("reconnecting"));
     pending.clear();
     Object.assign(state, { world, exists: false, seq: 0, day: 0, residentsNext: null, beliefs: [], received: 0,
-      stream: [], held: [], events: [], eventsOldest: null, unseen: 0 });
+      stream: [], fresh: 0, held: [], heldCount: 0, events: [], eventsOldest: null, unseen: 0 });
     state.residents = new Map();
     document.body.dataset.connected = "false";
     delete document.body.dataset.ready;
@@ -322,31 +322,48 @@
   function onBelief(b) {
     state.seq = Math.max(state.seq, b.seq);
     state.day = Math.max(state.day, b.day);
-    setLive();
     addResident(b.resident);
     if (b.source_kind === "hearsay" && b.source) addResident(b.source);
     if (!state.exists && state.world) { // the world's first event just arrived
       debounce("reopen", 200, () => connect(state.world, $("#token").value, $("#writer").value));
       return;
     }
-    if (state.paused) {
+    if (state.paused) { // the latest STREAM_MAX kept (what the stream would show), all counted
       state.held.push(b);
-      $("#stream-held").textContent = `paused · ${state.held.length} held`;
+      state.heldCount += 1;
+      if (state.held.length > 2 * STREAM_MAX) state.held.splice(0, state.held.length - STREAM_MAX);
+      nextFrame();
     } else pushStream([b]);
     if (b.resident === state.selected) throttle("refresh", REFRESH_MS, refreshSelected);
     debounce("events", 600, loadNewEvents);
   }
 
+  // Notifications are kept as they come and drawn once a frame: one commit may bring
+  // thousands (an announcement to a whole town), and drawing the list for each would hold
+  // the page for as many redraws.
   function pushStream(items) {
-    state.stream.push(...items);
-    if (state.stream.length > STREAM_MAX) state.stream.splice(0, state.stream.length - STREAM_MAX);
-    if (state.tab !== "stream") {
-      state.unseen += items.length;
-      const badge = $("#stream-badge");
-      badge.hidden = false;
-      badge.textContent = String(state.unseen);
-    }
-    renderStream(items.length);
+    for (const b of items) state.stream.push(b);
+    if (state.stream.length > 2 * STREAM_MAX) state.stream.splice(0, state.stream.length - STREAM_MAX);
+    if (state.tab !== "stream") state.unseen += items.length;
+    state.fresh += items.length;
+    nextFrame();
+  }
+
+  function nextFrame() {
+    if (timers.frame) return;
+    timers.frame = requestAnimationFrame(() => {
+      timers.frame = 0;
+      if (state.stream.length > STREAM_MAX) state.stream.splice(0, state.stream.length - STREAM_MAX);
+      setLive();
+      if (state.unseen) {
+        const badge = $("#stream-badge");
+        badge.hidden = false;
+        badge.textContent = String(state.unseen);
+      }
+      const fresh = state.fresh;
+      state.fresh = 0;
+      renderStream(Math.min(fresh, STREAM_MAX));
+    });
   }
 
   function renderStream(fresh = 0) {
@@ -361,7 +378,7 @@
         el("i", {}, b.change), ` ${prev} → ${b.confidence} `, chip(b.state),
         b.source ? el("span", { class: "muted" }, ` from ${nameOf(b.source)}`) : "");
     }));
-    $("#stream-held").textContent = state.paused ? `paused · ${state.held.length} held` : "";
+    $("#stream-held").textContent = state.paused ? `paused · ${state.heldCount} held` : "";
   }
 
   // ------------------------------------------------------------------ the selected resident
@@ -853,6 +870,7 @@
     $("#stream-pause").textContent = state.paused ? "resume" : "pause";
     document.body.dataset.paused = String(state.paused);
     if (!state.paused && state.held.length) { const held = state.held; state.held = []; pushStream(held); }
+    if (!state.paused) state.heldCount = 0;
     renderStream();
   });
   window.addEventListener("resize", () => debounce("fit", 150, fitGraph));
