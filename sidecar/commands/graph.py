@@ -7,6 +7,7 @@ import json
 
 from ..read.graph import graph, to_dot
 from ..read.registry import load_registry
+from ..store import Reader
 from ._reading import add_common, emit, with_reader
 
 
@@ -24,17 +25,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    code, found = with_reader(
-        "graph",
-        args,
-        lambda r: (
-            graph(r, args.world, resident=args.resident, root=args.root),
-            load_registry(r, args.world),
-        ),
-    )
-    if found is None:
+    def render(r: Reader) -> str:
+        # (rendered while the reader is open: the names are read as the graph names them)
+        g = graph(r, args.world, resident=args.resident, root=args.root)
+        if args.format == "dot":
+            return to_dot(g, load_registry(r, args.world))
+        return json.dumps(g, ensure_ascii=False, indent=2)
+
+    code, text = with_reader("graph", args, render)
+    if text is None:
         return code
-    g, names = found
-    text = to_dot(g, names) if args.format == "dot" else json.dumps(g, ensure_ascii=False, indent=2)
     emit(text, args.out)
     return 0

@@ -83,7 +83,7 @@ def explain(reader: Reader, world: str, resident: str, root: str) -> dict[str, A
         "names": {
             r: registry.name(r, "en")
             for r in sorted(m for m in mentioned if m)
-            if r in registry.names
+            if registry.registered(r)
         },
     }
 

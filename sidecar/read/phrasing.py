@@ -20,6 +20,7 @@ from ..engine.texts import text_in
 from .items import Item
 from .own_words import said_lines
 from .recall import Recall
+from .registry import Names
 from .wording import Words, words_for
 
 __all__ = [
@@ -44,12 +45,10 @@ def narrative_words(lang: str, recalled: Recall) -> Words:
     "I" (and its own names read in the first person), and the root schema's display text."""
     words = words_for(lang)
     registry, resident = recalled.registry, recalled.resident
-    names = {r: registry.name(r, words.lang) for r in registry.names}
-    names[resident] = words.self_name
     own = sorted(registry.all_names(resident), key=lambda n: (-len(n), n))
     return replace(
         words,
-        names=names,
+        names=Names(registry, words.lang, resident, words.self_name),
         self_names=tuple(n for n in own if n),
         root_texts=recalled.root_texts,
         actions={a: registry.action(a, words.lang) for a in registry.actions},

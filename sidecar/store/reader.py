@@ -128,6 +128,7 @@ class Reader(PromiseQueries):
         self.db = Database(self.conn)
         self._schema: dict[tuple[str, str], bool] = {}  # (see _in_schema)
         self._schema_version: int | None = None
+        self._labels = False  # (see _has_labels)
         try:
             unknown = unknown_migrations(self.conn)
         except sqlite3.Error as exc:
@@ -518,6 +519,34 @@ class Reader(PromiseQueries):
             "residents": {r[0]: load_json(r[1]) for r in residents},
             "actions": {r[0]: load_json(r[1]) for r in labels},
         }
+
+    def names_of(self, world: str, resident: str) -> dict[str, str] | None:
+        """One resident's registered names (``{lang: name}``), None when it has none: one
+        primary-key read (a read names the residents it shows, not the world's)."""
+        if not self._has_labels():
+            return None
+        rows = self._rows(
+            "SELECT names FROM residents WHERE world = ? AND resident = ?", (world, resident)
+        )
+        return load_json(rows[0][0]) if rows and rows[0][0] is not None else None
+
+    def action_labels(self, world: str) -> dict[str, dict[str, str]]:
+        """The world's action labels (``{action: {lang: label}}``), what the game declared."""
+        if not self._has_labels():
+            return {}
+        rows = self._rows(
+            "SELECT key, names FROM labels WHERE world = ? AND kind = 'action' ORDER BY key",
+            (world,),
+        )
+        return {r[0]: load_json(r[1]) for r in rows}
+
+    def _has_labels(self) -> bool:
+        # residents.names and labels came with 0005_i10_memory (once there, they stay).
+        if not self._labels:
+            self._labels = bool(
+                self._rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'labels'")
+            )
+        return self._labels
 
     def resident_page(
         self, world: str, *, after: str | None = None, limit: int = 500
