@@ -317,7 +317,7 @@ class Sidecar:
         within ``max_connections``; else a 503 that says so (SPEC §2), before any handshake:
         the handles of the connections already open and of the world files stay theirs."""
         most = self.handles.max_connections
-        if len(self._admitted) >= most:  # (those since closed, or whose handshake failed, go)
+        if len(self._admitted) >= most:  # (those whose handshake failed go; the rest, at close)
             self._admitted = {c for c in self._admitted if not _gone(c)}
         if len(self._admitted) < most:
             self._admitted.add(connection)
@@ -336,6 +336,7 @@ class Sidecar:
             await conn.run()
         finally:
             self.connections.discard(conn)
+            self._admitted.discard(ws)
 
     def _reader(self, world: str | None = None) -> Reader:
         """This reader thread's connection to the file that holds ``world`` (from the thread's
