@@ -1669,12 +1669,17 @@ def export_world(store: SingleFile | DataDir, world: str, out: Path) -> int:
     one = store._existing(world) if isinstance(store, DataDir) else store
     events = one.log(world)
     tmp = out.with_name(out.name + ".part")
-    with tmp.open("wb") as fh:
-        for line in export_lines(world, one.rules(world), events):
-            fh.write(line)
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(out)
+    try:
+        with tmp.open("wb") as fh:
+            for line in export_lines(world, one.rules(world), events):
+                fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+        tmp.replace(out)
+    except BaseException:  # (a full disk, or the world deleted while its log was read)
+        with _suppress_missing():
+            os.remove(tmp)
+        raise
     return len(events)
 
 
