@@ -203,6 +203,21 @@ def test_misremembered_changes_decode(program: Path, tmp_path: Path) -> None:
     assert "OK:" in out and " 0 failures" in out
 
 
+def test_a_full_sidecar_refuses_connect_with_a_connection_exception(
+    program: Path, tmp_path: Path
+) -> None:
+    """A sidecar serving its max_connections (1): ConnectAsync of a second client throws a
+    CredenceConnectionException without a code (not a raw WebSocketException); a client
+    connects once the first closes."""
+    sc = Sidecar(tmp_path, "--max-connections", "1")
+    sc.start()
+    try:
+        out = run(program, "full", sc.url)
+    finally:
+        sc.stop()
+    assert "OK:" in out and " 0 failures" in out
+
+
 def test_promise_and_goal_helpers(program: Path, sidecar: Sidecar) -> None:
     """PromiseAsync, GoalAsync, PromisesAsync, GoalsAsync and the promise notifications,
     against a real sidecar."""

@@ -236,7 +236,9 @@ namespace Credence
 
         // ------------------------------------------------------------------ connecting
 
-        /// <summary>Open the connection and say hello; throws CredenceConnectionException on a refusal.</summary>
+        /// <summary>Open the connection and say hello; throws CredenceConnectionException on a refusal, or when it cannot
+        /// connect at all (<c>Code</c> null: nothing listening, or a sidecar serving its <c>max_connections</c> answered 503;
+        /// try again later).</summary>
         public async Task<Welcome> ConnectAsync(CancellationToken cancel = default(CancellationToken))
         {
             lock (gate)
@@ -267,7 +269,21 @@ namespace Credence
                 long? resume;
                 try
                 {
-                    await ws.ConnectAsync(options.UrlSource != null ? options.UrlSource() : options.Url, timeout.Token).ConfigureAwait(false);
+                    var url = options.UrlSource != null ? options.UrlSource() : options.Url;
+                    try
+                    {
+                        await ws.ConnectAsync(url, timeout.Token).ConfigureAwait(false);
+                    }
+                    catch (WebSocketException e)
+                    {
+                        // No handshake: nothing listening, or the sidecar answered an HTTP status instead
+                        // (503 when it serves its max_connections already, SPEC §2): try again later.
+                        var why = e.Message;
+                        for (var inner = e.InnerException; inner != null; inner = inner.InnerException)
+                            why += " (" + inner.Message + ")";
+                        throw new CredenceConnectionException("cannot connect to " + url + ": " + why
+                            + "; a sidecar serving its max_connections answers 503: try again later", null, null);
+                    }
                     var hello = new Dictionary<string, object>
                     {
                         { "type", "hello" }, { "protocol", 1 }, { "world", options.World },

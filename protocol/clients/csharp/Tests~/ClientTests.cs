@@ -73,8 +73,9 @@ namespace Credence.Tests
                     case "filters": Filters(new Uri(args[1])).Wait(); break;
                     case "focus": Focus(new Uri(args[1])).Wait(); break;
                     case "launcher": Launcher(args[1], args[2], args[3]).Wait(); break;
+                    case "full": Full(new Uri(args[1])).Wait(); break;
                     default:
-                        Console.WriteLine("usage: vectors FILE | session URL FILE [TRANSCRIPT] | client URL WTOKEN RTOKEN | lifecycle URL VECTORS | misremember URL | bench URL N | filters URL | focus URL | launcher PYTHON ROOT DB");
+                        Console.WriteLine("usage: vectors FILE | session URL FILE [TRANSCRIPT] | client URL WTOKEN RTOKEN | lifecycle URL VECTORS | misremember URL | bench URL N | filters URL | focus URL | launcher PYTHON ROOT DB | full URL");
                         return 2;
                 }
             }

@@ -199,6 +199,62 @@ namespace Credence.Tests
             }
         }
 
+        /// <summary>A sidecar serving its max_connections (1): a second client's ConnectAsync fails with a
+        /// CredenceConnectionException (no code: try again later; Mono's WebSocket does not tell the 503), and a
+        /// client connects once the first closes.</summary>
+        static async Task Full(Uri url)
+        {
+            var first = new CredenceClient(new CredenceOptions { Url = url, World = "town" });
+            var second = new CredenceClient(new CredenceOptions { Url = url, World = "town" });
+            try
+            {
+                await Within(first.ConnectAsync(), "the first connect");
+                CredenceConnectionException refused = null;
+                try
+                {
+                    await Within(second.ConnectAsync(), "the second connect");
+                }
+                catch (CredenceConnectionException e)
+                {
+                    refused = e;
+                }
+                Check(refused != null && refused.Code == null && refused.Message.StartsWith("cannot connect to "),
+                    "a full sidecar: a CredenceConnectionException without a code: " + (refused == null ? "none" : refused.Message));
+                await first.CloseAsync();
+                var third = new CredenceClient(new CredenceOptions { Url = url, World = "town" });
+                try
+                {
+                    var welcome = await Within(RetryConnect(third), "a connect once there is room", 30);
+                    Check(welcome.World == "town", "welcomed once the first closed");
+                }
+                finally
+                {
+                    await third.CloseAsync();
+                }
+            }
+            finally
+            {
+                await first.CloseAsync();
+                await second.CloseAsync();
+            }
+        }
+
+        /// <summary>What a game does with a refused connect: wait a little and try again.</summary>
+        static async Task<Welcome> RetryConnect(CredenceClient client)
+        {
+            for (int attempt = 0; ; attempt++)
+            {
+                try
+                {
+                    return await client.ConnectAsync();
+                }
+                catch (CredenceConnectionException) when (attempt < 50)
+                {
+                    await Task.Delay(100);
+                }
+            }
+        }
+
         static async Task Launcher(string python, string root, string db)
         {
             var sidecar = await Within(SidecarProcess.StartAsync(new SidecarOptions
