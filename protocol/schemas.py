@@ -558,7 +558,14 @@ def client_schema() -> Schema:
             },
             ["resident"],
         ),
-        "worlds": _frame("worlds", "list the worlds (SPEC §10.7)", {}),
+        "worlds": _frame(
+            "worlds",
+            "list the worlds, every one or a page of `limit` after `after` (SPEC §10.7)",
+            {
+                "after": _ref("name"),
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
+            },
+        ),
         "fork": _frame(
             "fork",
             "copy this world's log up to event seq `at` into a new world (SPEC §10.7)",
@@ -953,12 +960,13 @@ def server_schema() -> Schema:
             "worlds",
             "reply to worlds (SPEC §10.7)",
             {
+                "next": {"type": ["string", "null"]},
                 "worlds": _list(
                     {"type": "object", "required": list(_WORLD_INFO), "properties": _WORLD_INFO}
                 ),
                 **_PAGED,
             },
-            ["worlds"],
+            ["worlds", "next"],
         ),
         "forked": _frame(
             "forked",

@@ -2,8 +2,8 @@
 
 Kept apart from :mod:`protocol.frames` so the save-game frames read as one unit::
 
-    worlds {rid?}                         -> worlds {worlds: [{world, day, events, changes,
-                                                               residents, beliefs}]}
+    worlds {rid?, after?, limit?}         -> worlds {worlds: [{world, day, events, changes,
+                                                               residents, beliefs}], next}
     fork   {rid?, into, at?}  (writer)    -> forked {world: into, source, at, day, events, ...}
     delete {rid?, world}      (writer)    -> deleted {world, events, changes, ...}
 
@@ -20,14 +20,29 @@ from typing import Any
 from .codec import integral
 from .errors import ErrorCode, ProtocolError
 
-__all__ = ["WORLD_FRAMES", "DeleteWorld", "ForkWorld", "WorldsQuery", "parse_world_frame"]
+__all__ = [
+    "MAX_WORLDS_PAGE",
+    "WORLD_FRAMES",
+    "DeleteWorld",
+    "ForkWorld",
+    "WorldsQuery",
+    "parse_world_frame",
+]
 
 WORLD_FRAMES = frozenset({"worlds", "fork", "delete"})
 _MAX_ID = 200
+#: The most worlds one ``worlds`` page holds (``limit``): ``frames.MAX_PAGE``, as every paged
+#: query (kept here: ``frames`` imports this module).
+MAX_WORLDS_PAGE = 1000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorldsQuery:
+    """A page of the worlds after ``after`` (by id), at most ``limit``; without ``limit``
+    every world (a sidecar may hold 10,000: a client that lists them pages)."""
+
+    after: str | None = None
+    limit: int | None = None
     rid: object = None
 
 
@@ -59,7 +74,16 @@ def parse_world_frame(frame: dict[str, Any], rid: object) -> WorldsQuery | ForkW
     """Validate a ``worlds``, ``fork`` or ``delete`` frame (``type`` already checked)."""
     kind = frame["type"]
     if kind == "worlds":
-        return WorldsQuery(rid=rid)
+        after = None if frame.get("after") is None else _world(frame, "after", rid)
+        raw = frame.get("limit")
+        limit = None if raw is None else integral(raw)
+        if raw is not None and (limit is None or not 1 <= limit <= MAX_WORLDS_PAGE):
+            raise ProtocolError(
+                ErrorCode.INVALID_FRAME,
+                f"field 'limit' must be an integer between 1 and {MAX_WORLDS_PAGE}",
+                rid=rid,
+            )
+        return WorldsQuery(after=after, limit=limit, rid=rid)
     if kind == "fork":
         raw = frame.get("at")
         at = None if raw is None else integral(raw)  # 5.0 (Godot's JSON) is 5, SPEC §3

@@ -280,8 +280,11 @@ def test_the_worlds_listing_reads_each_world_row_and_nothing_it_counts(db: Path)
         conn.close()
     assert steps
     for sql, step in steps:
+        if step.startswith("CORRELATED SCALAR SUBQUERY"):
+            continue  # (a world a save is building: its _saves row, by primary key, below)
         table = re.match(r"(?:SCAN|SEARCH) (\w+)", step)
         assert table is not None and table[1] in ("worlds", "_saves"), (sql, step)
+        assert not step.startswith("SCAN"), (sql, step)  # (a page reads its range)
     lookups = [step for sql, step in steps if "day, event_seq" in sql]
     assert lookups and all(re.match(r"SEARCH worlds USING .*\(world=\?\)", s) for s in lookups), (
         lookups

@@ -595,3 +595,42 @@ async def test_vacuum_refuses_a_database_a_sidecar_serves(tmp_path: Path) -> Non
         assert cli("vacuum", *where).returncode == 0
     assert rebuild(live).ok and rebuild(world_file(data, "town")).ok
     assert db_rows(live, "SELECT count(*) FROM events") == [(6,)]
+
+
+@pytest.mark.parametrize("mode", ["db", "data_dir"])
+async def test_worlds_page_by_id_with_limit_and_after(tmp_path: Path, mode: str) -> None:
+    """Seven worlds, pages of 3: `next` is the `after` of the next page and null on the last;
+    without `limit` every world comes, `next` null; a token that opens some worlds gets the
+    others left out of each page (a page may so hold fewer); a bad limit or after is
+    `invalid_frame`."""
+    names = [f"w{n}" for n in range(7)]
+    where: dict[str, Any] = (
+        {"db": tmp_path / "x.db"} if mode == "db" else {"data_dir": tmp_path / "worlds"}
+    )
+    tokens = ["w1=one", "w4=four", "w5=four", *(f"{w}=all" for w in names)]
+    async with running(tmp_path, writer_tokens=tokens, **where) as sc:
+        for w in names:
+            async with WsClient(sc.url, w, token="all") as c:
+                assert (await c.event("tick", 1, event_id="t"))["type"] == "ack"
+        async with WsClient(sc.url, "w0", token="all") as c:
+            pages, after = [], None
+            while True:
+                frame: dict[str, Any] = {"type": "worlds", "limit": 3}
+                if after is not None:
+                    frame["after"] = after
+                reply = await c.request(frame)
+                pages.append([w["world"] for w in reply["worlds"]])
+                after = reply["next"]
+                if after is None:
+                    break
+            assert pages == [names[0:3], names[3:6], names[6:]]
+            whole = await c.request({"type": "worlds"})
+            assert [w["world"] for w in whole["worlds"]] == names and whole["next"] is None
+            for bad in ({"limit": 0}, {"limit": 1001}, {"limit": 2.5}, {"after": ""}):
+                refused = await c.request({"type": "worlds", **bad})
+                assert refused["code"] == "invalid_frame", (bad, refused)
+        async with WsClient(sc.url, "w4", token="four") as c:
+            first = await c.request({"type": "worlds", "limit": 5})
+            assert [w["world"] for w in first["worlds"]] == ["w4"] and first["next"] == "w4"
+            rest = await c.request({"type": "worlds", "limit": 5, "after": "w4"})
+            assert [w["world"] for w in rest["worlds"]] == ["w5"] and rest["next"] is None

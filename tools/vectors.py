@@ -1951,6 +1951,23 @@ def _worlds(v: _Vectors) -> None:
         out[0],
     )
     out = s(
+        "client.worlds.page",
+        "A page of the worlds: at most limit (1–1000) after a world id (after, exclusive); "
+        "a sidecar may hold 10,000 worlds.",
+        {"type": "worlds", "limit": 1, "rid": "worlds-page"},
+    )
+    v.server(
+        "server.worlds.page",
+        "The first of two worlds, and next: the after of the next page (null on the last).",
+        out[0],
+    )
+    s(
+        "invalid.worlds.limit",
+        "A worlds page holds 1 to 1000 worlds.",
+        {"type": "worlds", "limit": 0, "rid": "worlds-bad"},
+        error=ErrorCode.INVALID_FRAME,
+    )
+    out = s(
         "client.delete",
         "Delete a world: naming it is the confirmation; the token must be a writer for it.",
         {"type": "delete", "world": "town-slot-1", "rid": 52},

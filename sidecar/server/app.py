@@ -47,6 +47,7 @@ from ..store import (
     Writer,
     WriterLock,
     data_dir_lock,
+    list_worlds,
     open_failure,
 )
 from . import inspector
@@ -54,7 +55,7 @@ from .auth import Auth
 from .capture import DEFAULT_MAX_BYTES, CaptureWriter
 from .connection import BoundedServerConnection, Connection
 from .handles import budget
-from .lifecycle import delete_reply, fork_reply, world_reply
+from .lifecycle import delete_reply, fork_reply, world_reply, worlds_reply
 from .metrics import CONTENT_TYPE, Metrics
 from .session import Limits
 from .writer import WriterService
@@ -433,6 +434,11 @@ class Sidecar:
             # reader thread does it, so 10,000 world files never hold the writer up.
             loop = asyncio.get_running_loop()
             return await loop.run_in_executor(self._read_pool, reply)
+        if isinstance(frame, WorldsQuery):
+            # One file: a reader thread lists it too, on its own connection (the writer's
+            # commits are what it sees; a world a save is building is left out by its row).
+            page = await self.read(lambda r: list_worlds(r, frame.after, frame.limit))
+            return worlds_reply(frame, page, role_for)
         return await self._on_writer(reply)
 
     async def _on_writer(self, fn: Callable[[], T]) -> T:

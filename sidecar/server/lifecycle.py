@@ -57,8 +57,7 @@ def world_reply(
     """
     rid = frame.rid
     if isinstance(frame, WorldsQuery):
-        visible = [i.to_dict() for i in store.worlds() if role_for(i.world) is not None]
-        return paginate({"type": "worlds", "rid": rid}, {"worlds": visible})  # (SPEC §11)
+        return worlds_reply(frame, store.worlds_page(frame.after, frame.limit), role_for)
     _check_writer(role, rid)
     if isinstance(frame, ForkWorld):
         _check_fork(world, frame, role_for, saving)
@@ -67,6 +66,17 @@ def world_reply(
     _check_delete(frame, role_for, saving)
     info = _run(lambda: store.delete(frame.world), rid)
     return [_deleted(frame, info)]
+
+
+def worlds_reply(
+    frame: WorldsQuery, page: tuple[list[WorldInfo], str | None], role_for: RoleFor
+) -> list[dict[str, Any]]:
+    """The ``worlds`` reply to ``frame``: the page's worlds this token may open (a page may
+    so hold fewer than ``limit``) and ``next``, where the next page starts (SPEC §10.7)."""
+    infos, after = page
+    visible = [i.to_dict() for i in infos if role_for(i.world) is not None]
+    head = {"type": "worlds", "rid": frame.rid, "next": after}
+    return paginate(head, {"worlds": visible})  # (SPEC §11)
 
 
 async def fork_reply(

@@ -56,6 +56,7 @@ takes the memory of one page and one chunk.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
 import itertools
@@ -113,6 +114,7 @@ __all__ = [
     "check_world_id",
     "export_world",
     "import_world",
+    "list_worlds",
     "named_world_files",
     "read_source",
     "run_build",
@@ -170,6 +172,10 @@ class WorldStore(Protocol):
     def db_for(self, world: str) -> Path: ...
 
     def worlds(self) -> list[WorldInfo]: ...
+
+    def worlds_page(
+        self, after: str | None = None, limit: int | None = None
+    ) -> tuple[list[WorldInfo], str | None]: ...
 
     def fork(self, source: str, target: str, at: int | None = None) -> WorldInfo: ...
 
@@ -271,6 +277,26 @@ def read_source(reader: Reader, world: str, at: int | None) -> tuple[Rules, Stor
         return reader.rules(world), StoredLog(reader, world, _upto(found[0][0], at))
     finally:
         reader._rows("COMMIT")
+
+
+def list_worlds(
+    reader: Reader, after: str | None = None, limit: int | None = None
+) -> tuple[list[WorldInfo], str | None]:
+    """The worlds of one database file after ``after`` (by id), at most ``limit`` of them
+    (every one without), worlds a save is still building left out; and the id to list on
+    from (None: no more). A range of the ``worlds`` primary key and a lookup per world
+    listed, on any thread's reader: a page of a file of 10,000 worlds reads its page."""
+    rows = reader._rows(
+        "SELECT world FROM worlds WHERE world > ? "
+        "AND NOT EXISTS (SELECT 1 FROM _saves WHERE _saves.world = worlds.world) "
+        "ORDER BY world LIMIT ?",
+        (after or "", -1 if limit is None else limit + 1),
+    )
+    ids = [r[0] for r in rows]
+    more = limit is not None and len(ids) > limit
+    if more:
+        ids = ids[:limit]
+    return [_info(reader, w) for w in ids], (ids[-1] if more else None)
 
 
 def _upto(last: int, at: int | None) -> int:
@@ -712,8 +738,13 @@ class SingleFile:
         return _info(self.reader, world)
 
     def worlds(self) -> list[WorldInfo]:
-        hidden = self._unfinished()
-        return [_info(self.reader, w) for w in self.reader.worlds() if w not in hidden]
+        return self.worlds_page()[0]
+
+    def worlds_page(
+        self, after: str | None = None, limit: int | None = None
+    ) -> tuple[list[WorldInfo], str | None]:
+        """A page of :meth:`worlds` (:func:`list_worlds`) and where the next starts."""
+        return list_worlds(self.reader, after, limit)
 
     def rules(self, world: str) -> Rules:
         return self.reader.rules(world)
@@ -1130,15 +1161,27 @@ class DataDir:
         return None
 
     def worlds(self) -> list[WorldInfo]:
-        """Every world here with its counts; safe on any thread (a reader's, so that listing
-        10,000 worlds never holds the writer up). Each file is read on a short-lived
-        read-only connection of its own (the pool is left as it was) and its counts are
-        remembered until the file or its WAL changes (size, time or inode)."""
+        """Every world here with its counts (:meth:`worlds_page` without a limit)."""
+        return self.worlds_page()[0]
+
+    def worlds_page(
+        self, after: str | None = None, limit: int | None = None
+    ) -> tuple[list[WorldInfo], str | None]:
+        """The worlds here after ``after`` (by id), at most ``limit`` of them, with their
+        counts, and the id to list on from (None: no more); safe on any thread (a reader's,
+        so that listing 10,000 worlds never holds the writer up). Each file listed is read on
+        a short-lived read-only connection of its own (the pool is left as it was) and its
+        counts are remembered until the file or its WAL changes (size, time or inode); a
+        page reads only its own files."""
         out = []
-        ids = self.world_ids()
-        gone = set(self._infos) - set(ids)  # (files removed by hand: the cache forgets them)
+        every = self.world_ids()
+        gone = set(self._infos) - set(every)  # (files removed by hand: the cache forgets them)
         for world in gone:
             self._infos.pop(world, None)
+        ids = every[bisect.bisect_right(every, after) :] if after is not None else every
+        more = limit is not None and len(ids) > limit
+        if limit is not None:
+            ids = ids[:limit]
         read = len(gone)
         for world in ids:
             hit = self._infos.get(world)
@@ -1148,7 +1191,7 @@ class DataDir:
                 out.append(info)
         if read:
             self._save_listing()
-        return out
+        return out, (ids[-1] if more and ids else None)
 
     def _save_listing(self) -> None:
         """Write what :meth:`worlds` knows to ``.credence-worlds`` (whole, by a rename)."""
