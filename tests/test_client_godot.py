@@ -681,7 +681,8 @@ async def test_the_client_node_pages_queries_and_refuses_locally(tmp_path: Path)
 
 async def test_the_client_node_pages_a_graph(tmp_path: Path) -> None:
     """graph(resident, root, after, limit): a page of `limit` event nodes with the claim node,
-    and its `next` passed back as `after` gives the next page, to the last (next null)."""
+    and its `next` passed back as `after` gives the next page, to the last (next null); and
+    worlds(after, limit), a page of the worlds."""
     async with running(tmp_path) as sc:
         node = Node(sc.url)
         node.request("connect_to_sidecar")
@@ -705,6 +706,10 @@ async def test_the_client_node_pages_a_graph(tmp_path: Path) -> None:
             after = reply["next"]
             assert pages < 10
         assert events == [["g-1", "g-2"], ["g-3", "g-4"], ["g-5"]]
+        listed = node.request("worlds", "", 1)  # worlds(after, limit): a page of one
+        await node.run_until(lambda: listed.get("done"))
+        page = listed.get("result")
+        assert [w["world"] for w in page["worlds"]] == ["town"] and page["next"] is None
         bad = node.request("graph", "mira", "", "", 1001)
         await node.run_until(lambda: bad.get("done"))
         assert bad.get("result")["code"] == "invalid_frame"

@@ -894,19 +894,32 @@ namespace Credence
             return f;
         }
 
-        /// <summary>The worlds this connection's token may open, sorted by id (SPEC §10.7).</summary>
+        /// <summary>The worlds this connection's token may open, sorted by id (SPEC §10.7): every one.</summary>
         public async Task<List<WorldInfo>> WorldsAsync()
         {
-            var reply = await Enqueue(Frame("worlds"), null).ConfigureAwait(false);
-            var worlds = new List<WorldInfo>();
+            return (await WorldsPageAsync(null, null).ConfigureAwait(false)).Worlds;
+        }
+
+        /// <summary>
+        /// A page of the worlds this connection's token may open (SPEC §10.7): at most <paramref name="limit"/>
+        /// (1–1000) after the id <paramref name="after"/>; <c>Next</c> is the <c>after</c> of the next page, null on
+        /// the last. A sidecar may hold 10,000 worlds: list them a page at a time.
+        /// </summary>
+        public async Task<WorldsPage> WorldsPageAsync(string after, int? limit)
+        {
+            var f = Frame("worlds");
+            if (after != null) f["after"] = after;
+            if (limit.HasValue) f["limit"] = limit.Value;
+            var reply = await Enqueue(f, null).ConfigureAwait(false);
+            var page = new WorldsPage { Worlds = new List<WorldInfo>(), Next = Wire.Str(reply, "next") };
             var listed = Wire.Get(reply, "worlds") as List<object>;
             if (listed != null)
                 foreach (var w in listed)
                 {
                     var map = w as Dictionary<string, object>;
-                    if (map != null) worlds.Add(WorldInfo.From(map));
+                    if (map != null) page.Worlds.Add(WorldInfo.From(map));
                 }
-            return worlds;
+            return page;
         }
 
         /// <summary>

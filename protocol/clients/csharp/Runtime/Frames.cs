@@ -215,6 +215,13 @@ namespace Credence
         };
     }
 
+    /// <summary>A page of the <c>worlds</c> reply (SPEC §10.7): its worlds, and the <c>after</c> of the next page (null on the last).</summary>
+    public sealed class WorldsPage
+    {
+        public List<WorldInfo> Worlds;
+        public string Next;
+    }
+
     /// <summary>A world as the lifecycle replies describe it (<c>worlds</c>, <c>deleted</c>; SPEC §10.7).</summary>
     public class WorldInfo
     {

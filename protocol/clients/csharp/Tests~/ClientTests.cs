@@ -862,6 +862,11 @@ namespace Credence.Tests
             Check(whole.At == null && whole.Events == 6, "a fork without at keeps the whole log");
             var listed = await Within(client.WorldsAsync(), "worlds again");
             Check(listed.Select(w => w.World).SequenceEqual(new[] { "town", "town-copy", "town-slot-1" }), "worlds lists the forks, sorted: " + string.Join(", ", listed));
+            var page1 = await Within(client.WorldsPageAsync(null, 2), "worlds page 1");
+            var page2 = await Within(client.WorldsPageAsync(page1.Next, 2), "worlds page 2");
+            Check(page1.Worlds.Select(w => w.World).SequenceEqual(new[] { "town", "town-copy" }) && page1.Next == "town-copy"
+                && page2.Worlds.Select(w => w.World).SequenceEqual(new[] { "town-slot-1" }) && page2.Next == null,
+                "worlds a page at a time: 2, then 1 after next, next null on the last");
             var exists = await Refusal(client.ForkAsync("town-copy")) as CredenceErrorException;
             Check(exists != null && exists.Code == "invalid_frame", "a fork into an existing world: invalid_frame");
             var slot = new CredenceClient(new CredenceOptions { Url = url, World = "town-slot-1" });

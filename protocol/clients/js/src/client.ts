@@ -569,9 +569,13 @@ export class CredenceClient {
     return this.query<GoalsReply>({ type: "goals", resident, ...opts });
   }
 
-  /** The worlds this connection's token may open, sorted by id (SPEC §10.7). */
-  worlds(): Promise<WorldsReply> {
-    return this.query<WorldsReply>({ type: "worlds" });
+  /**
+   * The worlds this connection's token may open, sorted by id (SPEC §10.7): every one, or with
+   * `limit` (1–1000) a page after `after`; the reply's `next` is the `after` of the next page
+   * (null on the last). A sidecar may hold 10,000 worlds: list them a page at a time.
+   */
+  worlds(opts: { after?: string; limit?: number } = {}): Promise<WorldsReply> {
+    return this.query<WorldsReply>({ type: "worlds", ...opts });
   }
 
   /**

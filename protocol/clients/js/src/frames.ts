@@ -528,6 +528,8 @@ export interface WorldsReply {
   rid?: Rid;
   /** The worlds this connection's token may open, sorted by id. */
   worlds: WorldInfo[];
+  /** The `after` of the next page (a query with `limit`), null on the last or without one. */
+  next: string | null;
 }
 export interface ForkedReply extends WorldInfo {
   type: "forked";

@@ -114,6 +114,11 @@ test("worlds, fork and deleteWorld manage save slots", async () => {
     assert.deepEqual([whole.at, whole.events, whole.beliefs], [null, 4, 4]);
     const listed = await client.worlds();
     assert.deepEqual(listed.worlds.map((w) => [w.world, w.events]), [["town", 4], ["town-copy", 4], ["town-slot-1", 2]]);
+    assert.equal(listed.next, null);
+    const first = await client.worlds({ limit: 2 }); // a page at a time: limit, then after next
+    assert.deepEqual([first.worlds.map((w) => w.world), first.next], [["town", "town-copy"], "town-copy"]);
+    const second = await client.worlds({ after: first.next, limit: 2 });
+    assert.deepEqual([second.worlds.map((w) => w.world), second.next], [["town-slot-1"], null]);
     // The fork is a world of its own: its beliefs were rebuilt from the first two events.
     const slot = new CredenceClient({ url: sidecar.url, world: "town-slot-1" });
     await slot.connect();

@@ -254,9 +254,15 @@ func trust(resident: String, source := "", after := "", limit := 0) -> CredenceR
 	return query("trust", fields)
 
 
-## The worlds this token may open (SPEC §10.7).
-func worlds() -> CredenceRequest:
-	return query("worlds")
+## The worlds this token may open (SPEC §10.7): every one, or with `limit` > 0 a page after
+## `after`; the reply's `next` is the `after` of the next page (null on the last).
+func worlds(after := "", limit := 0) -> CredenceRequest:
+	var fields := {}
+	if after != "":
+		fields["after"] = after
+	if limit > 0:
+		fields["limit"] = limit
+	return query("worlds", fields)
 
 
 ## Copy this world into the new world `into`, its log up to event seq `at` (-1: all of it).
