@@ -590,3 +590,35 @@ async def test_inspector_keeps_up_with_one_commit_of_6000_notifications(tmp_path
         f"\n5,998 notifications in one commit: the page showed the last {took:.2f} s after sending"
     )
     assert shown == 300 and first == last
+
+
+async def test_inspector_lists_a_page_of_worlds_and_opens_one_past_it(tmp_path: Path) -> None:
+    """A sidecar of 600 worlds: the picker lists the first 500 (a `worlds` page, saying so),
+    and a world past them opens (the page pages on to it) instead of reading as missing."""
+    chromium.need(chromium.available())
+    db = tmp_path / "many.db"
+    writer = Writer(db)
+    writer.apply([
+        (f"w{n:03d}", parse_event({"event_id": "t", "day": 1, "kind": "observe",
+                                   "witnesses": ["mira"], "claim": {"root": "k", "value": n},
+                                   "subject": "seen"}))
+        for n in range(600)
+    ])  # fmt: skip
+    writer.close()
+    async with running(tmp_path, db=db) as sc:
+        page = f"http://127.0.0.1:{sc.port}/inspect?world=w550&resident=mira"
+
+        def drive() -> tuple[int, str, str, object]:
+            with chromium.browser(1024, 768) as b:
+                b.get(page)
+                b.wait_for("return document.body.dataset.ready === 'true'", "world w550")
+                return (
+                    int(b.run("return document.querySelectorAll('#world-pick option').length")),
+                    str(b.run("return document.querySelector('#world-pick option').innerText")),
+                    str(b.run("return document.querySelector('#world-pick').value")),
+                    b.run("return document.body.dataset.missing || null"),
+                )
+
+        options, first, chosen, missing = await asyncio.to_thread(drive)
+    assert options == 1 + 500 + 1 and "first 500 worlds" in first  # the page, and w550
+    assert chosen == "w550" and missing is None

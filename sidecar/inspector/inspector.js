@@ -26,6 +26,7 @@
   const GRAPH_NODES_MAX = 160;
   const GRAPH_PAGE = 60; // event nodes of one graph page (SPEC §10.5): with their people, ~120 boxes
   const TRUST_PAGE = 100; // entries of one trust page (SPEC §10.6)
+  const WORLDS_PAGE = 500; // worlds in the picker (SPEC §10.7 limit): a sidecar may hold 10,000
   const BELIEFS_PAGE = 400; // beliefs asked for at a time (SPEC §10.1 limit/after); "next" asks for more
   const BELIEFS_MAX = 9999; // a live refresh asks again for those shown, at most this many (limit ≤ 10,000)
   const EXPLAIN_LATEST = 200; // the latest evidence and changes of a belief the timeline shows (SPEC §10.2)
@@ -209,12 +210,23 @@
     document.body.dataset.role = w.role;
     $("#fork-tools").hidden = w.role !== "writer";
     let worlds = [];
+    let more = false;
     try {
-      worlds = (await request({ type: "worlds" })).worlds;
+      const page = await request({ type: "worlds", limit: WORLDS_PAGE });
+      worlds = page.worlds;
+      more = page.next !== null && page.next !== undefined;
+      // The world asked for may lie past the picker's page: page on to it (by id order).
+      let after = page.next;
+      while (state.world && after && !worlds.some((x) => x.world === state.world) && after < state.world) {
+        const next = await request({ type: "worlds", after, limit: 1000 });
+        const found = next.worlds.find((x) => x.world === state.world);
+        if (found) worlds = worlds.concat([found]);
+        after = next.next;
+      }
     } catch (err) {
       setStatus(`worlds: ${err.message}`, "off");
     }
-    fillPicker(worlds);
+    fillPicker(worlds, more);
     if (!state.world) {
       setStatus("pick a world", "wait");
       notice(el("span", {}, worlds.length ? "Pick a world above." : "This sidecar has no worlds yet."));
@@ -260,9 +272,10 @@
     document.body.dataset.ready = "true";
   }
 
-  function fillPicker(worlds) {
+  function fillPicker(worlds, more = false) {
     const pick = $("#world-pick");
-    pick.replaceChildren(el("option", { value: "" }, worlds.length ? `worlds (${worlds.length})…` : "no worlds"),
+    const count = more ? `the first ${WORLDS_PAGE} worlds (type an id for others)` : `worlds (${worlds.length})`;
+    pick.replaceChildren(el("option", { value: "" }, worlds.length ? `${count}…` : "no worlds"),
       ...worlds.map((x) => el("option", { value: x.world, selected: x.world === state.world ? "" : undefined },
         `${x.world} · ${x.events} events · ${dayText(x.day)}`)));
   }
