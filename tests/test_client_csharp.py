@@ -192,15 +192,20 @@ def test_register_schema_and_world_lifecycle(program: Path, sidecar: Sidecar) ->
     assert "OK:" in out and " 0 failures" in out
 
 
-def test_misremembered_changes_decode(program: Path, tmp_path: Path) -> None:
-    """A sidecar with --misremember 1: the client's misremembered notifications and their detail."""
-    sc = Sidecar(tmp_path, "--misremember", "1", "--seed", "3")
+def run_against(program: Path, tmp_path: Path, scenario: str, *flags: str) -> None:
+    """The program's ``scenario`` against a sidecar of its own started with ``flags``."""
+    sc = Sidecar(tmp_path, *flags)
     sc.start()
     try:
-        out = run(program, "misremember", sc.url)
+        out = run(program, scenario, sc.url)
     finally:
         sc.stop()
     assert "OK:" in out and " 0 failures" in out
+
+
+def test_misremembered_changes_decode(program: Path, tmp_path: Path) -> None:
+    """A sidecar with --misremember 1: the client's misremembered notifications and their detail."""
+    run_against(program, tmp_path, "misremember", "--misremember", "1", "--seed", "3")
 
 
 def test_a_full_sidecar_refuses_connect_with_a_connection_exception(
@@ -209,13 +214,7 @@ def test_a_full_sidecar_refuses_connect_with_a_connection_exception(
     """A sidecar serving its max_connections (1): ConnectAsync of a second client throws a
     CredenceConnectionException without a code (not a raw WebSocketException); a client
     connects once the first closes."""
-    sc = Sidecar(tmp_path, "--max-connections", "1")
-    sc.start()
-    try:
-        out = run(program, "full", sc.url)
-    finally:
-        sc.stop()
-    assert "OK:" in out and " 0 failures" in out
+    run_against(program, tmp_path, "full", "--max-connections", "1")
 
 
 def test_promise_and_goal_helpers(program: Path, sidecar: Sidecar) -> None:

@@ -620,8 +620,8 @@ def test_an_export_file_changed_after_its_check_imports_nothing(
     tmp_path: Path, mode: str, story: list[WorldEvent]
 ) -> None:
     """An import reads the file twice, checking it whole and then replaying it as it reads:
-    a file edited in between (one event's day, still a valid event) makes the import fail whole, with one line,
-    and a retry of the original file works."""
+    a file edited in between (one event's day, still a valid event) makes the import fail
+    whole, with one line, and a retry of the original file works."""
     from sidecar.store.worlds import import_world, read_export
 
     source = export_file(tmp_path / "town.credence", story)
