@@ -246,6 +246,23 @@ def test_max_open_worlds_comes_from_the_file_or_the_flag_and_is_checked(tmp_path
         server_config(serve_args("--max-open-worlds", "0"))
 
 
+def test_max_connections_comes_from_the_file_or_the_flag_and_is_checked(tmp_path: Path) -> None:
+    """`[limits] max_connections` bounds the connections served at once, --max-connections
+    wins over it; 0, a fraction, a negative or NaN count is refused in one line; the default
+    (None) is what the file-handle limit leaves (sidecar/server/handles.py)."""
+    cfg = write(tmp_path / "c.toml", "[limits]\nmax_connections = 40\n")
+    assert server_config(serve_args("--config", str(cfg)))[0].max_connections == 40
+    flagged = serve_args("--config", str(cfg), "--max-connections", "7")
+    assert server_config(flagged)[0].max_connections == 7
+    assert server_config(serve_args())[0].max_connections is None
+    for bad in ("0", "2.5", "-1", "nan"):
+        with pytest.raises(ConfigError, match="max_connections must be a") as info:
+            load_config(write(tmp_path / "bad.toml", f"[limits]\nmax_connections = {bad}\n"))
+        assert "\n" not in str(info.value)
+    with pytest.raises(ConfigError, match="--max-connections must be an integer from 1 to"):
+        server_config(serve_args("--max-connections", "0"))
+
+
 def test_capture_max_bytes_comes_from_the_file_or_the_flag_and_is_checked(tmp_path: Path) -> None:
     """`capture_max_bytes` bounds the capture file (rotated to FILE.1 past it), the flag
     --capture-max-bytes wins over it, both through the one settings check (1024 to 2^40):
