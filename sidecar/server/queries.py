@@ -203,7 +203,7 @@ def _explain(reader: Reader, world: str, q: ExplainQuery) -> list[dict[str, Any]
 
 
 def _distribution(reader: Reader, world: str, q: DistributionQuery) -> list[dict[str, Any]]:
-    beliefs = reader.on_root(world, q.root)
+    beliefs = reader.holders(world, q.root)
     known, truth = reader.fact(world, q.root)
     groups: dict[str, list[Any]] = {}
     values: dict[str, Any] = {}
@@ -217,8 +217,7 @@ def _distribution(reader: Reader, world: str, q: DistributionQuery) -> list[dict
             "residents": len(group),
             "mean_confidence": round(statistics.fmean(b.confidence for b in group), 2),
             "states": {
-                s: sum(1 for b in group if str(b.state) == s)
-                for s in sorted({str(b.state) for b in group})
+                s: sum(1 for b in group if b.state == s) for s in sorted({b.state for b in group})
             },
             "independent_origins": len({o for b in group for o in b.origins})
             + sum(b.own_origins for b in group),  # (each one resident's own: never shared)
@@ -230,9 +229,9 @@ def _distribution(reader: Reader, world: str, q: DistributionQuery) -> list[dict
             "resident": b.resident,
             "value": b.value,
             "confidence": b.confidence,
-            "state": str(b.state),
-            "source_kind": str(b.source_kind),
-            "source": b.source_resident_id,
+            "state": b.state,
+            "source_kind": b.source_kind,
+            "source": b.source,
         }
         for b in beliefs
     ]

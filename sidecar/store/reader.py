@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlite_utils import Database
 
@@ -117,6 +117,20 @@ EVIDENCE_WITH_EVENT = (
     "e.day AS day, ev.source_kind, ev.source_resident, ev.relation, ev.op, ev.subject, "
     "ev.origin, ev.hops, ev.trust, e.seq AS event_seq, e.kind AS event_kind"
 )
+
+
+class Holding(NamedTuple):
+    """One resident's belief on a root, as ``distribution`` lists and sums it (its state and
+    source kind as stored text, its origins as a list)."""
+
+    resident: str
+    value: Any
+    confidence: int
+    state: str
+    source_kind: str
+    source: str | None
+    origins: list[str]
+    own_origins: int
 
 
 class Reader(PromiseQueries):
@@ -245,6 +259,20 @@ class Reader(PromiseQueries):
             "ORDER BY resident, root LIMIT ?"
         )
         return [belief_from_row(r) for r in self._rows(sql, (world, *after, limit))]
+
+    def holders(self, world: str, root: str) -> list[Holding]:
+        """Every resident's belief on one root, as a ``distribution`` reads it: only the
+        columns it needs (a root the whole town holds is 10,000 rows; building each belief
+        whole, its lists parsed, took three quarters of that query's time)."""
+        rows = self._rows(
+            "SELECT resident, value, confidence, state, source_kind, source_resident, origins, "
+            "own_origins FROM beliefs WHERE world = ? AND root = ? ORDER BY resident",
+            (world, root),
+        )
+        return [
+            Holding(r[0], load_json(r[1]), r[2], r[3], r[4], r[5], load_json(r[6]), r[7])
+            for r in rows
+        ]
 
     def on_root(self, world: str, root: str) -> list[Belief]:
         """Every resident's belief on one root (for ``distribution``)."""
