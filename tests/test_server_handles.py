@@ -142,3 +142,37 @@ def test_a_max_connections_the_handle_limit_cannot_hold_is_refused_at_start(
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "max_connections 500 does not fit" in done.stderr and "at most 48" in done.stderr
     assert not (tmp_path / "worlds").exists()
+
+
+def test_the_soft_limit_is_raised_as_near_the_hard_one_as_the_system_allows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """macOS: soft 256, hard unlimited, but no more than 10,240 may be set. The limit goes to
+    10,240 (not left at 256, which leaves `--data-dir`'s default world files no room); a hard
+    limit of 4,000 is reached exactly; a soft limit already there is left alone."""
+    from sidecar.server import handles
+
+    def system(soft: int, hard: int, most: int) -> list[tuple[int, int]]:
+        state = {"soft": soft}
+        calls: list[tuple[int, int]] = []
+
+        def setrlimit(kind: int, limits: tuple[int, int]) -> None:
+            calls.append(limits)
+            if limits[0] > most:
+                raise ValueError("not allowed")
+            state["soft"] = limits[0]
+
+        monkeypatch.setattr(handles.resource, "getrlimit", lambda kind: (state["soft"], hard))
+        monkeypatch.setattr(handles.resource, "setrlimit", setrlimit)
+        return calls
+
+    infinity = handles.resource.RLIM_INFINITY
+    system(256, infinity, 10_240)
+    assert handles.raise_limit() == 10_240
+    system(256, 4_000, 4_000)
+    assert handles.raise_limit() == 4_000
+    calls = system(8_192, 8_192, 8_192)
+    assert handles.raise_limit() == 8_192 and calls == []
+    assert budget(pools=3, per_pool=64, configured=None, limit=10_240).max_connections == (
+        10_240 - PER_WORLD * 64 * 3 - RESERVE
+    )

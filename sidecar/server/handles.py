@@ -5,8 +5,9 @@ so many (``RLIMIT_NOFILE``, ``ulimit -n``; often 1,024 by default). Past that, `
 fails and so does opening a world's file, for whichever comes next: a town of clients could
 leave a world that opens later no handle at all. So the budget is fixed at start:
 
-* the soft limit is raised to the hard one (what a process may do for itself), so a system
-  that allows more gets it without a ``ulimit`` line;
+* the soft limit is raised to the hard one (what a process may do for itself), or as near
+  as the system allows (macOS: 10,240 of an "unlimited" hard limit), so a system that allows
+  more gets it without a ``ulimit`` line;
 * the world files' share comes first: :data:`PER_WORLD` handles for each world a pool may
   keep open (the writer's and each reader thread's; one pool of one file with ``--db``), and
   :data:`RESERVE` for everything else (the listening socket, logs, the capture, the lock,
@@ -51,20 +52,30 @@ class Budget:
     max_connections: int
 
 
+#: What the soft limit is raised to when the hard one cannot be reached: macOS says its hard
+#: limit is unlimited but refuses more than ``kern.maxfilesperproc`` (10,240 by default), and
+#: its soft limit is 256, too few for the default world files of ``--data-dir``.
+_FALLBACKS = (65_536, 10_240, 4_096, 1_024)
+
+
 def raise_limit() -> int | None:
-    """Raise the soft handle limit to the hard one; the soft limit now (None: no limit
-    known on this system)."""
+    """Raise the soft handle limit to the hard one (or as near as the system allows); the
+    soft limit now (None: no limit known on this system)."""
     if resource is None:
         return None
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    target = _UNLIMITED if hard == resource.RLIM_INFINITY else hard
-    if soft != resource.RLIM_INFINITY and soft < target:
+    if soft == resource.RLIM_INFINITY:
+        return _UNLIMITED
+    top = _UNLIMITED if hard == resource.RLIM_INFINITY else hard
+    for target in (top, *(f for f in _FALLBACKS if f < top)):
+        if target <= soft:
+            break
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-            soft = target
-        except (ValueError, OSError):  # (macOS caps it below an unlimited hard limit)
-            pass
-    return _UNLIMITED if soft == resource.RLIM_INFINITY else soft
+        except (ValueError, OSError):
+            continue
+        return target
+    return soft
 
 
 def budget(
