@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import chromium
+import orjson
 from wsclient import WsClient, observe, running
 
 from sidecar.demo import run_demo
@@ -622,3 +623,55 @@ async def test_inspector_lists_a_page_of_worlds_and_opens_one_past_it(tmp_path: 
         options, first, chosen, missing = await asyncio.to_thread(drive)
     assert options == 1 + 500 + 1 and "first 500 worlds" in first  # the page, and w550
     assert chosen == "w550" and missing is None
+
+
+async def test_a_live_refresh_asks_for_a_town_wide_distribution_at_most_every_10_s(
+    tmp_path: Path,
+) -> None:
+    """Mira's selected belief is one 3,000 residents hold (its distribution is a few hundred
+    KB of JSON). While she changes every half second for 4 s, the page refreshes her explain,
+    graph, beliefs and narrative (about once a second), not that distribution: it receives
+    less than one distribution's worth in all. Before, each refresh asked for it again."""
+    chromium.need(chromium.available())
+    db = tmp_path / "town.db"
+    writer = Writer(db)
+    town = ["mira", *(f"r{n:04d}" for n in range(2999))]
+    writer.apply([
+        ("town", parse_event({"event_id": f"m{i}", "day": 1, "kind": "observe",
+                              "witnesses": town[i * 100 : (i + 1) * 100],
+                              "claim": {"root": "market:open", "value": True},
+                              "subject": "the market is open"}))
+        for i in range(30)
+    ])  # fmt: skip
+    writer.close()
+    async with running(tmp_path, db=db) as sc, WsClient(sc.url, world="town") as game:
+        async with WsClient(sc.url, world="town", json=True) as look:
+            parts = await look.request_all({"type": "distribution", "root": "market:open"})
+        one = sum(len(orjson.dumps(p)) for p in parts)
+        page = f"http://127.0.0.1:{sc.port}/inspect?world=town&resident=mira&root=market:open&tab=belief"
+        loop = asyncio.get_running_loop()
+
+        async def busy() -> None:
+            for n in range(8):
+                fields = observe(["mira"], f"news:{n}", True, f"news {n}")
+                assert (await game.event("observe", 2 + n / 100, **fields))["type"] == "ack"
+                await asyncio.sleep(0.5)
+
+        def drive() -> tuple[int, int]:
+            with chromium.browser(1024, 768) as b:
+                b.get(page)
+                b.wait_for("return document.querySelector('#distribution .dist-row')", "it")
+                time.sleep(0.5)
+                before = int(b.run("return +document.body.dataset.received"))
+                asyncio.run_coroutine_threadsafe(busy(), loop).result(timeout=60)
+                b.wait_for(
+                    "return document.querySelector('#beliefs tbody tr[data-root=\"news:7\"]')",
+                    "the last refresh",
+                )
+                time.sleep(1.2)  # (a refresh still due)
+                rows = int(b.run("return document.querySelectorAll('#beliefs tbody tr').length"))
+                return int(b.run("return +document.body.dataset.received")) - before, rows
+
+        followed, rows = await asyncio.to_thread(drive)
+    print(f"\na town-wide distribution is {one:,} characters; 8 changes followed with {followed:,}")
+    assert rows == 9 and one > 100_000 and followed < one

@@ -31,6 +31,7 @@
   const BELIEFS_MAX = 9999; // a live refresh asks again for those shown, at most this many (limit ≤ 10,000)
   const EXPLAIN_LATEST = 200; // the latest evidence and changes of a belief the timeline shows (SPEC §10.2)
   const REFRESH_MS = 1000; // a resident that keeps changing is asked again at most this often
+  const DISTRIBUTION_MS = 10000; // ... and the distribution of her selected belief at most this often
 
   let ws = null;
   let nextRid = 1;
@@ -47,6 +48,7 @@
     // the pages before it (for "previous page"); a live refresh reloads the same page.
     graph: { key: "", after: null, before: [] },
     trust: { resident: "", after: null, before: [] }, // the trust page shown (SPEC §10.6)
+    distribution: { root: "", at: 0 }, // the root whose distribution is shown, and when asked
   };
   const timers = {};
 
@@ -411,7 +413,7 @@
   function refreshSelected() {
     refreshBeliefs();
     refreshNarrative();
-    if (state.root) selectBelief(state.root, false);
+    if (state.root) selectBelief(state.root, false, true);
   }
 
   // The selected resident's beliefs in root order, a page at a time (SPEC §10.1 `limit` and
@@ -510,7 +512,12 @@
     await refreshTrust();
   }
 
-  async function selectBelief(root, focusTab) {
+  // `live`: a refresh because the selected resident changed. The distribution lists every
+  // resident holding the root (a whole town's rumour: 10,000 entries, ~1 MB), so a refresh
+  // asks for it again at most every DISTRIBUTION_MS; explain and graph are hers.
+  async function selectBelief(root, focusTab, live = false) {
+    const again = !live || state.distribution.root !== root || performance.now() - state.distribution.at >= DISTRIBUTION_MS;
+    if (again) state.distribution = { root, at: performance.now() };
     state.root = root;
     if (focusTab) setTab("belief");
     $("#belief-name").textContent = `${nameOf(state.selected)} · ${root}`;
@@ -519,11 +526,11 @@
     if (state.graph.key !== key) state.graph = { key, after: null, before: [] };
     const [explanation, distribution, graph] = await Promise.allSettled([
       request({ type: "explain", resident: state.selected, root, limit: EXPLAIN_LATEST }),
-      request({ type: "distribution", root }),
+      again ? request({ type: "distribution", root }) : null,
       requestGraphPage(),
     ]);
     renderTimeline(explanation);
-    renderDistribution(distribution);
+    if (again) renderDistribution(distribution);
     renderGraph(graph);
   }
 
