@@ -700,10 +700,6 @@ class SingleFile:
         finally:
             self.writer.forget_world(world)
 
-    def _unfinished(self) -> set[str]:
-        """Worlds whose save is under way (or was left unfinished): not seen as worlds."""
-        return {r[0] for r in self.reader._rows("SELECT world FROM _saves")}
-
     @property
     def reader(self) -> Reader:
         if self._reader is None:
@@ -1762,6 +1758,32 @@ def _export_file_lines(path: Path) -> Iterator[bytes]:
             yield line
 
 
+class _ExportBody:
+    """An export file read in one pass, one line at a time: its header line, then (when
+    iterated) the event lines, each added with the header to :attr:`digest`, and its last
+    line, the checksum, in :attr:`footer` once they are read. What the check and the replay
+    of an import both read, the same way."""
+
+    def __init__(self, path: Path) -> None:
+        self._lines = _export_file_lines(path)
+        self.header = next(self._lines, None)
+        self._ahead = next(self._lines, None)
+        #: Whether the file has fewer than two lines (no header and checksum line).
+        self.short = self.header is None or self._ahead is None
+        self.digest = hashlib.sha256(self.header or b"")
+        self.footer: bytes | None = None
+
+    def __iter__(self) -> Iterator[bytes]:
+        ahead = self._ahead
+        while ahead is not None:
+            line, ahead = ahead, next(self._lines, None)
+            if ahead is None:
+                self.footer = line
+                return
+            self.digest.update(line)
+            yield line
+
+
 class ExportEvents:
     """The events of an export file :func:`read_export` checked, parsed again from the file
     each time they are iterated (an import replays them as it reads them: a world of
@@ -1777,24 +1799,16 @@ class ExportEvents:
 
     def __iter__(self) -> Iterator[WorldEvent]:
         changed = f"{self.path}: the file changed while it was being imported"
-        digest = hashlib.sha256()
-        lines = _export_file_lines(self.path)
-        header = next(lines, b"")
-        digest.update(header)
-        ahead = next(lines, None)
+        body = _ExportBody(self.path)
         n = 0
-        while ahead is not None:
-            line, ahead = ahead, next(lines, None)
-            if ahead is None:
-                break  # (the checksum line)
-            digest.update(line)
+        for line in body:
             try:
                 event = parse_event(orjson.loads(line))
             except (orjson.JSONDecodeError, EngineError):
                 raise WorldsError(changed) from None
             n += 1
             yield event
-        if n != self.count or digest.hexdigest() != self.checksum:
+        if n != self.count or body.digest.hexdigest() != self.checksum:
             raise WorldsError(changed)
 
 
@@ -1806,27 +1820,20 @@ def read_export(path: Path) -> tuple[str, Rules, ExportEvents]:
     Every problem is one :class:`WorldsError` line naming the file (and the line, for an
     event): nothing is imported from a file that fails any check.
     """
-    lines = _export_file_lines(path)
-    first, ahead = next(lines, None), next(lines, None)
-    if first is None or ahead is None:
+    body = _ExportBody(path)
+    if body.short:
         raise WorldsError(f"{path}: not a Credence world export (too short)")
     try:
-        header = orjson.loads(first)
+        header = orjson.loads(body.header or b"")
     except orjson.JSONDecodeError:
         raise WorldsError(f"{path}: not a Credence world export") from None
     if not isinstance(header, dict) or header.get("format") != EXPORT_FORMAT:
         raise WorldsError(f"{path}: not a Credence world export")
-    digest = hashlib.sha256(first)
     problem: str | None = None  # the first event line that does not parse (said after the
     seen: dict[str, int] = {}  # checks of the whole file, as they come first)
     number = 1
-    while True:
-        line, ahead = ahead, next(lines, None)
-        if ahead is None:
-            last = line
-            break
+    for line in body:
         number += 1
-        digest.update(line)
         if problem is not None:
             continue
         try:
@@ -1844,14 +1851,14 @@ def read_export(path: Path) -> tuple[str, Rules, ExportEvents]:
                 f"{first_seen}"
             )
     try:
-        footer = orjson.loads(last)
+        footer = orjson.loads(body.footer or b"")
     except orjson.JSONDecodeError:
         raise WorldsError(f"{path}: not a Credence world export") from None
     version = header.get("version")
     if isinstance(version, bool) or version != EXPORT_VERSION:
         raise WorldsError(f"{path}: export version {version!r:.40} is not supported")
     checksum = footer.get("sha256") if isinstance(footer, dict) else None
-    if digest.hexdigest() != checksum:
+    if body.digest.hexdigest() != checksum:
         raise WorldsError(f"{path}: checksum does not match: the file is damaged or was edited")
     count = header.get("events")
     if isinstance(count, bool) or count != number - 1:
