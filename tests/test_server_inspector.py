@@ -542,22 +542,27 @@ async def test_inspector_follows_a_resident_of_20000_beliefs_a_page_at_a_time(
     assert seen["opened"] < 2_000_000  # her beliefs alone, asked for whole, are 9,113,584
 
 
+def market_town(db: Path, town: list[str]) -> Path:
+    """World ``town`` in which every one of ``town`` saw the market open (a hundred
+    witnesses an event): a root the whole town holds."""
+    writer = Writer(db)
+    writer.apply([
+        ("town", parse_event({"event_id": f"m{i}", "day": 1, "kind": "observe",
+                              "witnesses": town[i : i + 100],
+                              "claim": {"root": "market:open", "value": True},
+                              "subject": "the market is open"}))
+        for i in range(0, len(town), 100)
+    ])  # fmt: skip
+    writer.close()
+    return db
+
+
 async def test_inspector_keeps_up_with_one_commit_of_6000_notifications(tmp_path: Path) -> None:
     """An announcement to a town of 3,000 makes 5,998 changes in one commit. The page shows
     the latest 300 in its live stream and its header reaches the last seq soon after the
     ack, drawing the stream once a frame, not once a notification (printed: how long)."""
     chromium.need(chromium.available())
-    db = tmp_path / "town.db"
-    writer = Writer(db)
-    town = [f"r{n:04d}" for n in range(3000)]
-    writer.apply([
-        ("town", parse_event({"event_id": f"m{i}", "day": 1, "kind": "observe",
-                              "witnesses": town[i * 100 : (i + 1) * 100],
-                              "claim": {"root": "market:open", "value": True},
-                              "subject": "the market is open"}))
-        for i in range(30)
-    ])  # fmt: skip
-    writer.close()
+    db = market_town(tmp_path / "town.db", [f"r{n:04d}" for n in range(3000)])
     async with running(tmp_path, db=db) as sc, WsClient(sc.url, world="town") as game:
         page = f"http://127.0.0.1:{sc.port}/inspect?world=town&resident=r0000&tab=stream"
         loop = asyncio.get_running_loop()
@@ -633,17 +638,7 @@ async def test_a_live_refresh_asks_for_a_town_wide_distribution_at_most_every_10
     graph, beliefs and narrative (about once a second), not that distribution: it receives
     less than one distribution's worth in all. Before, each refresh asked for it again."""
     chromium.need(chromium.available())
-    db = tmp_path / "town.db"
-    writer = Writer(db)
-    town = ["mira", *(f"r{n:04d}" for n in range(2999))]
-    writer.apply([
-        ("town", parse_event({"event_id": f"m{i}", "day": 1, "kind": "observe",
-                              "witnesses": town[i * 100 : (i + 1) * 100],
-                              "claim": {"root": "market:open", "value": True},
-                              "subject": "the market is open"}))
-        for i in range(30)
-    ])  # fmt: skip
-    writer.close()
+    db = market_town(tmp_path / "town.db", ["mira", *(f"r{n:04d}" for n in range(2999))])
     async with running(tmp_path, db=db) as sc, WsClient(sc.url, world="town") as game:
         async with WsClient(sc.url, world="town", json=True) as look:
             parts = await look.request_all({"type": "distribution", "root": "market:open"})
