@@ -50,8 +50,9 @@ rules, every event), then replays the events into a new world with the stored ru
 No save holds a world's history: a fork and an export read the log a page of
 :data:`LOG_PAGE` events at a time as they replay or write it (:class:`StoredLog`), and an
 import checks the file in one pass and reads it again as it replays (:class:`ExportEvents`;
-a file changed in between fails the import whole). A save of a world of millions of events
-takes the memory of one page and one chunk.
+a file changed in between fails the import whole); the ids it has checked for repeats are
+kept in a temporary file past :data:`~sidecar.store.seen.SEEN_HELD`. A save of a world of
+millions of events takes the memory of one page and one chunk.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ from .pool import Availability, HandlePool, open_failure
 from .reader import Reader
 from .renames import TOMBSTONE, clear_leftovers, migrate_names, needs_migration
 from .schema import migrate
+from .seen import SeenIds
 from .writer import EventResult, ResultStatus, Writer
 
 __all__ = [
@@ -1813,9 +1815,10 @@ class ExportEvents:
 
 
 def read_export(path: Path) -> tuple[str, Rules, ExportEvents]:
-    """Check an export file (format, checksum, count, header, every event) in one pass that
-    holds one line at a time, and return its world, rules and events (read again when
-    replayed: :class:`ExportEvents`).
+    """Check an export file (format, checksum, count, header, every event, no event id
+    twice) in one pass that holds one line at a time and a bounded number of its ids
+    (:class:`~sidecar.store.seen.SeenIds`), and return its world, rules and events (read
+    again when replayed: :class:`ExportEvents`).
 
     Every problem is one :class:`WorldsError` line naming the file (and the line, for an
     event): nothing is imported from a file that fails any check.
@@ -1829,27 +1832,26 @@ def read_export(path: Path) -> tuple[str, Rules, ExportEvents]:
         raise WorldsError(f"{path}: not a Credence world export") from None
     if not isinstance(header, dict) or header.get("format") != EXPORT_FORMAT:
         raise WorldsError(f"{path}: not a Credence world export")
-    problem: str | None = None  # the first event line that does not parse (said after the
-    seen: dict[str, int] = {}  # checks of the whole file, as they come first)
+    # The first event line that does not parse, said after the checks of the whole file,
+    # as they come first; a repeated id is told at a later line at times (SeenIds), so the
+    # earliest of the two is said.
+    problem: tuple[int, str] | None = None
     number = 1
-    for line in body:
-        number += 1
-        if problem is not None:
-            continue
-        try:
-            event = parse_event(orjson.loads(line))
-        except orjson.JSONDecodeError:
-            problem = f"{path}: line {number} is not JSON"
-            continue
-        except EngineError as exc:
-            problem = f"{path}: line {number}: {exc}"
-            continue
-        first_seen = seen.setdefault(event.event_id, number)
-        if first_seen != number:
-            problem = (
-                f"{path}: line {number}: event id {event.event_id!r:.60} is already on line "
-                f"{first_seen}"
-            )
+    with SeenIds() as seen:
+        for line in body:
+            number += 1
+            if problem is not None:
+                continue
+            try:
+                seen.add(parse_event(orjson.loads(line)).event_id, number)
+            except orjson.JSONDecodeError:
+                problem = (number, f"{path}: line {number} is not JSON")
+            except EngineError as exc:
+                problem = (number, f"{path}: line {number}: {exc}")
+        repeat = seen.first_repeat()
+    if repeat is not None and (problem is None or repeat[0] < problem[0]):
+        at, event_id, first = repeat
+        problem = (at, f"{path}: line {at}: event id {event_id!r:.60} is already on line {first}")
     try:
         footer = orjson.loads(body.footer or b"")
     except orjson.JSONDecodeError:
@@ -1871,7 +1873,7 @@ def read_export(path: Path) -> tuple[str, Rules, ExportEvents]:
     except RulesError as exc:
         raise WorldsError(str(exc)) from None
     if problem is not None:
-        raise WorldsError(problem)
+        raise WorldsError(problem[1])
     return world, rules, ExportEvents(path, count, checksum)
 
 
