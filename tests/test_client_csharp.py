@@ -208,12 +208,13 @@ def test_misremembered_changes_decode(program: Path, tmp_path: Path) -> None:
     run_against(program, tmp_path, "misremember", "--misremember", "1", "--seed", "3")
 
 
-def test_a_full_sidecar_refuses_connect_with_a_connection_exception(
+def test_connect_waits_for_a_full_or_late_sidecar_unless_told_not_to(
     program: Path, tmp_path: Path
 ) -> None:
-    """A sidecar serving its max_connections (1): ConnectAsync of a second client throws a
-    CredenceConnectionException without a code (not a raw WebSocketException); a client
-    connects once the first closes."""
+    """A sidecar serving its max_connections (1): with ``WaitForSidecar = false`` ConnectAsync
+    of a second client throws a CredenceConnectionException without a code (not a raw
+    WebSocketException); by default it waits until the first closes, or its cancel gives up,
+    or CloseAsync; and it waits through a port where nothing listens yet."""
     run_against(program, tmp_path, "full", "--max-connections", "1")
 
 

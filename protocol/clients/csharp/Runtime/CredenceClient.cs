@@ -86,6 +86,13 @@ namespace Credence
         public bool AutoReconnect = true;
         /// <summary>Wait before reconnect attempt n (1, 2, …). Default: 0.2 s doubling to 5 s, with jitter.</summary>
         public Func<int, CancellationToken, Task> ReconnectDelay;
+        /// <summary>ConnectAsync waits for a sidecar that does not answer yet (nothing listening: still
+        /// starting; a full sidecar's 503; a handshake cut off or timed out), trying again after
+        /// <see cref="ReconnectDelay"/> as a reconnect does, until it is welcomed, refused for good
+        /// (4001 unauthorized, …: CredenceConnectionException) or cancelled (OperationCanceledException)
+        /// — as the TypeScript and Godot clients do. False: the first failed attempt throws
+        /// CredenceConnectionException (Code null).</summary>
+        public bool WaitForSidecar = true;
         /// <summary>Keep <see cref="CredenceClient.Mirror"/> up to date in DispatchPending.</summary>
         public bool KeepMirror = true;
     }
@@ -248,13 +255,49 @@ namespace Credence
             }
             try
             {
-                return await OpenAsync(false, cancel).ConfigureAwait(false);
+                for (int attempt = 1; ; attempt++)
+                {
+                    try
+                    {
+                        return await OpenAsync(false, cancel).ConfigureAwait(false);
+                    }
+                    catch (CredenceConnectionException e) when (e.Code == null && Waiting(cancel))
+                    {
+                        // No handshake (nothing listening, a 503, closed midway): not there yet.
+                    }
+                    catch (OperationCanceledException) when (Waiting(cancel))
+                    {
+                        // The handshake timed out (HandshakeTimeout), not the caller's cancel.
+                    }
+                    using (var wait = CancellationTokenSource.CreateLinkedTokenSource(cancel, lifetime.Token))
+                    {
+                        try
+                        {
+                            if (options.ReconnectDelay != null)
+                                await options.ReconnectDelay(attempt, wait.Token).ConfigureAwait(false);
+                            else
+                                await Task.Delay(DefaultDelay(attempt), wait.Token).ConfigureAwait(false);
+                        }
+                        catch (OperationCanceledException) when (!cancel.IsCancellationRequested)
+                        {
+                            throw new CredenceConnectionException("the client was closed", null, null);
+                        }
+                    }
+                }
             }
             catch (Exception)
             {
                 lock (gate) if (state == ConnectionState.Connecting) state = ConnectionState.Idle;
                 throw;
             }
+        }
+
+        /// <summary>Whether ConnectAsync tries again after a failed attempt: it waits for the sidecar,
+        /// and neither the caller nor CloseAsync gave up.</summary>
+        bool Waiting(CancellationToken cancel)
+        {
+            if (!options.WaitForSidecar || cancel.IsCancellationRequested || lifetime.IsCancellationRequested) return false;
+            lock (gate) return state == ConnectionState.Connecting;
         }
 
         async Task<Welcome> OpenAsync(bool reconnect, CancellationToken cancel)

@@ -199,13 +199,19 @@ namespace Credence.Tests
             }
         }
 
-        /// <summary>A sidecar serving its max_connections (1): a second client's ConnectAsync fails with a
-        /// CredenceConnectionException (no code: try again later; Mono's WebSocket does not tell the 503), and a
-        /// client connects once the first closes.</summary>
+        /// <summary>A sidecar serving its max_connections (1). With WaitForSidecar = false a second client's
+        /// ConnectAsync fails with a CredenceConnectionException (no code: try again later; Mono's WebSocket does not
+        /// tell the 503). By default ConnectAsync waits: through the 503s until the first client closes, through a
+        /// port where nothing listens yet, until its cancel gives up (OperationCanceledException, Idle again), or
+        /// until CloseAsync (the client was closed).</summary>
         static async Task Full(Uri url)
         {
+            Func<int, CancellationToken, Task> fast = (attempt, cancel) => Task.Delay(50, cancel);
             var first = new CredenceClient(new CredenceOptions { Url = url, World = "town" });
-            var second = new CredenceClient(new CredenceOptions { Url = url, World = "town" });
+            var second = new CredenceClient(new CredenceOptions { Url = url, World = "town", WaitForSidecar = false });
+            var third = new CredenceClient(new CredenceOptions { Url = url, World = "town", ReconnectDelay = fast });
+            var fourth = new CredenceClient(new CredenceOptions { Url = url, World = "town", ReconnectDelay = fast });
+            var fifth = new CredenceClient(new CredenceOptions { Url = url, World = "town", ReconnectDelay = fast });
             try
             {
                 await Within(first.ConnectAsync(), "the first connect");
@@ -220,38 +226,70 @@ namespace Credence.Tests
                 }
                 Check(refused != null && refused.Code == null && refused.Message.StartsWith("cannot connect to "),
                     "a full sidecar: a CredenceConnectionException without a code: " + (refused == null ? "none" : refused.Message));
+                Check(second.State == ConnectionState.Idle, "Idle again after a failed connect: " + second.State);
+
+                var waiting = third.ConnectAsync();
+                await Task.Delay(600);
+                Check(!waiting.IsCompleted && third.State == ConnectionState.Connecting,
+                    "ConnectAsync waits while the sidecar is full: " + third.State + " " + waiting.Status);
                 await first.CloseAsync();
-                var third = new CredenceClient(new CredenceOptions { Url = url, World = "town" });
+                var welcome = await Within(waiting, "a connect once there is room", 30);
+                Check(welcome.World == "town" && third.State == ConnectionState.Open, "welcomed once the first closed");
+
+                // Full again (the third holds the one connection): a cancel gives up.
+                bool cancelled = false;
+                using (var giveUp = new CancellationTokenSource(TimeSpan.FromMilliseconds(500)))
+                {
+                    try
+                    {
+                        await Within(fourth.ConnectAsync(giveUp.Token), "a connect that is cancelled");
+                    }
+                    catch (OperationCanceledException)
+                    {
+                        cancelled = true;
+                    }
+                }
+                Check(cancelled && fourth.State == ConnectionState.Idle, "cancelled, Idle again: " + cancelled + " " + fourth.State);
+
+                // CloseAsync while ConnectAsync waits ends it.
+                var closing = fifth.ConnectAsync();
+                await Task.Delay(200);
+                await fifth.CloseAsync();
+                string closed = null;
                 try
                 {
-                    var welcome = await Within(RetryConnect(third), "a connect once there is room", 30);
-                    Check(welcome.World == "town", "welcomed once the first closed");
+                    await Within(closing, "a connect whose client is closed");
+                }
+                catch (CredenceConnectionException e)
+                {
+                    closed = e.Message;
+                }
+                Check(closed == "the client was closed" && fifth.State == ConnectionState.Closed, "closed while waiting: " + closed);
+                await third.CloseAsync();
+
+                // Nothing listening at first (a sidecar still starting): asked again until one answers.
+                int asked = 0;
+                var starting = new CredenceClient(new CredenceOptions
+                {
+                    UrlSource = () => ++asked < 4 ? new Uri("ws://127.0.0.1:9/") : url, World = "town", ReconnectDelay = fast,
+                });
+                try
+                {
+                    var late = await Within(starting.ConnectAsync(), "a connect to a sidecar that starts late", 30);
+                    Check(late.World == "town" && asked == 4, "welcomed on the fourth attempt: " + asked);
                 }
                 finally
                 {
-                    await third.CloseAsync();
+                    await starting.CloseAsync();
                 }
             }
             finally
             {
                 await first.CloseAsync();
                 await second.CloseAsync();
-            }
-        }
-
-        /// <summary>What a game does with a refused connect: wait a little and try again.</summary>
-        static async Task<Welcome> RetryConnect(CredenceClient client)
-        {
-            for (int attempt = 0; ; attempt++)
-            {
-                try
-                {
-                    return await client.ConnectAsync();
-                }
-                catch (CredenceConnectionException) when (attempt < 50)
-                {
-                    await Task.Delay(100);
-                }
+                await third.CloseAsync();
+                await fourth.CloseAsync();
+                await fifth.CloseAsync();
             }
         }
 
