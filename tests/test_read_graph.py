@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
@@ -13,7 +14,15 @@ import pytest
 from read_world import WORLD, build, observe, open_reader, say, story
 
 from sidecar.read import EDGE_TYPES, NODE_TYPES, NotFound, graph, to_dot
-from sidecar.read.graph import ABOUT_SHOWN, BadCursor, GraphPage, claim_id, graph_page
+from sidecar.read.graph import (
+    ABOUT_SHOWN,
+    BadCursor,
+    GraphPage,
+    claim_id,
+    graph_page,
+    spool_graph,
+)
+from sidecar.read.registry import load_registry
 from sidecar.store import Reader
 
 _ID = r'"((?:[^"\\]|\\.)*)"'
@@ -317,3 +326,64 @@ def test_about_edges_are_bounded_and_counted(tmp_path: Path) -> None:
     assert claim["people_count"] == 300 and claim["places_count"] == 0
     about = [e["target"] for e in page.edges if e["type"] == "about"]
     assert about == [f"person:{p}" for p in people[:ABOUT_SHOWN]]
+
+
+@pytest.mark.parametrize(
+    "scope",
+    [{}, {"resident": "alice"}, {"resident": "erin"}, {"root": "bridge:state"},
+     {"resident": "alice", "root": "well:water"}],
+    ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()) or "world",
+)  # fmt: skip
+@pytest.mark.parametrize("fmt", ["dot", "json"])
+def test_a_spooled_graph_writes_byte_for_byte_what_the_whole_graph_gives(
+    reader: Reader, scope: dict[str, str], fmt: str
+) -> None:
+    """``credence graph`` builds into a temporary file and writes from there (a whole world's
+    graph is never held): the same text as DOT of the graph in memory, or its JSON, for every
+    scope; a quoted, two-line subject and a rumour told by several included."""
+    whole = graph(reader, WORLD, **scope)
+    if fmt == "dot":
+        expected = to_dot(whole, load_registry(reader, WORLD))
+    else:
+        expected = json.dumps(whole, ensure_ascii=False, indent=2) + "\n"
+    out = io.StringIO()
+    with spool_graph(reader, WORLD, **scope) as spooled:
+        spooled.write(out, fmt)
+    assert out.getvalue() == expected
+    assert len(expected) > 200
+
+
+def test_a_spooled_graph_keeps_corrections_names_and_odd_values(
+    demo_db: Path, tmp_path: Path
+) -> None:
+    """The demo town (registered names, a rumour corrected by sightings) and values a game
+    may send (text in two scripts, the largest integer, a boolean, a subject in two
+    languages): the same JSON and DOT."""
+    odd = build(tmp_path / "odd.db", [
+        observe(1, ["mira"], "stall", "茶 and bread", "the stall"),
+        observe(2, ["mira", "kai"], "stall", 2**53 - 1, {"en": "stall", "zh-Hant": "攤"}),
+        say(3, "kai", ["mira"], "rain", True, "it will rain"),
+    ])  # fmt: skip
+    for db, world, scope in (
+        (demo_db, "demo-town", {}),
+        (odd, WORLD, {}),
+        (odd, WORLD, {"root": "stall"}),
+    ):
+        r = open_reader(db)
+        whole = graph(r, world, **scope)
+        for fmt, expected in (
+            ("dot", to_dot(whole, load_registry(r, world))),
+            ("json", json.dumps(whole, ensure_ascii=False, indent=2) + "\n"),
+        ):
+            out = io.StringIO()
+            with spool_graph(r, world, **scope) as spooled:
+                spooled.write(out, fmt)
+            assert out.getvalue() == expected, (db.name, fmt)
+
+
+def test_a_spooled_graph_of_an_unknown_scope_fails_before_anything_is_written(
+    reader: Reader,
+) -> None:
+    for scope in ({"resident": "nobody"}, {"root": "no:such"}, {"resident": "alice", "root": "no"}):
+        with pytest.raises(NotFound):
+            spool_graph(reader, WORLD, **scope)

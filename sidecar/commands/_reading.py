@@ -12,13 +12,13 @@ import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import NoReturn, TextIO, TypeVar
 
 from ..read.queries import NotFound, world_exists
 from ..store import Reader, StoreError
 from . import fail
 
-__all__ = ["add_common", "emit", "with_reader"]
+__all__ = ["add_common", "emit", "with_reader", "write_to"]
 
 T = TypeVar("T")
 
@@ -55,6 +55,39 @@ def with_reader(
         reader.close()
 
 
+def write_to(out: str | None, write: Callable[[TextIO], None]) -> None:
+    """Run ``write`` on ``out`` (a file, replaced) or on stdout, as UTF-8: what :func:`emit`
+    does for a text too large to build first. A file that cannot be written is one line and
+    exit 2 (and what was written of it is removed)."""
+    if not out:
+        _utf8_stdout()
+        write(sys.stdout)
+        return
+    try:
+        fh = open(out, "w", encoding="utf-8")  # noqa: SIM115 (closed below, or removed)
+    except OSError as exc:
+        _cannot_write(out, exc)
+    try:
+        with fh:
+            write(fh)
+    except OSError as exc:  # (a full disk)
+        Path(out).unlink(missing_ok=True)
+        _cannot_write(out, exc)
+
+
+def _cannot_write(out: str, exc: OSError) -> NoReturn:
+    # (one line and exit 2, as every other bad input)
+    print(f"credence: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+    raise SystemExit(2) from None
+
+
+def _utf8_stdout() -> None:
+    stream = sys.stdout
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None and (stream.encoding or "").lower().replace("-", "") != "utf8":
+        reconfigure(encoding="utf-8")
+
+
 def emit(text: str, out: str | None = None) -> None:
     """Write ``text`` (with a final newline) to ``out`` or stdout, always as UTF-8."""
     if not text.endswith("\n"):
@@ -62,12 +95,8 @@ def emit(text: str, out: str | None = None) -> None:
     if out:
         try:
             Path(out).write_text(text, encoding="utf-8")
-        except OSError as exc:  # (one line and exit 2, as every other bad input)
-            print(f"credence: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
-            raise SystemExit(2) from None
+        except OSError as exc:
+            _cannot_write(out, exc)
         return
-    stream = sys.stdout
-    reconfigure = getattr(stream, "reconfigure", None)
-    if reconfigure is not None and (stream.encoding or "").lower().replace("-", "") != "utf8":
-        reconfigure(encoding="utf-8")
-    stream.write(text)
+    _utf8_stdout()
+    sys.stdout.write(text)

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 
-from ..read.graph import graph, to_dot
-from ..read.registry import load_registry
-from ..store import Reader
-from ._reading import add_common, emit, with_reader
+from ..read.graph import spool_graph
+from ._reading import add_common, with_reader, write_to
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,15 +22,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    def render(r: Reader) -> str:
-        # (rendered while the reader is open: the names are read as the graph names them)
-        g = graph(r, args.world, resident=args.resident, root=args.root)
-        if args.format == "dot":
-            return to_dot(g, load_registry(r, args.world))
-        return json.dumps(g, ensure_ascii=False, indent=2)
-
-    code, text = with_reader("graph", args, render)
-    if text is None:
+    # The graph is built into a temporary file while the reader is open (an unknown
+    # resident or root fails before anything is written), then written from there: a whole
+    # world's graph is never held (sidecar/read/graph.py, SpooledGraph).
+    code, spooled = with_reader(
+        "graph", args, lambda r: spool_graph(r, args.world, resident=args.resident, root=args.root)
+    )
+    if spooled is None:
         return code
-    emit(text, args.out)
+    with spooled:
+        write_to(args.out, lambda out: spooled.write(out, args.format))
     return 0

@@ -36,8 +36,13 @@ come out in a deterministic order, so a graph can be diffed.
 
 from __future__ import annotations
 
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
+
+import orjson
 
 from ..engine import Belief, same_value
 from ..engine.texts import text_in, wire_text
@@ -46,6 +51,7 @@ from .phrasing import clip_text
 from .queries import (
     Correction,
     NotFound,
+    beliefs_in_scope,
     corrections,
     evidence_after,
     evidence_at,
@@ -61,9 +67,11 @@ __all__ = [
     "NODE_TYPES",
     "BadCursor",
     "GraphPage",
+    "SpooledGraph",
     "claim_id",
     "graph",
     "graph_page",
+    "spool_graph",
     "to_dot",
 ]
 
@@ -149,9 +157,12 @@ class _Builder:
         for person in b.people[:ABOUT_SHOWN]:
             self.edge(cid, self.person(person), "about")
 
-    def evidence(self, belief: Belief, row: dict[str, Any], fix: Correction | None) -> None:
-        """The event node of one piece of evidence and the edges it stands for."""
-        cid = claim_id(belief.resident, belief.root)
+    def evidence(
+        self, resident: str, root: str, value: Any, row: dict[str, Any], fix: Correction | None
+    ) -> None:
+        """The event node of one piece of evidence on ``resident``'s belief on ``root``, now
+        ``value``, and the edges it stands for."""
+        cid = claim_id(resident, root)
         event = self.node(
             f"event:{row['event_id']}",
             "event",
@@ -162,7 +173,7 @@ class _Builder:
             **({} if row.get("event_speaker") is None else {"speaker": row["event_speaker"]}),
         )
         facts = {"event_id": row["event_id"], "day": row["day"], "relation": row["relation"]}
-        agrees = same_value(row["value"], belief.value)
+        agrees = same_value(row["value"], value)
         if fix is not None and fix.event_id == row["event_id"]:
             before = {
                 "value_before": fix.value_before,
@@ -187,48 +198,48 @@ class _Builder:
         return {"nodes": list(self.nodes.values()), "edges": list(self.edges.values())}
 
 
-def _beliefs(reader: Reader, world: str, resident: str | None, root: str | None) -> list[Belief]:
+def _in_scope(reader: Reader, world: str, resident: str | None, root: str | None) -> None:
+    """Raise :class:`NotFound` for an unknown resident, or a root nobody in scope believes
+    anything about."""
     if resident is not None and not resident_known(reader, world, resident):
         raise NotFound(f"resident {resident!r} is unknown in world {world!r}")
-    if resident is not None and root is not None:
-        one = reader.belief(world, resident, root)
-        if one is None:
-            raise NotFound(f"{resident!r} holds no belief on {root!r}")
-        return [one]
+    if root is None:
+        return
     if resident is not None:
-        return reader.beliefs(world, resident)
-    if root is not None:
-        found = reader.on_root(world, root)
-        if not found:
-            raise NotFound(f"no resident of world {world!r} holds a belief on {root!r}")
-        return found
-    return reader.all_beliefs(world)
+        if reader.belief(world, resident, root) is None:
+            raise NotFound(f"{resident!r} holds no belief on {root!r}")
+    elif not root_beliefs_page(reader, world, root, limit=1):
+        raise NotFound(f"no resident of world {world!r} holds a belief on {root!r}")
+
+
+def _fill(g: _Builder, reader: Reader, world: str, resident: str | None, root: str | None) -> None:
+    """Build the whole graph of a scope into ``g``, reading beliefs and evidence a row at a
+    time: every claim, then every piece of evidence in log order, then the claims' ``about``
+    edges (so nodes and edges come in this order, first seen first)."""
+    _in_scope(reader, world, resident, root)
+    for b in beliefs_in_scope(reader, world, resident, root):
+        g.claim(b)
+    fixes = corrections(reader, world, resident, root)
+    for row in evidence_rows(reader, world, resident, root):
+        key = (row["resident"], row["root"])
+        g.evidence(*key, row["belief_value"], row, fixes.get(key))
+    for b in beliefs_in_scope(reader, world, resident, root):
+        g.about(b)
 
 
 def graph(
     reader: Reader, world: str, resident: str | None = None, root: str | None = None
 ) -> dict[str, list[dict[str, Any]]]:
     """The whole belief graph of one resident (optionally one root), of one root across
-    every resident, or of the whole world when neither is given (``credence graph``; the
-    wire's ``graph`` query answers a page of it: :func:`graph_page`).
+    every resident, or of the whole world when neither is given, in memory (the wire's
+    ``graph`` query answers a page of it: :func:`graph_page`; ``credence graph`` builds it into
+    a temporary file and writes it from there, holding none of it: :func:`spool_graph`).
 
     Raises :class:`~sidecar.read.queries.NotFound` for an unknown resident, or a root that
     nobody in scope believes anything about.
     """
-    beliefs = _beliefs(reader, world, resident, root)
     g = _Builder(load_registry(reader, world))
-    current: dict[tuple[str, str], Belief] = {}
-    for b in beliefs:
-        g.claim(b)
-        current[(b.resident, b.root)] = b
-    fixes = corrections(reader, world, resident, root)
-    for row in evidence_rows(reader, world, resident, root):
-        key = (row["resident"], row["root"])
-        belief = current.get(key)
-        if belief is not None:
-            g.evidence(belief, row, fixes.get(key))
-    for b in beliefs:
-        g.about(b)
+    _fill(g, reader, world, resident, root)
     return g.result()
 
 
@@ -333,7 +344,7 @@ def graph_page(
         held = (belief.resident, belief.root)
         fix = corrections(reader, world, *held).get(held)
         for row in rows:
-            g.evidence(belief, row, fix)
+            g.evidence(belief.resident, belief.root, belief.value, row, fix)
         if first:
             g.about(belief)
     out = g.result()
@@ -390,23 +401,173 @@ def _node_line(node: dict[str, Any], names: Registry | None = None) -> str:
 def to_dot(g: dict[str, list[dict[str, Any]]], names: Registry | None = None) -> str:
     """Graphviz DOT for a graph from :func:`graph`: each holder's beliefs in a cluster,
     labelled with the holder's registered name when ``names`` has one."""
-    lines = ["digraph credence {", "    rankdir=LR;", '    node [fontname="Helvetica"];',
-             '    edge [fontname="Helvetica", fontsize=10];']  # fmt: skip
     holders: dict[str, list[dict[str, Any]]] = {}
     for node in g["nodes"]:
         if node["type"] == "claim":
             holders.setdefault(node["resident"], []).append(node)
-        else:
-            lines.append(_node_line(node))
-    for n, (resident, claims) in enumerate(holders.items()):
-        lines.append(f"    subgraph cluster_{n} {{")
+    others = (node for node in g["nodes"] if node["type"] != "claim")
+    return "".join(_dot_lines(others, holders.items(), g["edges"], names))
+
+
+def _dot_lines(
+    others: Iterable[dict[str, Any]],
+    holders: Iterable[tuple[str, Iterable[dict[str, Any]]]],
+    edges: Iterable[dict[str, Any]],
+    names: Registry | None,
+) -> Iterator[str]:
+    """The lines of a DOT graph (each ending in a newline): the nodes but claims, then each
+    holder's claims in a cluster, then the edges."""
+    yield 'digraph credence {\n    rankdir=LR;\n    node [fontname="Helvetica"];\n'
+    yield '    edge [fontname="Helvetica", fontsize=10];\n'
+    for node in others:
+        yield _node_line(node) + "\n"
+    for n, (resident, claims) in enumerate(holders):
+        yield f"    subgraph cluster_{n} {{\n"
         holder = resident if names is None else names.name(resident, "en")
-        lines.append(f"        label={_q('beliefs of ' + holder)};")
-        lines.extend("    " + _node_line(node, names) for node in claims)
-        lines.append("    }")
-    for e in g["edges"]:
+        yield f"        label={_q('beliefs of ' + holder)};\n"
+        for node in claims:
+            yield "    " + _node_line(node, names) + "\n"
+        yield "    }\n"
+    for e in edges:
         label = e["type"] if e.get("count", 1) == 1 else f"{e['type']} ×{e['count']}"
         ends = f"{_q(e['source'])} -> {_q(e['target'])}"
-        lines.append(f"    {ends} [label={_q(label)}, {_EDGE_STYLE[e['type']]}];")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+        yield f"    {ends} [label={_q(label)}, {_EDGE_STYLE[e['type']]}];\n"
+    yield "}\n"
+
+
+# ------------------------------------------------------------------- a whole graph, written
+
+
+#: Node ids a :class:`SpooledGraph` remembers having spooled, so that the node of an event
+#: many residents heard is built and inserted once (past it, the set starts again: the
+#: table's unique id still keeps each node once).
+SPOOL_RECENT = 50_000
+
+
+class SpooledGraph(_Builder):
+    """A builder whose nodes and edges go to a temporary SQLite file (deleted when closed),
+    each once, in first-seen order, an edge's ``count`` added up there (:func:`spool_graph`):
+    a whole world's graph is built and written holding one row at a time, where the
+    in-memory builder held the day-365 town of ``tools.longgame`` as 696 MiB."""
+
+    def __init__(self, names: Registry) -> None:
+        super().__init__(names)
+        # "": a private temporary database on disk (SQLite's temporary directory)
+        self.db = sqlite3.connect("", isolation_level=None)
+        for pragma in ("journal_mode = OFF", "synchronous = OFF"):
+            self.db.execute(f"PRAGMA {pragma}")
+        self.db.execute(
+            "CREATE TABLE nodes (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, "
+            "resident TEXT, body BLOB NOT NULL)"
+        )
+        self.db.execute("CREATE TABLE holders (n INTEGER PRIMARY KEY, resident TEXT UNIQUE)")
+        self.db.execute("CREATE INDEX claims ON nodes (resident, seq) WHERE resident IS NOT NULL")
+        self.db.execute(
+            "CREATE TABLE edges (seq INTEGER PRIMARY KEY, source TEXT NOT NULL, target TEXT "
+            "NOT NULL, type TEXT NOT NULL, count INTEGER NOT NULL, fields BLOB NOT NULL, "
+            "UNIQUE (source, target, type))"
+        )
+        self.db.execute("BEGIN")
+        self._recent: set[str] = set()  # node ids spooled lately (SPOOL_RECENT at most)
+        self._holder: str | None = None  # the holder of the last claim node spooled
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> SpooledGraph:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def write(self, out: TextIO, fmt: str = "dot") -> None:
+        """Write the graph to ``out`` as DOT (what :func:`to_dot` makes of it) or as JSON
+        (``json.dumps(graph, ensure_ascii=False, indent=2)`` and a newline, byte for byte), a
+        node and an edge at a time."""
+        if fmt == "dot":
+            lines = _dot_lines(self.nodes_in_order(claims=False), self.holders_in_order(),
+                               self.edges_in_order(), self.names)  # fmt: skip
+            out.writelines(lines)
+        else:
+            _write_json(out, self.nodes_in_order(), self.edges_in_order())
+            out.write("\n")
+
+    def node(self, node_id: str, node_type: str, label: str, **fields: Any) -> str:
+        if node_id in self._recent:  # (an event's node, asked again for each hearer)
+            return node_id
+        if len(self._recent) >= SPOOL_RECENT:
+            self._recent.clear()
+        self._recent.add(node_id)
+        body = orjson.dumps({"id": node_id, "type": node_type, "label": label, **fields})
+        holder = fields["resident"] if node_type == "claim" else None
+        self.db.execute(
+            "INSERT INTO nodes (id, resident, body) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            (node_id, holder, body),
+        )
+        if holder is not None and holder != self._holder:
+            self._holder = holder
+            self.db.execute(
+                "INSERT INTO holders (resident) VALUES (?) ON CONFLICT DO NOTHING", (holder,)
+            )
+        return node_id
+
+    def edge(self, source: str, target: str, edge_type: str, **fields: Any) -> None:
+        self.db.execute(
+            "INSERT INTO edges (source, target, type, count, fields) VALUES (?, ?, ?, 1, ?) "
+            "ON CONFLICT DO UPDATE SET count = count + 1",
+            (source, target, edge_type, orjson.dumps(fields)),
+        )
+
+    def nodes_in_order(self, claims: bool | None = None) -> Iterator[dict[str, Any]]:
+        """Every node first seen first (``claims``: only claim nodes, or only the others)."""
+        where = "" if claims is None else f"WHERE resident IS {'NOT ' if claims else ''}NULL"
+        for (body,) in self.db.execute(f"SELECT body FROM nodes {where} ORDER BY seq"):
+            yield orjson.loads(body)
+
+    def holders_in_order(self) -> Iterator[tuple[str, Iterator[dict[str, Any]]]]:
+        """Each holder of a claim, first seen first, with its claims in order."""
+        for (resident,) in self.db.execute("SELECT resident FROM holders ORDER BY n"):
+            rows = self.db.execute(
+                "SELECT body FROM nodes WHERE resident = ? ORDER BY seq", (resident,)
+            )
+            yield resident, (orjson.loads(body) for (body,) in rows)
+
+    def edges_in_order(self) -> Iterator[dict[str, Any]]:
+        rows = self.db.execute("SELECT source, target, type, count, fields FROM edges ORDER BY seq")
+        for source, target, edge_type, count, fields in rows:
+            yield {"source": source, "target": target, "type": edge_type, "count": count,
+                   **orjson.loads(fields)}  # fmt: skip
+
+
+def spool_graph(
+    reader: Reader, world: str, resident: str | None = None, root: str | None = None
+) -> SpooledGraph:
+    """The graph :func:`graph` builds, built into a temporary file to be written from there
+    (:meth:`SpooledGraph.write`; close it after). Raises :class:`NotFound` as :func:`graph`
+    does."""
+    names = load_registry(reader, world)
+    g = SpooledGraph(names)
+    try:
+        _fill(g, reader, world, resident, root)
+    except BaseException:
+        g.close()
+        raise
+    return g
+
+
+def _write_json(
+    out: TextIO, nodes: Iterable[dict[str, Any]], edges: Iterable[dict[str, Any]]
+) -> None:
+    """``{"nodes": […], "edges": […]}`` as ``json.dumps(…, ensure_ascii=False, indent=2)``
+    writes it, an item at a time (each item's own lines indented to its depth)."""
+    out.write("{\n")
+    for name, items, last in (("nodes", nodes, False), ("edges", edges, True)):
+        out.write(f'  "{name}": [')
+        first = True
+        for item in items:
+            text = json.dumps(item, ensure_ascii=False, indent=2).replace("\n", "\n    ")
+            out.write(("\n    " if first else ",\n    ") + text)
+            first = False
+        out.write("]" if first else "\n  ]")
+        out.write("\n" if last else ",\n")
+    out.write("}")

@@ -9,7 +9,7 @@ Raw ``sqlite3`` errors become :class:`~sidecar.store.StoreError`, as in the stor
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ __all__ = [
     "Contradiction",
     "Correction",
     "NotFound",
+    "beliefs_in_scope",
     "contradictions",
     "corrections",
     "evidence_after",
@@ -224,20 +225,32 @@ _EVENT_SPEAKER = "json_extract(e.body, '$.speaker') AS event_speaker"
 
 def evidence_rows(
     reader: Reader, world: str, resident: str | None = None, root: str | None = None
-) -> list[dict[str, Any]]:
-    """Evidence rows like ``Reader.evidence``, for a resident, a root, both or neither."""
+) -> Iterator[dict[str, Any]]:
+    """Evidence rows like ``Reader.evidence``, for a resident, a root, both or neither, in
+    log order, one at a time (a whole world's are never held), each with the value of the
+    belief it bears on (``belief_value``; a piece of no belief held now is left out)."""
     where, params = _where(world, resident, root, "ev")
     sql = (
-        f"SELECT {EVIDENCE_WITH_EVENT}, {_EVENT_SPEAKER} FROM evidence ev "
-        f"JOIN events e ON e.world = ev.world AND {reader.evidence_join()} "
+        f"SELECT {EVIDENCE_WITH_EVENT}, {_EVENT_SPEAKER}, b.value AS belief_value "
+        f"FROM evidence ev JOIN events e ON e.world = ev.world AND {reader.evidence_join()} "
+        "JOIN beliefs b ON b.world = ev.world AND b.resident = ev.resident AND b.root = ev.root "
         f"WHERE {where} ORDER BY e.seq, ev.resident, ev.root"
     )
-    out = []
-    for r in _rows(reader, sql, params):
+    for r in reader.iterate(sql, params):
         item = dict(r)
         item["value"] = load_json(item["value"])
-        out.append(item)
-    return out
+        item["belief_value"] = load_json(item["belief_value"])
+        yield item
+
+
+def beliefs_in_scope(
+    reader: Reader, world: str, resident: str | None = None, root: str | None = None
+) -> Iterator[Belief]:
+    """The beliefs of a resident, of a root, one, or a whole world's, by resident then root,
+    one at a time."""
+    where, params = _where(world, resident, root, "b")
+    sql = f"SELECT * FROM beliefs b WHERE {where} ORDER BY b.resident, b.root"
+    return (belief_from_row(r) for r in reader.iterate(sql, params))
 
 
 def _evidence_page(reader: Reader) -> str:

@@ -184,6 +184,16 @@ class Reader(PromiseQueries):
         except sqlite3.Error as exc:
             raise StoreError(f"query failed: {exc}") from exc
 
+    def iterate(self, sql: str, params: Iterable[Any] = ()) -> Iterator[sqlite3.Row]:
+        """:meth:`_rows` one row at a time, for a read of a size no reply bounds (a command
+        writing a whole world's graph): its rows are never held together (SQLite sorts what
+        it must in its own bounded memory, spilling to a temporary file)."""
+        try:
+            cursor = self.conn.execute(sql, tuple(params))
+            yield from cursor
+        except sqlite3.Error as exc:
+            raise StoreError(f"query failed: {exc}") from exc
+
     def tuples(
         self, sql: str, params: Iterable[Any] | Mapping[str, Any] = ()
     ) -> list[tuple[Any, ...]]:
