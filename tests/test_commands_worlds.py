@@ -136,6 +136,26 @@ def test_a_valid_crafted_file_imports(tmp_path: Path) -> None:
     assert "imported 'town': 2 events replayed" in done.stdout
 
 
+def test_a_data_dir_named_by_a_relative_path_is_listed(tmp_path: Path) -> None:
+    """``--data-dir worlds`` (relative, as typed in a shell): the listing reads each world's
+    file as an immutable file by its URI, which a relative path cannot be written as (a
+    traceback, exit 1, before this was made absolute); twice, the second from the listing
+    kept between runs."""
+    export_file(tmp_path / "ok.credence")
+
+    def credence(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "sidecar.cli", *args], cwd=tmp_path, capture_output=True,
+            text=True, timeout=guard(60), env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+
+    assert credence("import", "ok.credence", "--data-dir", "worlds").returncode == 0
+    for _ in range(2):
+        done = credence("worlds", "--data-dir", "worlds", "--json")
+        assert done.returncode == 0, done.stderr
+        assert [orjson.loads(line)["world"] for line in done.stdout.splitlines()] == ["town"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

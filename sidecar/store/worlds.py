@@ -1344,7 +1344,7 @@ def _info_unchanged(path: Path, world: str, key: tuple[int, ...]) -> tuple[World
     or shared-memory file made and removed: twice as fast), kept only if the file did not
     change while it was read; ``None`` when that cannot be said (then read it normally)."""
     try:
-        conn = sqlite3.connect(f"{path.as_uri()}?immutable=1", uri=True)
+        conn = sqlite3.connect(f"{path.absolute().as_uri()}?immutable=1", uri=True)
     except sqlite3.Error:
         return None
     try:
