@@ -51,6 +51,36 @@ async def test_port_0_prints_the_bound_url_on_one_stdout_line(tmp_path: Path) ->
             proc.wait(guard(10))
 
 
+async def test_a_data_dir_by_a_relative_path_is_served_listed_and_logged(tmp_path: Path) -> None:
+    """``--data-dir worlds`` from the directory that holds it: events are stored in a file
+    under it, the ``worlds`` query lists the world (each file's listing is read by its URI,
+    which a relative path could not be written as: the query failed ``internal_error``), and
+    the log's first line names the data directory, not the default ``--db``."""
+    cmd = [sys.executable, "-m", "sidecar.cli", "serve", "--port", "0", "--data-dir", "worlds"]
+    log = tmp_path / "serve.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=err, text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline()[len(URL_PREFIX) :].strip()
+        async with WsClient(url, world="town") as c:
+            await c.event("observe", **observe(["mira"], "water:well", "clean"))
+            listed = await c.request({"type": "worlds"})
+        assert [w["world"] for w in listed["worlds"]] == ["town"], listed
+        assert list((tmp_path / "worlds").glob("town*")), "no world file under the data dir"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(guard(30)) == 0
+        first = log.read_text().splitlines()[0]
+        assert "(data dir worlds, " in first and "credence.db" not in first, first
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(guard(10))
+
+
 async def test_misremember_flag_sets_the_rules_of_new_worlds(tmp_path: Path) -> None:
     """--misremember 1 --seed 3: every recall drifts a detail, as misremembered changes."""
     proc, line = start_serve(tmp_path / "m.db", "--misremember", "1", "--seed", "3")

@@ -233,7 +233,12 @@ class Sidecar:
             if self.auth.open
             else "token auth"
         )
-        log.info("credence %s serving %s (db %s, %s)", __version__, self.url, self.config.db, mode)
+        store = (
+            f"db {self.config.db}"
+            if self.config.data_dir is None
+            else f"data dir {self.config.data_dir}"
+        )
+        log.info("credence %s serving %s (%s, %s)", __version__, self.url, store, mode)
 
     async def stop(self) -> None:
         """Bounded graceful shutdown (about ``shutdown_timeout`` at most, however long the
