@@ -467,3 +467,68 @@ async def test_hello_filters_are_checked_like_subscribe_frames(sc: Sidecar) -> N
     not_maps = {"filters": ["mira"]}
     async with WsClient(sc.url, hello_extra=not_maps) as c:
         assert c.hello_error is not None and c.hello_error["code"] == "invalid_frame"
+
+
+@pytest.fixture
+def small_backlog_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Backlog pages of 3 changes over windows of 7 seqs: a short story crosses many of both."""
+    from sidecar.server import connection
+
+    monkeypatch.setattr(connection, "_BACKFILL_PAGE", 3)
+    monkeypatch.setattr(connection, "_BACKFILL_SCAN", 7)
+
+
+async def test_a_resume_of_named_residents_reads_only_theirs_in_sql_and_misses_nothing(
+    small_backlog_pages: None, sc: Sidecar
+) -> None:
+    """A subscriber of mira and bo resuming over a town's history: the store's rows of other
+    residents are left out as the backlog is read (a long gap costs her changes, not the
+    town's), windows with none of hers are passed over, and ``resumed`` says the latest seq,
+    with exactly her and bo's changes before it, in order; live ones follow."""
+    town = ["mira", "bo", "kai", "ana", "lev", "tom"]
+    async with WsClient(sc.url) as writer:
+        for i in range(12):
+            await writer.event("observe", **observe(town[2:], f"crowd{i}", i))  # none of theirs
+        await writer.event("observe", **observe(["mira", "kai"], "well", "dry"))
+        for i in range(8):
+            await writer.event("observe", **observe(town[1:], f"more{i}", i))
+        latest = all_seqs(sc.config.db)[-1]
+        theirs = db_rows(
+            sc.config.db,
+            "SELECT seq FROM changes WHERE world = 'town' AND resident IN ('mira', 'bo') "
+            "ORDER BY seq",
+        )
+        async with WsClient(sc.url, subscribe=["mira", "bo"], resume=0) as c:
+            resumed = await c.next_of("resumed")
+            got = c.untaken("belief")
+            assert seqs(got) == [r[0] for r in theirs] and len(got) == 9
+            assert (resumed["seq"], resumed["sent"]) == (latest, 9)
+            await writer.event("observe", **observe(["kai", "bo"], "live", True))
+            await c.sync()
+            after = c.untaken("belief")[9:]
+            assert [(n["resident"], n["root"]) for n in after] == [("bo", "live")]
+
+
+async def test_a_filter_added_while_a_backlog_is_read_gets_every_change_after_its_seq(
+    small_backlog_pages: None, sc: Sidecar
+) -> None:
+    """A backlog read for mira's changes only; kai's filter is added while it is read (the
+    peer has not read a frame yet): every one of kai's changes after the ``subscribed`` seq
+    arrives, once, as the store holds them (a page read before the filter came is read again
+    for it, never passed over)."""
+    async with WsClient(sc.url) as writer:
+        for i in range(40):
+            await writer.event("observe", **observe(["mira", "kai", "bo"], f"k{i}", i))
+        kai = [
+            r[0]
+            for r in db_rows(
+                sc.config.db,
+                "SELECT seq FROM changes WHERE world = 'town' AND resident = 'kai' ORDER BY seq",
+            )
+        ]
+        for attempt in range(5):
+            async with WsClient(sc.url, subscribe=["mira"], resume=0) as c:
+                added = await c.request({"type": "subscribe", "residents": ["kai"]})
+                await c.next_of("resumed", 30)
+                got = [n["seq"] for n in c.untaken("belief") if n["resident"] == "kai"]
+                assert got == [s for s in kai if s > added["seq"]], (attempt, added["seq"])

@@ -169,6 +169,28 @@ def test_resume_catches_up_then_announces_and_holds_live_changes_back() -> None:
     assert [f["seq"] for f in sent(s)] == [5]
 
 
+def test_a_backlog_is_prefiltered_by_the_named_residents_and_passed_over_up_to_a_seq() -> None:
+    """What a backlog read from the store may leave out: the residents the filters name (all
+    of them, across filters), none once a filter is ``"*"``; :meth:`passed` moves the cursor
+    over what was left out, never back, and ``resumed`` says where it got to."""
+    s = Session()
+    s.hello(hello(resume=0, subscribe=["mira"]), as_json=False, auth=OPEN_AUTH)
+    assert s.welcome(9, auth_open=True)
+    assert s.prefilter() == {"mira"}
+    s.receive(frame({"type": "subscribe", "residents": ["bo", "kai"], "roots": ["x"]}),
+              as_json=False, size=1)  # fmt: skip
+    assert s.prefilter() == {"mira", "bo", "kai"}
+    assert s.catch_up(change(4)) is not None
+    s.passed(9)
+    s.passed(6)
+    assert s.cursor == 9 and not s.behind
+    s.caught_up(1)
+    assert sent(s)[-1] == {"type": "resumed", "seq": 9, "sent": 1}
+    s.receive(frame({"type": "subscribe", "residents": "*"}), as_json=False, size=1)
+    assert s.prefilter() is None
+    assert Session().prefilter() is None  # (no filter yet: no backlog is read for it)
+
+
 def test_changes_committed_during_the_handshake_are_caught_up_without_resumed() -> None:
     """No resume, but a change published during the handshake: catch up, no 'resumed'."""
     s = Session()

@@ -719,3 +719,27 @@ def test_the_rows_a_merged_line_is_completed_from_are_read_on_the_primary_key(db
         "SEARCH beliefs USING PRIMARY KEY (world=? AND resident=? AND root>? AND root<?)" in ranges
     ), ranges
     assert "TEMP B-TREE" not in ranges and "SCAN beliefs" not in ranges, ranges
+
+
+def test_a_backlog_page_is_one_primary_key_range_of_the_log_of_changes(db: Path) -> None:
+    """A resume's backlog (``Reader.changes_after``), with a window and the residents its
+    filters name, walks the primary key (world, seq) from the cursor and tells the residents
+    apart as it goes, with no sort: never a resident's whole history on ``changes_by_belief``
+    (its changes of every root since the game began)."""
+    reader = Reader(db)
+    seen: list[str] = []
+    reader.conn.set_trace_callback(seen.append)
+    try:
+        reader.changes_after(WORLD, 3, limit=5, upto=40, residents={"alice", "bob"})
+        reader.last_change(WORLD)
+    finally:
+        reader.conn.set_trace_callback(None)
+        reader.close()
+    conn = sqlite3.connect(db)
+    try:
+        page, last = ([r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + sql)] for sql in seen)
+    finally:
+        conn.close()
+    assert page[0] == "SEARCH changes USING PRIMARY KEY (world=? AND seq>? AND seq<?)", page
+    assert not any("TEMP B-TREE" in step or "changes_by" in step for step in page), page
+    assert last == ["SEARCH changes USING PRIMARY KEY (world=?)"], last

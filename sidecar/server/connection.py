@@ -59,6 +59,9 @@ __all__ = ["BoundedServerConnection", "Connection", "PendingAck"]
 log = logging.getLogger("credence.server")
 
 _BACKFILL_PAGE = 500
+#: Change seqs a backlog page walks at most (in SQL, leaving out those of residents no
+#: filter names, see :meth:`Session.prefilter`), so one read stays short however few match.
+_BACKFILL_SCAN = 50_000
 #: Text pieces of one fragmented message are joined every this many (bounds the overhead).
 _JOIN_EVERY = 4096
 
@@ -434,12 +437,22 @@ class Connection:
         session = self.session
         sent = 0
         while True:
-            after = session.cursor
+            after, residents = session.cursor, session.prefilter()
 
-            def page(r: Reader, after: int = after) -> list[Change]:
-                return r.changes_after(self.world, after, limit=_BACKFILL_PAGE)
+            def page(
+                r: Reader, after: int = after, residents: frozenset[str] | None = residents
+            ) -> tuple[list[Change], int, int]:
+                # (one read transaction: the latest seq and the rows of one commit)
+                latest = r.last_change(self.world)
+                upto = min(after + _BACKFILL_SCAN, latest)
+                rows = r.changes_after(self.world, after, limit=_BACKFILL_PAGE, upto=upto,
+                                       residents=residents)  # fmt: skip
+                full = len(rows) == _BACKFILL_PAGE
+                return rows, (rows[-1].seq or upto) if full else upto, latest
 
-            rows = await self.app.read(page, self.world)
+            rows, through, latest = await self.app.read(page, self.world)
+            if not _covers(residents, session.prefilter()):
+                continue  # a filter added meanwhile may want what the read left out: again
             for change in rows:
                 frame = session.catch_up(change)
                 if frame is not None:
@@ -451,8 +464,12 @@ class Connection:
                 if session.closing:
                     self.caught.set()
                     return
+                if not _covers(residents, session.prefilter()):
+                    break  # (a filter added while the peer drained: read on from here)
+            else:
+                session.passed(through)
             self.caught.set()  # (acks held behind this page may go)
-            if len(rows) < _BACKFILL_PAGE and not session.behind:
+            if session.cursor >= latest and not session.behind:
                 break
         before = len(session.outbox)
         session.caught_up(sent)
@@ -463,6 +480,12 @@ class Connection:
     def _capture(self, message: bytes | str, *, first: bool = False) -> None:
         if self.app.capture is not None:
             self.app.capture.record(self.id, message, first=first)
+
+
+def _covers(read: frozenset[str] | None, wanted: frozenset[str] | None) -> bool:
+    """Whether a backlog page read for the residents ``read`` (None: anyone's) holds every
+    change the session's filters want now (``wanted``, :meth:`Session.prefilter`)."""
+    return read is None or (wanted is not None and wanted <= read)
 
 
 class BoundedServerConnection(ServerConnection):

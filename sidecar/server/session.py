@@ -302,6 +302,24 @@ class Session:
         self.cursor = change.seq or self.cursor
         return belief_frame(change) if self.wants(change) else None
 
+    def passed(self, seq: int) -> None:
+        """The backlog read from the store has passed over every change up to ``seq``: those
+        :meth:`prefilter` left out are wanted by no filter (those it let through were given
+        to :meth:`catch_up`)."""
+        self._require("passed", SessionState.RESUMING, SessionState.CLOSING)
+        self.cursor = max(self.cursor, seq)
+
+    def prefilter(self) -> frozenset[str] | None:
+        """The residents whose changes any filter may want, when every filter names its
+        residents (None: a ``"*"`` filter, or none at all, may want anyone's): what a
+        backlog read from the store leaves out before :meth:`catch_up` decides."""
+        named: set[str] = set()
+        for f in self.filters:
+            if f.residents is None:
+                return None
+            named |= f.residents
+        return frozenset(named) if self.filters else None
+
     def holds_ack(self, seq: int | None) -> bool:
         """Whether the ack of an event whose last change is ``seq`` must wait: its
         notifications are in an overflow's backlog, not sent yet (a resume's backlog holds

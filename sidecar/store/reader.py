@@ -4,12 +4,13 @@ writes. Raw ``sqlite3`` errors become :class:`~sidecar.store.errors.StoreError`.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import orjson
 from sqlite_utils import Database
 
 from ..engine import (
@@ -450,12 +451,33 @@ class Reader(PromiseQueries):
         sql = "SELECT count(*) FROM changes WHERE world = ? AND resident = ? AND root = ?"
         return int(self._rows(sql, (world, resident, root))[0][0])
 
-    def changes_after(self, world: str, seq: int, *, limit: int = 500) -> list[Change]:
-        rows = self._rows(
-            "SELECT * FROM changes WHERE world = ? AND seq > ? ORDER BY seq LIMIT ?",
-            (world, seq, limit),
-        )
+    def changes_after(
+        self,
+        world: str,
+        seq: int,
+        *,
+        limit: int = 500,
+        upto: int | None = None,
+        residents: Collection[str] | None = None,
+    ) -> list[Change]:
+        """At most ``limit`` change records after ``seq`` (and up to ``upto``), in seq order:
+        one range of the primary key. ``residents``: only theirs, told apart in SQL as the
+        range is walked (a subscriber of one resident catching up on a long gap builds her
+        changes, not the whole town's)."""
+        sql, params = "SELECT * FROM changes WHERE world = ? AND seq > ?", [world, seq]
+        if upto is not None:
+            sql += " AND seq <= ?"
+            params.append(upto)
+        if residents is not None:
+            sql += " AND +resident IN (SELECT value FROM json_each(?))"  # (+: not its index)
+            params.append(orjson.dumps(sorted(residents)).decode())
+        rows = self._rows(sql + " ORDER BY seq LIMIT ?", (*params, limit))
         return [change_from_row(r) for r in rows]
+
+    def last_change(self, world: str) -> int:
+        """The seq of the world's latest change record (0 without any)."""
+        rows = self._rows("SELECT max(seq) FROM changes WHERE world = ?", (world,))
+        return int(rows[0][0] or 0)
 
     def all_changes(self, world: str) -> list[Change]:
         return self.changes_after(world, 0, limit=-1)
