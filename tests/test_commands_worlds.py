@@ -156,6 +156,42 @@ def test_a_data_dir_named_by_a_relative_path_is_listed(tmp_path: Path) -> None:
         assert [orjson.loads(line)["world"] for line in done.stdout.splitlines()] == ["town"]
 
 
+def test_the_read_commands_read_a_world_of_a_data_dir_by_its_id(tmp_path: Path) -> None:
+    """``log``, ``narrative``, ``beliefs``, ``explain`` and ``graph`` take ``--data-dir`` and
+    the world id, and read the world's own file (whose name encodes the id: nobody should
+    have to work it out); an unknown world, a missing directory, or both ``--db`` and
+    ``--data-dir`` are one line, exit 2, nothing created."""
+    world = "Mira's Town/1"
+    export_file(tmp_path / "ok.credence")
+
+    def credence(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "sidecar.cli", *args], cwd=tmp_path, capture_output=True,
+            text=True, timeout=guard(60), env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+
+    done = credence("import", "ok.credence", "--data-dir", "worlds", "--world", world)
+    assert done.returncode == 0, done.stderr
+    at = ["--data-dir", "worlds", "--world", world]
+    for args, shown in (
+        (["log"], "s1"),
+        (["narrative", "--resident", "mira"], "told me that dry"),
+        (["beliefs", "--resident", "mira"], "well = 'dry'"),
+        (["explain", "--resident", "mira", "--root", "well"], "now: 'dry'"),
+        (["graph", "--format", "json"], '"claim:mira:well"'),
+    ):
+        done = credence(*args, *at)
+        assert done.returncode == 0 and shown in done.stdout, (args, done.stdout, done.stderr)
+    assert "no world 'town' in worlds" in refused(
+        tmp_path, "log", "--data-dir", "worlds", "--world", "town"
+    )
+    assert "no directory at nowhere" in refused(
+        tmp_path, "log", "--data-dir", "nowhere", "--world", world
+    )
+    both = refused(tmp_path, "log", "--data-dir", "worlds", "--db", "x.db", "--world", world)
+    assert "not allowed with argument" in both
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

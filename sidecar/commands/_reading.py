@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import NoReturn, TextIO, TypeVar
 
 from ..read.queries import NotFound, world_exists
-from ..store import Reader, StoreError
+from ..store import Reader, StoreError, world_file
 from . import fail
 
 __all__ = ["add_common", "emit", "with_reader", "write_to"]
@@ -24,33 +24,48 @@ T = TypeVar("T")
 
 
 def add_common(p: argparse.ArgumentParser) -> None:
-    """The ``--db`` and ``--world`` flags every read command takes."""
-    p.add_argument("--db", default="./credence.db", help="database file (default ./credence.db)")
+    """The ``--db`` (or ``--data-dir``) and ``--world`` flags every read command takes."""
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--db", help="database file (default ./credence.db)")
+    where.add_argument(
+        "--data-dir",
+        help="a directory of one SQLite file per world (credence serve --data-dir): read the "
+        "world's own file, whatever its name",
+    )
     p.add_argument("--world", required=True, help="world id")
 
 
 def with_reader(
     prog: str, args: argparse.Namespace, body: Callable[[Reader], T]
 ) -> tuple[int, T | None]:
-    """Run ``body`` on a reader of ``args.db``; ``(2, None)`` after printing any failure."""
-    if not Path(args.db).is_file():
-        return fail(prog, f"no database at {args.db}"), None
+    """Run ``body`` on a reader of ``args.db`` (or of the world's file in ``args.data_dir``);
+    ``(2, None)`` after printing any failure."""
+    if args.data_dir is not None:
+        db = world_file(Path(args.data_dir), args.world)
+        if not Path(args.data_dir).is_dir():
+            return fail(prog, f"no directory at {args.data_dir}"), None
+        if not db.is_file():
+            return fail(prog, f"no world {args.world!r} in {args.data_dir}"), None
+    else:
+        db = Path(args.db or "./credence.db")
+        if not db.is_file():
+            return fail(prog, f"no database at {db}"), None
     try:
-        reader = Reader(args.db)
+        reader = Reader(db)
     except StoreError as exc:
         return fail(prog, str(exc)), None
     except sqlite3.Error as exc:
-        return fail(prog, f"cannot open {args.db}: {exc}"), None
+        return fail(prog, f"cannot open {db}: {exc}"), None
     try:
         if not world_exists(reader, args.world):
-            return fail(prog, f"no world {args.world!r} in {args.db}"), None
+            return fail(prog, f"no world {args.world!r} in {db}"), None
         return 0, body(reader)
     except NotFound as exc:
         return fail(prog, str(exc.args[0] if exc.args else exc)), None
     except ValueError as exc:
         return fail(prog, str(exc)), None
     except (sqlite3.Error, StoreError) as exc:
-        return fail(prog, f"cannot read {args.db}: {exc}"), None
+        return fail(prog, f"cannot read {db}: {exc}"), None
     finally:
         reader.close()
 
