@@ -45,13 +45,18 @@ def export_file(
     return path
 
 
-def refused(cwd: Path, *args: str) -> str:
-    """Run ``credence ARGS`` in ``cwd``: exit 2, one stderr line, no new file; that line."""
-    before = sorted(cwd.iterdir())
-    done = subprocess.run(
+def credence(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``credence ARGS`` in ``cwd`` (as typed in a shell there: relative paths)."""
+    return subprocess.run(
         [sys.executable, "-m", "sidecar.cli", *args], cwd=cwd, capture_output=True, text=True,
         timeout=guard(60), env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
+
+
+def refused(cwd: Path, *args: str) -> str:
+    """Run ``credence ARGS`` in ``cwd``: exit 2, one stderr line, no new file; that line."""
+    before = sorted(cwd.iterdir())
+    done = credence(cwd, *args)
     assert done.returncode == 2, (done.returncode, done.stdout, done.stderr[-2000:])
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"credence {args[0]}: "), done.stderr[-2000:]
@@ -127,11 +132,7 @@ def test_an_import_or_fork_id_outside_the_hello_rule_is_refused(tmp_path: Path, 
 def test_a_valid_crafted_file_imports(tmp_path: Path) -> None:
     """The crafted file these tests start from imports (so each refusal is the change made)."""
     export_file(tmp_path / "ok.credence")
-    done = subprocess.run(
-        [sys.executable, "-m", "sidecar.cli", "import", "ok.credence", "--db", "n.db"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=guard(60),
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
+    done = credence(tmp_path, "import", "ok.credence", "--db", "n.db")
     assert done.returncode == 0, done.stderr
     assert "imported 'town': 2 events replayed" in done.stdout
 
@@ -143,15 +144,9 @@ def test_a_data_dir_named_by_a_relative_path_is_listed(tmp_path: Path) -> None:
     kept between runs."""
     export_file(tmp_path / "ok.credence")
 
-    def credence(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "sidecar.cli", *args], cwd=tmp_path, capture_output=True,
-            text=True, timeout=guard(60), env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )  # fmt: skip
-
-    assert credence("import", "ok.credence", "--data-dir", "worlds").returncode == 0
+    assert credence(tmp_path, "import", "ok.credence", "--data-dir", "worlds").returncode == 0
     for _ in range(2):
-        done = credence("worlds", "--data-dir", "worlds", "--json")
+        done = credence(tmp_path, "worlds", "--data-dir", "worlds", "--json")
         assert done.returncode == 0, done.stderr
         assert [orjson.loads(line)["world"] for line in done.stdout.splitlines()] == ["town"]
 
@@ -164,13 +159,7 @@ def test_the_read_commands_read_a_world_of_a_data_dir_by_its_id(tmp_path: Path) 
     world = "Mira's Town/1"
     export_file(tmp_path / "ok.credence")
 
-    def credence(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "sidecar.cli", *args], cwd=tmp_path, capture_output=True,
-            text=True, timeout=guard(60), env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )  # fmt: skip
-
-    done = credence("import", "ok.credence", "--data-dir", "worlds", "--world", world)
+    done = credence(tmp_path, "import", "ok.credence", "--data-dir", "worlds", "--world", world)
     assert done.returncode == 0, done.stderr
     at = ["--data-dir", "worlds", "--world", world]
     for args, shown in (
@@ -180,7 +169,7 @@ def test_the_read_commands_read_a_world_of_a_data_dir_by_its_id(tmp_path: Path) 
         (["explain", "--resident", "mira", "--root", "well"], "now: 'dry'"),
         (["graph", "--format", "json"], '"claim:mira:well"'),
     ):
-        done = credence(*args, *at)
+        done = credence(tmp_path, *args, *at)
         assert done.returncode == 0 and shown in done.stdout, (args, done.stdout, done.stderr)
     assert "no world 'town' in worlds" in refused(
         tmp_path, "log", "--data-dir", "worlds", "--world", "town"
@@ -216,18 +205,10 @@ def test_a_number_or_output_flag_out_of_range_is_one_line(
     through the same checks as a frame's fields; an output file that cannot be written is one
     line: exit 2, no traceback, nothing created."""
     export_file(tmp_path / "ok.credence")
-    done = subprocess.run(
-        [sys.executable, "-m", "sidecar.cli", "import", "ok.credence", "--db", "n.db"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=guard(60),
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
+    done = credence(tmp_path, "import", "ok.credence", "--db", "n.db")
     assert done.returncode == 0, done.stderr
     before = sorted(tmp_path.iterdir())
-    done = subprocess.run(
-        [sys.executable, "-m", "sidecar.cli", *args, "--db", "n.db"], cwd=tmp_path,
-        capture_output=True, text=True, timeout=guard(60),
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
+    done = credence(tmp_path, *args, "--db", "n.db")
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.splitlines()) == 1 and message in done.stderr, done.stderr
     assert sorted(tmp_path.iterdir()) == before
