@@ -17,7 +17,7 @@ import pytest
 from wsclient import guard
 
 from sidecar.engine import DEFAULT_RULES, parse_event, rules_to_stored
-from sidecar.store.worlds import MAX_EXPORT_LINE, export_lines
+from sidecar.store.export import MAX_EXPORT_LINE, export_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -606,7 +606,7 @@ STORY = [
 def export_records() -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The header and event records of a valid export of STORY."""
     from sidecar.engine import DEFAULT_RULES
-    from sidecar.store.worlds import export_lines
+    from sidecar.store.export import export_lines
 
     lines = list(export_lines("town", DEFAULT_RULES, [parse_event(e) for e in STORY]))
     return orjson.loads(lines[0]), [orjson.loads(line) for line in lines[1:-1]]
@@ -675,7 +675,7 @@ def test_fuzz_import_files(tmp_path: Path) -> None:
     only with a documented code (never internal_error); now and then the real CLI runs the
     same file: exit 0, or exit 2 and one stderr line, never a traceback."""
     from sidecar.store import SingleFile, WorldsError
-    from sidecar.store.worlds import read_export
+    from sidecar.store.export import read_export
 
     store = SingleFile(tmp_path / "import.db")
     outcomes: dict[str, int] = {}

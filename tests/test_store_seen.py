@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from sidecar.store import WorldsError
 from sidecar.store import seen as seen_module
+from sidecar.store.export import read_export
 from sidecar.store.seen import SeenIds
-from sidecar.store.worlds import read_export
 from tests.test_commands_worlds import export_file
 
 

@@ -23,7 +23,7 @@ from sidecar.store import (
     rebuild,
     world_file,
 )
-from sidecar.store.worlds import read_export
+from sidecar.store.export import read_export
 
 
 async def fill(c: WsClient) -> None:

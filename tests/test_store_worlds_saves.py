@@ -31,7 +31,8 @@ from sidecar.store import (
     run_build,
     world_file,
 )
-from sidecar.store.worlds import _world_tables, export_lines
+from sidecar.store.export import export_lines
+from sidecar.store.worlds import _world_tables
 from tools.town import Town
 
 MODES = ["db", "data_dir"]
@@ -569,7 +570,8 @@ def test_a_fork_and_an_export_read_the_log_a_page_at_a_time(
     """With pages of 64 events, a fork (whole and at a seq inside a page) and an export of a
     700-event world hold the same events as the log, read page by page as it is iterated."""
     from sidecar.store import worlds as module
-    from sidecar.store.worlds import StoredLog, read_export
+    from sidecar.store.export import export_world, read_export
+    from sidecar.store.worlds import StoredLog
 
     monkeypatch.setattr(module, "LOG_PAGE", 64)
     store = open_store(tmp_path, mode)
@@ -586,7 +588,7 @@ def test_a_fork_and_an_export_read_the_log_a_page_at_a_time(
         assert store.fork("town", "copy").events == 700
         assert store.fork("town", "early", at=130).events == 130
         assert [e.event_id for e in log("copy")] == [e.event_id for e in story]
-        assert module.export_world(store, "town", tmp_path / "town.credence") == 700
+        assert export_world(store, "town", tmp_path / "town.credence") == 700
     finally:
         store.close()
     world, _, events = read_export(tmp_path / "town.credence")
@@ -622,7 +624,7 @@ def test_an_export_file_changed_after_its_check_imports_nothing(
     """An import reads the file twice, checking it whole and then replaying it as it reads:
     a file edited in between (one event's day, still a valid event) makes the import fail
     whole, with one line, and a retry of the original file works."""
-    from sidecar.store.worlds import import_world, read_export
+    from sidecar.store.export import import_world, read_export
 
     source = export_file(tmp_path / "town.credence", story)
     original = source.read_bytes()

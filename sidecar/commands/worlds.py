@@ -172,7 +172,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_import(args: argparse.Namespace) -> int:
     from ..store import WorldsError, check_world_id
-    from ..store.worlds import read_export
+    from ..store.export import read_export
 
     # The id and the whole file are checked before any database is opened (or created).
     try:

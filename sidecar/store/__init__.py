@@ -19,6 +19,7 @@ from .errors import (
     StoreError,
     WorldRulesInvalid,
 )
+from .export import export_world, import_world
 from .lock import WriterLock, data_dir_lock, lock_path
 from .pool import Availability, HandlePool, open_failure
 from .reader import BeliefFilter, Reader
@@ -36,8 +37,6 @@ from .worlds import (
     WorldStore,
     backup,
     check_world_id,
-    export_world,
-    import_world,
     list_worlds,
     read_source,
     run_build,
