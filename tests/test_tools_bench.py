@@ -430,8 +430,8 @@ def test_breakdown_prints_every_stage() -> None:
 def test_tail_reports_batches_gc_lag_and_fsync() -> None:
     """python -m tools.tail: a short paced run, every event acked, each ack split into its
     parts by event id, and every source of delay with its figures."""
-    out = tool("tail", "--rate", "100", "--duration", "2")
-    assert "gc.freeze True" in out
+    out = tool("tail", "--rate", "100", "--duration", "2", "--residents", "12", "--day-step", "0.5")
+    assert "gc.freeze True" in out and "12 residents, 0.5 game days an event" in out
     (acked, rate) = figure(out, rf"{NUMBER} acks at {NUMBER}/s \(offered 100/s\), 0 other replies")
     assert acked == 200 and rate > 0
     for label in ("all acks", "slowest 1%"):

@@ -47,13 +47,14 @@ from sidecar.store import EventResult
 
 from .harness import free_port, percentiles
 from .load import open_client
-from .town import LATE_EVENT_DAYS, deal, encode_event
+from .town import DAY_STEP, LATE_EVENT_DAYS, deal, encode_event
 
 __all__ = ["drive", "fsync_probe", "main", "render", "run"]
 
 WORLD = "tail"
 CLIENTS = 4
 WINDOW = 64
+RESIDENTS = 50
 
 
 def fsync_probe(directory: Path, n: int = 200, pages: int = 37) -> list[float]:
@@ -81,11 +82,12 @@ def _ms(xs: Sequence[float]) -> str:
 
 
 async def drive(
-    url: str, rate: float, events: int, observe: bool
-) -> list[tuple[str, float, float, str]]:
+    url: str, rate: float, events: int, observe: bool, *, residents: int = RESIDENTS,
+    day_step: float = DAY_STEP,
+) -> list[tuple[str, float, float, str]]:  # fmt: skip
     """Send ``events`` town events paced at ``rate``; ``(event_id, sent, answered, reply
     type)`` for each (``time.perf_counter`` seconds: one clock for both processes on Linux)."""
-    streams = deal(50, events, seed=1, clients=CLIENTS)
+    streams = deal(residents, events, seed=1, clients=CLIENTS, day_step=day_step)
     frames = [[(e["event_id"], encode_event(e)) for e in s] for s in streams]
     observer = await open_client(url, WORLD, None, subscribe="*") if observe else None
     conns = [await open_client(url, WORLD, None) for _ in range(CLIENTS)]
@@ -141,6 +143,8 @@ async def run(
     *,
     events: int | None = None,
     observe: bool = True,
+    residents: int = RESIDENTS,
+    day_step: float = DAY_STEP,
 ) -> dict[str, Any]:
     count = events if events is not None else max(1, round(rate * duration))
     with tempfile.TemporaryDirectory(prefix="credence-tail-") as tmp:
@@ -207,7 +211,8 @@ async def run(
 
         tick = asyncio.get_running_loop().create_task(ticker())
         argv = ["-m", "tools.tail", "--client", sidecar.url, "--rate", str(rate),
-                "--events", str(count)] + ([] if observe else ["--no-observer"])  # fmt: skip
+                "--events", str(count), "--residents", str(residents), "--day-step",
+                repr(day_step)] + ([] if observe else ["--no-observer"])  # fmt: skip
         child = await asyncio.create_subprocess_exec(
             sys.executable, *argv, stdout=asyncio.subprocess.PIPE
         )
@@ -299,19 +304,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--events", type=int, help="events in all (default: rate × duration)")
     p.add_argument("--no-freeze", action="store_true")
     p.add_argument("--no-observer", action="store_true", help="no subscriber to '*'")
+    p.add_argument("--residents", type=int, default=RESIDENTS, help="residents of the town")
+    p.add_argument(
+        "--day-step", type=float, default=DAY_STEP,
+        help="game days between two town events (credence load's --day-step)",
+    )  # fmt: skip
     p.add_argument("--client", metavar="URL", help=argparse.SUPPRESS)  # the child's role
     args = p.parse_args(argv)
     if args.client:
         count = args.events or max(1, round(args.rate * args.duration))
-        acks = asyncio.run(drive(args.client, args.rate, count, not args.no_observer))
+        acks = asyncio.run(drive(args.client, args.rate, count, not args.no_observer,
+                                 residents=args.residents, day_step=args.day_step))  # fmt: skip
         sys.stdout.buffer.write(orjson.dumps(acks))
         return 0
     res = asyncio.run(
         run(args.rate, args.duration, not args.no_freeze, events=args.events,
-            observe=not args.no_observer)
+            observe=not args.no_observer, residents=args.residents, day_step=args.day_step)
     )  # fmt: skip
     print(f"paced {args.rate:g} events/s, gc.freeze {not args.no_freeze}, "
-          f"observer {not args.no_observer}")  # fmt: skip
+          f"observer {not args.no_observer}, {args.residents} residents, "
+          f"{args.day_step:g} game days an event")  # fmt: skip
     print("\n".join(render(res, args.rate)))
     return 0
 

@@ -294,9 +294,11 @@ class Dealer:
         return queue.popleft()
 
 
-def deal(residents: int, count: int, *, seed: int, clients: int) -> list[list[Event]]:
+def deal(
+    residents: int, count: int, *, seed: int, clients: int, day_step: float = DAY_STEP
+) -> list[list[Event]]:
     """``count`` town events split over ``clients`` (client ``i`` gets events ``i::clients``)."""
-    town = Town(residents, seed=seed, clients=clients)
+    town = Town(residents, seed=seed, clients=clients, day_step=day_step)
     out: list[list[Event]] = [[] for _ in range(clients)]
     for _ in range(count):
         client, event = next(town)
