@@ -21,6 +21,7 @@ One file holds everything ``credence serve`` needs; command-line flags override 
     max_inflight = 1024
     hello_timeout = 10.0
     shutdown_timeout = 10.0
+    backlog_stall = 30.0          # seconds a peer may leave a resume's backlog unread
     readers = 2
     max_open_worlds = 64          # data_dir: world files open at once (per thread)
     max_connections = 500         # default: what the file-handle limit leaves (at most 10,000)
@@ -67,6 +68,9 @@ SETTINGS: dict[str, Bound] = {
     "max_inflight": Bound(int, 1, 1_000_000),
     "hello_timeout": Bound(float, 0.1, 3600),
     "shutdown_timeout": Bound(float, 0.1, 3600),
+    # how long a peer may leave a resume's (or an overflow's) backlog unread before it is
+    # closed 4008 slow_consumer (sidecar/server/connection.py)
+    "backlog_stall": Bound(float, 0.1, 3600),
     "readers": Bound(int, 1, 64),
     "max_open_worlds": Bound(int, 1, 100_000),
     "max_connections": Bound(int, 1, 1_000_000),
@@ -74,7 +78,7 @@ SETTINGS: dict[str, Bound] = {
     "capture_max_bytes": Bound(int, 1024, 2**40),
 }
 _LIMITS = ("max_frame", "outbox_limit", "max_inflight", "hello_timeout", "shutdown_timeout",
-           "readers", "max_open_worlds", "max_connections")  # fmt: skip
+           "backlog_stall", "readers", "max_open_worlds", "max_connections")  # fmt: skip
 #: Deepest nesting of tables and arrays a config or rules file may have (tomllib itself
 #: recurses: a 5,000-deep table would be a RecursionError).
 MAX_DEPTH = 32

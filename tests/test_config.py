@@ -41,6 +41,7 @@ reader = "r1"
 [limits]
 max_frame = 4096
 hello_timeout = 2
+backlog_stall = 4.5
 [rules]
 decay_step = 5
 [worlds.town]
@@ -58,6 +59,7 @@ firsthand_initial = 90
     assert list(config.writer_tokens) == ["w1", "town=tw"]
     assert list(config.reader_tokens) == ["r1"]
     assert config.max_frame == 4096 and config.hello_timeout == 2.0
+    assert config.backlog_stall == 4.5
     assert config.rules.decay_step == 5
     assert config.world_rules["town"].decay_period_days == 3
     assert config.world_rules["north"].firsthand_initial == 90
@@ -95,6 +97,7 @@ def test_defaults_without_a_config_file() -> None:
         ("[limits]\nmax_frame = -3\n", "limits.max_frame must be an integer from 1024 to"),
         ("[limits]\nmax_frame = 0\n", "limits.max_frame must be an integer from 1024 to"),
         ("[limits]\nhello_timeout = nan\n", "limits.hello_timeout must be a number from 0.1"),
+        ("[limits]\nbacklog_stall = 0\n", "limits.backlog_stall must be a number from 0.1"),
         ("[limits]\nshutdown_timeout = inf\n", "limits.shutdown_timeout must be a number"),
         ("[limits]\nreaders = 0\n", "limits.readers must be an integer from 1 to 64"),
         ("[limits]\nmax_inflight = true\n", "limits.max_inflight must be an integer"),

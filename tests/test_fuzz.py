@@ -765,6 +765,7 @@ VALID: dict[str, Any] = {
     "host": "127.0.0.1", "port": 0, "db": "x.db", "data_dir": "worlds", "synchronous": "NORMAL",
     "log_level": "INFO", "capture": "c.capture", "metrics": True,
     "max_frame": 4096, "outbox_limit": 70000, "hello_timeout": 2.5, "shutdown_timeout": 1,
+    "backlog_stall": 5,
     "readers": 2, "decay_step": 3, "misremember": 0.5, "seed": 7, "rules": "rules.toml",
     "trust_default": 0.5, "mutable_prefixes": ["location:"], "late_event_days": 1e12,
     "decay_period_days": 2.5, "writer_token": "s3cret", "reader_token": ["look"],
@@ -773,7 +774,7 @@ VALID: dict[str, Any] = {
 TOP_KEYS = ["host", "port", "db", "data_dir", "synchronous", "log_level", "capture", "metrics",
             "prot"]  # fmt: skip
 LIMIT_KEYS = ["max_frame", "outbox_limit", "max_inflight", "hello_timeout", "shutdown_timeout",
-              "readers", "max_frames"]  # fmt: skip
+              "backlog_stall", "readers", "max_frames"]  # fmt: skip
 FLAGS = ["--port", "--max-frame", "--misremember", "--seed", "--mutable-prefix", "--log-level",
          "--host"]  # fmt: skip
 
