@@ -8,6 +8,7 @@
 // objects. Editor and desktop players only: see the package README for WebGL.
 
 using System;
+using System.Threading;
 using Credence;
 using UnityEngine;
 
@@ -31,6 +32,8 @@ namespace Credence.Samples
         public string resident = "mira";
         /// <summary>Most notifications handled per frame (the rest wait for the next frame).</summary>
         public int maxPerFrame = 100;
+        /// <summary>How long to wait for a sidecar that is not up yet before saying so.</summary>
+        public float connectSeconds = 15;
 
         /// <summary>What the NPC does with its belief: avoid the well while it believes it poisoned.</summary>
         public bool avoidsWell;
@@ -65,7 +68,21 @@ namespace Credence.Samples
                 credence.BeliefChanged += OnBeliefChanged;
                 credence.ConnectionLost += gone => Debug.LogWarning("Credence: connection lost (" + gone.CloseCode + "), final: " + gone.Final);
                 credence.ErrorReceived += error => Debug.LogWarning("Credence: " + error.Message);
-                var welcome = await credence.ConnectAsync();
+                Welcome welcome;
+                // ConnectAsync waits for a sidecar still starting (or full); bound the wait.
+                using (var giveUp = new CancellationTokenSource(TimeSpan.FromSeconds(connectSeconds)))
+                {
+                    try
+                    {
+                        welcome = await credence.ConnectAsync(giveUp.Token);
+                    }
+                    catch (OperationCanceledException)
+                    {
+                        Debug.LogError("Credence: no sidecar answered at " + url + " within " + connectSeconds
+                            + " s: is `credence serve` running there?");
+                        return;
+                    }
+                }
                 Debug.Log("Credence: connected to " + welcome.World + " as " + welcome.Role + " at seq " + welcome.Seq);
 
                 // Bo tells the resident the well is poisoned. A real game derives event ids from
