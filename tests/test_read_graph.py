@@ -211,6 +211,23 @@ def test_cli_graph_shows_registered_names(demo_db: Path) -> None:
     assert people["bo"] == "Bo" and people["mira"] == "Mira"
 
 
+def test_cli_graph_names_a_holder_it_saw_no_evidence_of(tmp_path: Path) -> None:
+    """A holder whose only belief was implanted (no event she witnessed, so the graph never
+    named her while it was built) is named by her registered name in the DOT cluster written
+    afterwards, and the whole world's DOT is what the in-memory graph gives."""
+    db = build(tmp_path / "implant.db", [
+        {"event_id": "r", "day": 0, "kind": "register",
+         "residents": [{"resident": "kit", "names": {"en": "Kit the Smith"}}]},
+        {"event_id": "i1", "day": 1, "kind": "intervene", "resident": "kit", "op": "implant",
+         "claim": {"root": "mood", "value": "calm"}, "subject": "I am calm"},
+    ])  # fmt: skip
+    done = _cli("graph", "--db", str(db), "--world", WORLD)
+    assert done.returncode == 0, done.stderr.decode()
+    reader = open_reader(db)
+    assert done.stdout.decode() == to_dot(graph(reader, WORLD), load_registry(reader, WORLD))
+    assert 'label="beliefs of Kit the Smith"' in done.stdout.decode()
+
+
 # ------------------------------------------------------------------------- pages (SPEC §10.5)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..read.graph import spool_graph
+from ..store import Reader
 from ._reading import add_common, with_reader, write_to
 
 
@@ -22,14 +23,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    # The graph is built into a temporary file while the reader is open (an unknown
-    # resident or root fails before anything is written), then written from there: a whole
-    # world's graph is never held (sidecar/read/graph.py, SpooledGraph).
-    code, spooled = with_reader(
-        "graph", args, lambda r: spool_graph(r, args.world, resident=args.resident, root=args.root)
-    )
-    if spooled is None:
-        return code
-    with spooled:
-        write_to(args.out, lambda out: spooled.write(out, args.format))
-    return 0
+    def body(r: Reader) -> None:
+        # Built into a temporary file (an unknown resident or root fails before anything is
+        # written), then written from there while the reader is still open: the DOT labels
+        # read the names of holders the graph did not name yet. A whole world's graph is
+        # never held (sidecar/read/graph.py, SpooledGraph).
+        with spool_graph(r, args.world, resident=args.resident, root=args.root) as spooled:
+            write_to(args.out, lambda out: spooled.write(out, args.format))
+
+    code, _ = with_reader("graph", args, body)
+    return code
