@@ -36,8 +36,9 @@ def test_quick_soak_prints_consistent_figures() -> None:
     kind has its samples and no error, and each printed ratio is its two p99s' quotient (the
     ``trust table``, which grows with the table, labelled so instead of judged)."""
     config = SoakConfig.quick_config()
+    config.repeats = 3  # (--repeats: every kind has sample × repeats samples)
     done = subprocess.run(
-        [sys.executable, "-m", "tools.longgame", "--quick"],
+        [sys.executable, "-m", "tools.longgame", "--quick", "--repeats", "3"],
         capture_output=True, text=True, timeout=900, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
