@@ -277,11 +277,14 @@ export class CredenceClient {
     return this.welcome!;
   }
 
-  /** Close for good; pending promises reject with `closed`. */
+  /** Close for good; pending promises reject with `closed`, and so does a `connect()` still
+   * waiting for its first welcome (also between two attempts: how a game bounds the wait). */
   close(): void {
     this.closing = true;
+    const error = new CredenceError("closed", "the client was closed");
     this.ws?.close(1000, "client closed");
-    this.failAll(new CredenceError("closed", "the client was closed"));
+    if (this.welcome === undefined) this.connected.reject(error);
+    this.failAll(error);
     this.setState("closed");
   }
 

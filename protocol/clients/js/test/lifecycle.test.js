@@ -231,3 +231,27 @@ test("a connection refused 503 (the sidecar is full) is tried again and welcomed
     await sidecar.stop();
   }
 });
+
+test("close() while connect() waits between attempts rejects it with closed (a game bounds the wait so)", async () => {
+  const sidecar = await startSidecar({ args: ["--max-connections", "1"] });
+  const first = new CredenceClient({ url: sidecar.url, world: "town" });
+  const waiting = new CredenceClient({ url: sidecar.url, world: "town", minDelayMs: 300, maxDelayMs: 300 });
+  try {
+    await first.connect();
+    const connecting = waiting.connect();
+    await new Promise((done) => setTimeout(done, 150)); // refused 503, sleeping before the next try
+    assert.equal(waiting.state, "reconnecting");
+    waiting.close();
+    const outcome = await Promise.race([
+      connecting.then(() => "welcomed", (err) => err),
+      new Promise((done) => setTimeout(() => done("still waiting"), 2000)),
+    ]);
+    assert.ok(outcome instanceof CredenceError, `connect() after close(): ${outcome}`);
+    assert.equal(outcome.code, "closed");
+    assert.equal(waiting.state, "closed");
+  } finally {
+    first.close();
+    waiting.close();
+    await sidecar.stop();
+  }
+});
