@@ -743,3 +743,33 @@ def test_a_backlog_page_is_one_primary_key_range_of_the_log_of_changes(db: Path)
     assert page[0] == "SEARCH changes USING PRIMARY KEY (world=? AND seq>? AND seq<?)", page
     assert not any("TEMP B-TREE" in step or "changes_by" in step for step in page), page
     assert last == ["SEARCH changes USING PRIMARY KEY (world=?)"], last
+
+
+def test_a_fork_copies_each_table_in_ranges_of_its_primary_key(db: Path, tmp_path: Path) -> None:
+    """A fork into one file copies the world's rows from the worker's file in steps
+    (``worlds._Merge``): each step finds its last key and copies up to it as one range of the
+    table's primary key after the previous step's, in key order with no sort, so a step deep
+    into a table of millions of rows costs what the first does (pages by ``OFFSET`` walked
+    every row copied before, at every step)."""
+    from sidecar.store.worlds import _TRIGGER_FILLED, _Copy, _world_tables
+
+    conn = sqlite3.connect(db)
+    conn.execute("ATTACH DATABASE ? AS save", (str(db),))
+    try:
+        tables = [t for t in _world_tables(conn) if t not in _TRIGGER_FILLED]
+        assert {"beliefs", "changes", "events", "evidence_pieces"} <= set(tables)
+        for table in tables:
+            info = conn.execute(f"PRAGMA main.table_info({table})").fetchall()
+            keys = [c[1] for c in sorted(info, key=lambda c: c[5]) if c[5]]
+            assert keys[0] == "world", table
+            copy = _Copy(table, [c[1] for c in info], [f'"{c[1]}"' for c in info], keys[1:])
+            sqls = [(copy.insert_sql(False, bounded=False), False)]
+            if copy.keys:  # (a table of one row a world is copied whole, in one step)
+                sqls += [(copy.last_sql(True), True), (copy.insert_sql(True, bounded=True), True)]
+            for sql, ranged in sqls:
+                args = [None] * sql.count("?")
+                steps = [r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, args)]
+                assert len(steps) == 1 and steps[0].startswith(f"SEARCH save.{table} USING "), steps
+                assert "(world=?" in steps[0] and ("world=? AND" in steps[0]) == ranged, steps
+    finally:
+        conn.close()
