@@ -70,10 +70,10 @@ def with_reader(
         reader.close()
 
 
-def write_to(out: str | None, write: Callable[[TextIO], None]) -> None:
-    """Run ``write`` on ``out`` (a file, replaced) or on stdout, as UTF-8: what :func:`emit`
-    does for a text too large to build first. A file that cannot be written is one line and
-    exit 2 (and what was written of it is removed)."""
+def write_to(out: str | None, write: Callable[[TextIO], object]) -> None:
+    """Run ``write`` on ``out`` (a file, replaced) or on stdout, as UTF-8: a text too large to
+    build first is written as it comes. A file that cannot be written is one line and exit 2
+    (and what was written of it is removed)."""
     if not out:
         _utf8_stdout()
         write(sys.stdout)
@@ -104,14 +104,8 @@ def _utf8_stdout() -> None:
 
 
 def emit(text: str, out: str | None = None) -> None:
-    """Write ``text`` (with a final newline) to ``out`` or stdout, always as UTF-8."""
+    """Write ``text`` (with a final newline) to ``out`` or stdout, always as UTF-8
+    (:func:`write_to`)."""
     if not text.endswith("\n"):
         text += "\n"
-    if out:
-        try:
-            Path(out).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            _cannot_write(out, exc)
-        return
-    _utf8_stdout()
-    sys.stdout.write(text)
+    write_to(out, lambda stream: stream.write(text))

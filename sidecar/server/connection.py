@@ -443,7 +443,7 @@ class Connection:
                 r: Reader, after: int = after, residents: frozenset[str] | None = residents
             ) -> tuple[list[Change], int, int]:
                 # (one read transaction: the latest seq and the rows of one commit)
-                latest = r.last_change(self.world)
+                latest = r.latest_seq(self.world)  # (what the welcome said, read so)
                 upto = min(after + _BACKFILL_SCAN, latest)
                 rows = r.changes_after(self.world, after, limit=_BACKFILL_PAGE, upto=upto,
                                        residents=residents)  # fmt: skip

@@ -474,11 +474,6 @@ class Reader(PromiseQueries):
         rows = self._rows(sql + " ORDER BY seq LIMIT ?", (*params, limit))
         return [change_from_row(r) for r in rows]
 
-    def last_change(self, world: str) -> int:
-        """The seq of the world's latest change record (0 without any)."""
-        rows = self._rows("SELECT max(seq) FROM changes WHERE world = ?", (world,))
-        return int(rows[0][0] or 0)
-
     def all_changes(self, world: str) -> list[Change]:
         return self.changes_after(world, 0, limit=-1)
 
