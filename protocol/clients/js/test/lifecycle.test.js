@@ -209,12 +209,24 @@ test("the convenience methods send the frames of the vectors", async () => {
   }
 });
 
-test("a connection refused 503 (the sidecar is full) is tried again and welcomed once there is room", async () => {
+/** A sidecar serving its one connection (`--max-connections 1`) to `first`, connected, and
+ * `second` (with `options`) not connected yet; `body(sidecar, first, second)`, then all closed. */
+async function withFullSidecar(options, body) {
   const sidecar = await startSidecar({ args: ["--max-connections", "1"] });
   const first = new CredenceClient({ url: sidecar.url, world: "town" });
-  const second = new CredenceClient({ url: sidecar.url, world: "town", minDelayMs: 50, maxDelayMs: 200 });
+  const second = new CredenceClient({ url: sidecar.url, world: "town", ...options });
   try {
     await first.connect();
+    await body(sidecar, first, second);
+  } finally {
+    first.close();
+    second.close();
+    await sidecar.stop();
+  }
+}
+
+test("a connection refused 503 (the sidecar is full) is tried again and welcomed once there is room", async () => {
+  await withFullSidecar({ minDelayMs: 50, maxDelayMs: 200 }, async (sidecar, first, second) => {
     const health = await (await fetch(sidecar.url.replace("ws://", "http://") + "/")).json();
     assert.deepEqual([health.connections, health.max_connections], [1, 1]);
     const states = [];
@@ -225,19 +237,11 @@ test("a connection refused 503 (the sidecar is full) is tried again and welcomed
     first.close();
     const welcome = await welcomed;
     assert.equal(welcome.world, "town");
-  } finally {
-    first.close();
-    second.close();
-    await sidecar.stop();
-  }
+  });
 });
 
 test("close() while connect() waits between attempts rejects it with closed (a game bounds the wait so)", async () => {
-  const sidecar = await startSidecar({ args: ["--max-connections", "1"] });
-  const first = new CredenceClient({ url: sidecar.url, world: "town" });
-  const waiting = new CredenceClient({ url: sidecar.url, world: "town", minDelayMs: 300, maxDelayMs: 300 });
-  try {
-    await first.connect();
+  await withFullSidecar({ minDelayMs: 300, maxDelayMs: 300 }, async (_sidecar, _first, waiting) => {
     const connecting = waiting.connect();
     await new Promise((done) => setTimeout(done, 150)); // refused 503, sleeping before the next try
     assert.equal(waiting.state, "reconnecting");
@@ -249,9 +253,5 @@ test("close() while connect() waits between attempts rejects it with closed (a g
     assert.ok(outcome instanceof CredenceError, `connect() after close(): ${outcome}`);
     assert.equal(outcome.code, "closed");
     assert.equal(waiting.state, "closed");
-  } finally {
-    first.close();
-    waiting.close();
-    await sidecar.stop();
-  }
+  });
 });
