@@ -273,10 +273,7 @@ namespace Credence
                     {
                         try
                         {
-                            if (options.ReconnectDelay != null)
-                                await options.ReconnectDelay(attempt, wait.Token).ConfigureAwait(false);
-                            else
-                                await Task.Delay(DefaultDelay(attempt), wait.Token).ConfigureAwait(false);
+                            await WaitBeforeAttempt(attempt, wait.Token).ConfigureAwait(false);
                         }
                         catch (OperationCanceledException) when (!cancel.IsCancellationRequested)
                         {
@@ -563,10 +560,7 @@ namespace Credence
             {
                 try
                 {
-                    if (options.ReconnectDelay != null)
-                        await options.ReconnectDelay(attempt, lifetime.Token).ConfigureAwait(false);
-                    else
-                        await Task.Delay(DefaultDelay(attempt), lifetime.Token).ConfigureAwait(false);
+                    await WaitBeforeAttempt(attempt, lifetime.Token).ConfigureAwait(false);
                 }
                 catch (OperationCanceledException)
                 {
@@ -596,6 +590,12 @@ namespace Credence
                     // Refused, timed out, reset: the sidecar is not back yet.
                 }
             }
+        }
+
+        /// <summary>The wait before attempt n (1, 2, …) of a reconnect or of ConnectAsync: ReconnectDelay, or the default backoff.</summary>
+        Task WaitBeforeAttempt(int attempt, CancellationToken cancel)
+        {
+            return options.ReconnectDelay != null ? options.ReconnectDelay(attempt, cancel) : Task.Delay(DefaultDelay(attempt), cancel);
         }
 
         TimeSpan DefaultDelay(int attempt)
