@@ -1237,7 +1237,7 @@ class DataDir:
                 os.replace(tmp, path)
             except OSError as exc:  # only a cache: the next listing reads the files again
                 log.warning("cannot save the worlds listing to %s: %s", path, exc)
-                with _suppress_missing():
+                with contextlib.suppress(FileNotFoundError):
                     os.remove(tmp)
 
     def _listed(self, world: str) -> WorldInfo | None:
@@ -1310,7 +1310,7 @@ class DataDir:
         if final.exists():  # (nothing in this process creates it meanwhile)
             raise WorldsError(f"world {world!r} already exists")
         for extra in ("-wal", "-shm"):  # a deleted world's, never to be read with this file
-            with _suppress_missing():
+            with contextlib.suppress(FileNotFoundError):
                 os.remove(f"{final}{extra}")
         self.close_world(world)  # (nothing may still read a file of this name)
         os.replace(tmp, final)
@@ -1338,10 +1338,10 @@ class DataDir:
         tomb = path.with_name(TOMBSTONE + path.name)
         os.replace(path, tomb)
         for extra in ("-wal", "-shm"):
-            with _suppress_missing():
+            with contextlib.suppress(FileNotFoundError):
                 os.replace(f"{path}{extra}", f"{tomb}{extra}")
         for extra in ("", "-wal", "-shm"):
-            with _suppress_missing():
+            with contextlib.suppress(FileNotFoundError):
                 os.remove(f"{tomb}{extra}")
         self._hashed.pop(path.name, None)
         self._infos.pop(world, None)
@@ -1453,7 +1453,7 @@ def _purge_files(directory: Path, prefix: str) -> None:
         pid, _, _ = stem.partition("-")
         key = (str(directory / (head + stem + SUFFIX)), "")
         if pid.isdigit() and _stale(int(pid), key):
-            with _suppress_missing():
+            with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
 
@@ -1496,7 +1496,7 @@ def _save_file(directory: Path, prefix: str = "") -> Path:
 
 def _remove_file(path: Path) -> None:
     for extra in ("", "-wal", "-shm", "-journal"):
-        with _suppress_missing():
+        with contextlib.suppress(FileNotFoundError):
             os.remove(f"{path}{extra}")
 
 
@@ -1599,7 +1599,7 @@ def _open_world_file(
     file an older Credence left is refused with :class:`SchemaBehind`, not migrated."""
     if not path.exists():
         for extra in ("-wal", "-shm"):  # an orphan would be replayed into the new file
-            with _suppress_missing():
+            with contextlib.suppress(FileNotFoundError):
                 os.remove(f"{path}{extra}")
     return SingleFile(path, rules=rules, synchronous=synchronous, upgrade=upgrade, save_files=False)
 
@@ -1713,14 +1713,6 @@ class _Workers:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-class _suppress_missing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> bool:
-        return kind is not None and issubclass(kind, FileNotFoundError)
-
-
 def check_world_id(world: object, what: str = "world id") -> str:
     """A world id by the ``hello`` rule (SPEC §5): a string of 1 to 200 characters. Worlds
     made any other way (an import, a fork) could never be named by a client."""
@@ -1755,7 +1747,7 @@ def backup(source: Path, target: Path) -> None:
             )
     src = connect(source, synchronous="NORMAL")
     tmp = target.with_name(target.name + ".part")
-    with _suppress_missing():
+    with contextlib.suppress(FileNotFoundError):
         os.remove(tmp)
     try:
         dst = sqlite3.connect(str(tmp))
@@ -1765,7 +1757,7 @@ def backup(source: Path, target: Path) -> None:
             dst.close()
         os.replace(tmp, target)
     except BaseException:
-        with _suppress_missing():
+        with contextlib.suppress(FileNotFoundError):
             os.remove(tmp)
         raise
     finally:
