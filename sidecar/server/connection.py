@@ -464,8 +464,11 @@ class Connection:
                 if session.closing:
                     self.caught.set()
                     return
-                if not _covers(residents, session.prefilter()):
-                    break  # (a filter added while the peer drained: read on from here)
+                # (filters change only while a frame waits for room: one added then may want
+                # what the read left out, so the backlog is read on from here)
+                if frame is not None and residents is not None:
+                    if not _covers(residents, session.prefilter()):
+                        break
             else:
                 session.passed(through)
             self.caught.set()  # (acks held behind this page may go)
